@@ -1,0 +1,3 @@
+from console.cli import main
+
+raise SystemExit(main())

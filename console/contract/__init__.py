@@ -1,0 +1,41 @@
+"""The execution contract: operations, capabilities, fingerprints and outcomes.
+
+Pure data and validation. Nothing here imports Textual, asyncio servers or sqlite3
+(tests/test_layers.py enforces it); the filesystem is reached only through
+:class:`~console.contract.host.Host`.
+"""
+
+from console.contract.capabilities import Capability, CapabilityKind
+from console.contract.fingerprint import canonical_bytes, fingerprint, parse_fingerprint
+from console.contract.host import Host, OSHost
+from console.contract.operation import (
+    Kind,
+    Mode,
+    Network,
+    Operation,
+    Origin,
+    OutputLimits,
+    WorkspaceAccess,
+    parse,
+)
+from console.contract.problem import InvalidInput, Problem
+
+__all__ = [
+    "Capability",
+    "CapabilityKind",
+    "Host",
+    "InvalidInput",
+    "Kind",
+    "Mode",
+    "Network",
+    "OSHost",
+    "Operation",
+    "Origin",
+    "OutputLimits",
+    "Problem",
+    "WorkspaceAccess",
+    "canonical_bytes",
+    "fingerprint",
+    "parse",
+    "parse_fingerprint",
+]

@@ -1,0 +1,66 @@
+"""Fingerprints: the identity of an operation for approval purposes.
+
+The canonical form is specified in docs/fingerprint.md precisely enough to reimplement
+in another language; the test suite checks the vectors printed there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING, Any
+
+from console.contract import strictjson
+from console.contract.problem import invalid
+
+if TYPE_CHECKING:
+    from console.contract.operation import Operation
+
+FINGERPRINT_VERSION = 1
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def canonical_form(op: Operation) -> dict[str, Any]:
+    """Every authority-bearing field, in the shape that gets hashed.
+
+    Justification, session id, timeout and output limits are deliberately absent: they
+    do not change what the command may do, so changing them must not cost an approval.
+    """
+    return {
+        "version": FINGERPRINT_VERSION,
+        "origin": op.origin.value,
+        "mode": op.mode.value,
+        "kind": op.kind.value,
+        "tool": op.tool,
+        "executable": op.executable,
+        "args": list(op.args),
+        "workspace_root": op.workspace_root,
+        "cwd": op.cwd,
+        "env": [[name, value] for name, value in op.env],
+        "stdin_sha256": hashlib.sha256(op.stdin).hexdigest(),
+        "workspace_access": op.workspace_access.value,
+        "write_dirs": list(op.write_dirs),
+        "network": op.network.value,
+        "capabilities": [c.to_dict() for c in op.capabilities],
+        "content": [[path, digest] for path, digest in op.content],
+    }
+
+
+def canonical_bytes(op: Operation) -> bytes:
+    return strictjson.canonical(canonical_form(op))
+
+
+def fingerprint(op: Operation) -> str:
+    return hashlib.sha256(canonical_bytes(op)).hexdigest()
+
+
+def parse_fingerprint(text: str) -> str:
+    """Accept only the persistence form: exactly 64 lowercase hex digits."""
+    if not isinstance(text, str) or not _HEX64.fullmatch(text):
+        raise invalid("fingerprint", "invalid_fingerprint", "must be 64 lowercase hexadecimal digits")
+    return text
+
+
+def short(fp: str) -> str:
+    """The form shown to people: enough to be unique among a day's requests."""
+    return fp[:12]

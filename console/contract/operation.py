@@ -1,0 +1,604 @@
+"""Operations: what an agent asks to run, validated strictly and made canonical.
+
+Decoding happens in two steps. :func:`validate_wire` checks the JSON object field by
+field (types, enums, ranges, unknown fields) without touching the filesystem;
+:func:`resolve` then asks a :class:`~console.contract.host.Host` to canonicalize paths,
+find the executable on the trusted PATH and hash the files the operation's authority
+depends on. Either step raises :class:`~console.contract.problem.InvalidInput` with a
+problem that never repeats the rejected value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+from console.contract import strictjson
+from console.contract.capabilities import Capability, CapabilityKind, normalize_capabilities
+from console.contract.host import Host
+from console.contract.problem import invalid
+
+MAX_STDIN_BYTES = 1 << 20
+MAX_STRING_CHARS = 1 << 20
+MAX_ARGS = 10_000
+MAX_ENV = 1_000
+MAX_WRITE_DIRS = 256
+MAX_CAPABILITIES = 256
+MAX_PATH_CHARS = 4096
+MAX_TIMEOUT_MS = 24 * 3600 * 1000
+MAX_CAPTURE_BYTES = 64 << 20
+MAX_OUTPUT_BYTES = 1 << 30
+DEFAULT_TIMEOUT_MS = 120_000
+DEFAULT_CAPTURE_BYTES = 65_536
+DEFAULT_MAX_BYTES = 8_388_608
+
+_TOOL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
+
+
+class Origin(StrEnum):
+    INTERACTIVE_COMMAND = "interactive_command"
+    HOOK = "hook"
+    PLUGIN = "plugin"
+    MCP_SERVER = "mcp_server"
+    BACKGROUND_TASK = "background_task"
+
+
+class Mode(StrEnum):
+    CAPTURED = "captured"
+    INTERACTIVE = "interactive"
+    DURABLE = "durable"
+
+
+class Kind(StrEnum):
+    SHELL = "shell"
+    GIT = "git"
+    PROCESS = "process"
+
+
+class WorkspaceAccess(StrEnum):
+    READ_ONLY = "read_only"
+    WRITE = "write"
+
+
+class Network(StrEnum):
+    NONE = "none"
+    ANY = "any"
+
+
+# Environment overrides that change what code runs or how, rather than what it reads.
+# Setting one is asking for the `environment` capability on that name.
+RISKY_ENV_EXACT = frozenset(
+    {
+        "PATH",
+        "IFS",
+        "ENV",
+        "BASH_ENV",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "PYTHONINSPECT",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_EXEC_PATH",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "GIT_PAGER",
+        "HOME",
+    }
+)
+RISKY_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG")
+
+
+def env_is_risky(name: str) -> bool:
+    return name in RISKY_ENV_EXACT or name.startswith(RISKY_ENV_PREFIXES)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputLimits:
+    capture_bytes: int = DEFAULT_CAPTURE_BYTES
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A validated, canonical operation.
+
+    ``cwd`` is relative to ``workspace_root`` (``"."`` or ``"a/b"``); every other path is
+    absolute and canonical. ``content`` maps the files the authority depends on (an
+    executable or script inside the workspace) to their SHA-256, or None when absent.
+    """
+
+    kind: Kind
+    executable: str
+    workspace_root: str
+    origin: Origin = Origin.INTERACTIVE_COMMAND
+    mode: Mode = Mode.CAPTURED
+    tool: str = ""
+    args: tuple[str, ...] = ()
+    cwd: str = "."
+    env: tuple[tuple[str, str], ...] = ()
+    stdin: bytes = b""
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    output: OutputLimits = field(default_factory=OutputLimits)
+    workspace_access: WorkspaceAccess = WorkspaceAccess.READ_ONLY
+    write_dirs: tuple[str, ...] = ()
+    network: Network = Network.NONE
+    capabilities: tuple[Capability, ...] = ()
+    justification: str = ""
+    session_id: str = ""
+    content: tuple[tuple[str, str | None], ...] = ()
+
+    @property
+    def cwd_path(self) -> str:
+        """The absolute working directory."""
+        if self.cwd == ".":
+            return self.workspace_root
+        return posixpath.join(self.workspace_root, self.cwd)
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (self.executable, *self.args)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        from console.contract.fingerprint import fingerprint
+
+        return fingerprint(self)
+
+    def requested_capabilities(self) -> tuple[Capability, ...]:
+        """What the operation asks for, derived from its fields plus its explicit list."""
+        caps = [
+            Capability(CapabilityKind.FILESYSTEM_READ),
+            Capability(CapabilityKind.PROCESS_SPAWN),
+        ]
+        if self.workspace_access is WorkspaceAccess.WRITE:
+            caps.append(Capability(CapabilityKind.WORKSPACE_WRITE, self.workspace_root))
+        caps.extend(Capability(CapabilityKind.WORKSPACE_WRITE, d) for d in self.write_dirs)
+        if self.network is Network.ANY:
+            caps.append(Capability(CapabilityKind.EXTERNAL_NETWORK))
+        caps.extend(
+            Capability(CapabilityKind.ENVIRONMENT, name) for name, _ in self.env if env_is_risky(name)
+        )
+        caps.extend(self.capabilities)
+        return normalize_capabilities(caps)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The contract's JSON form (canonical values), which :func:`parse` accepts back."""
+        return {
+            "origin": self.origin.value,
+            "mode": self.mode.value,
+            "kind": self.kind.value,
+            "tool": self.tool,
+            "executable": self.executable,
+            "args": list(self.args),
+            "workspace_root": self.workspace_root,
+            "cwd": self.cwd,
+            "env": dict(self.env),
+            "stdin": base64.b64encode(self.stdin).decode("ascii"),
+            "timeout_ms": self.timeout_ms,
+            "output": {
+                "capture_bytes": self.output.capture_bytes,
+                "max_bytes": self.output.max_bytes,
+            },
+            "workspace_access": self.workspace_access.value,
+            "write_dirs": list(self.write_dirs),
+            "network": self.network.value,
+            "capabilities": [c.to_dict() for c in self.capabilities],
+            "justification": self.justification,
+            "session_id": self.session_id,
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Step 1: the wire form, field by field, no filesystem.
+
+_FIELDS = frozenset(
+    {
+        "origin",
+        "mode",
+        "kind",
+        "tool",
+        "executable",
+        "args",
+        "workspace_root",
+        "cwd",
+        "env",
+        "stdin",
+        "timeout_ms",
+        "output",
+        "workspace_access",
+        "write_dirs",
+        "network",
+        "capabilities",
+        "justification",
+        "session_id",
+    }
+)
+
+
+def _string(value: Any, name: str, *, max_chars: int = MAX_STRING_CHARS, empty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise invalid(name, "wrong_type", "must be a JSON string")
+    if "\x00" in value:
+        raise invalid(name, "nul_byte", "must not contain a NUL character")
+    if len(value) > max_chars:
+        raise invalid(name, "too_long", f"must be at most {max_chars} characters")
+    if not empty and not value:
+        raise invalid(name, "empty", "must not be empty")
+    return value
+
+
+def _enum(value: Any, name: str, enum: type[StrEnum]) -> Any:
+    member = enum._value2member_map_.get(value) if isinstance(value, str) else None
+    if member is not None:
+        return member
+    allowed = ", ".join(m.value for m in enum)
+    if not isinstance(value, str):
+        raise invalid(name, "wrong_type", f"must be a string, one of: {allowed}")
+    raise invalid(name, "unknown_value", f"must be one of: {allowed}")
+
+
+def _int(value: Any, name: str, low: int, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise invalid(name, "wrong_type", "must be a JSON integer")
+    if not low <= value <= high:
+        raise invalid(name, "out_of_range", f"must be between {low} and {high}")
+    return value
+
+
+def _list(value: Any, name: str, max_items: int) -> list[Any]:
+    if not isinstance(value, list):
+        raise invalid(name, "wrong_type", "must be a JSON array")
+    if len(value) > max_items:
+        raise invalid(name, "too_many", f"must have at most {max_items} items")
+    return value
+
+
+def _absolute(value: Any, name: str) -> str:
+    path = _string(value, name, max_chars=MAX_PATH_CHARS, empty=False)
+    if not path.startswith("/"):
+        raise invalid(name, "not_absolute", "must be an absolute path (starting with /)")
+    return path
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """The wire form after field validation: values typed, paths not yet resolved."""
+
+    kind: Kind
+    executable: str
+    workspace_root: str
+    origin: Origin
+    mode: Mode
+    tool: str
+    args: tuple[str, ...]
+    cwd: str
+    env: tuple[tuple[str, str], ...]
+    stdin: bytes
+    timeout_ms: int
+    output: OutputLimits
+    workspace_access: WorkspaceAccess
+    write_dirs: tuple[str, ...]
+    network: Network
+    capabilities: tuple[Capability, ...]
+    justification: str
+    session_id: str
+
+
+def validate_wire(obj: Any) -> _Spec:
+    if not isinstance(obj, dict):
+        raise invalid("", "not_an_object", "an operation is a JSON object")
+    for key in obj:
+        if key not in _FIELDS:
+            # The unknown key is agent text; name it only by what is allowed.
+            raise invalid(
+                "",
+                "unknown_field",
+                "remove fields that are not in the contract: " + ", ".join(sorted(_FIELDS)),
+            )
+    for required in ("kind", "executable", "workspace_root"):
+        if required not in obj:
+            raise invalid(required, "missing", "this field is required")
+
+    kind = _enum(obj["kind"], "kind", Kind)
+    tool = obj.get("tool", kind.value)
+    if not isinstance(tool, str) or not _TOOL_RE.fullmatch(tool):
+        raise invalid(
+            "tool",
+            "invalid_tool",
+            "must be 1-128 characters of letters, digits and ._:/@+- (e.g. claude-code:Bash)",
+        )
+
+    args = tuple(_string(a, f"args[{i}]") for i, a in enumerate(_list(obj.get("args", []), "args", MAX_ARGS)))
+
+    env_obj = obj.get("env", {})
+    if not isinstance(env_obj, dict):
+        raise invalid("env", "wrong_type", "must be a JSON object of name to value")
+    if len(env_obj) > MAX_ENV:
+        raise invalid("env", "too_many", f"must have at most {MAX_ENV} entries")
+    env: list[tuple[str, str]] = []
+    for i, (name, value) in enumerate(env_obj.items()):
+        if not name or "=" in name or "\x00" in name or len(name) > 256:
+            raise invalid(
+                f"env[{i}]",
+                "invalid_env_name",
+                "names must be 1-256 characters without '=' or NUL",
+            )
+        env.append((name, _string(value, f"env[{i}]", max_chars=128 * 1024)))
+    env.sort()
+
+    stdin_text = _string(obj.get("stdin", ""), "stdin", max_chars=(MAX_STDIN_BYTES * 4) // 3 + 4)
+    try:
+        stdin = base64.b64decode(stdin_text, validate=True)
+    except (binascii.Error, ValueError):
+        raise invalid("stdin", "invalid_base64", "must be standard base64 with padding") from None
+    if len(stdin) > MAX_STDIN_BYTES:
+        raise invalid("stdin", "too_large", f"must decode to at most {MAX_STDIN_BYTES} bytes")
+
+    out_obj = obj.get("output", {})
+    if not isinstance(out_obj, dict):
+        raise invalid("output", "wrong_type", "must be an object {capture_bytes, max_bytes}")
+    if set(out_obj) - {"capture_bytes", "max_bytes"}:
+        raise invalid("output", "unknown_field", "only capture_bytes and max_bytes are allowed")
+    capture = _int(
+        out_obj.get("capture_bytes", DEFAULT_CAPTURE_BYTES),
+        "output.capture_bytes",
+        0,
+        MAX_CAPTURE_BYTES,
+    )
+    max_bytes = _int(out_obj.get("max_bytes", DEFAULT_MAX_BYTES), "output.max_bytes", 1, MAX_OUTPUT_BYTES)
+    if capture > max_bytes:
+        raise invalid("output.capture_bytes", "out_of_range", "must not exceed output.max_bytes")
+
+    write_dirs = tuple(
+        _absolute(d, f"write_dirs[{i}]")
+        for i, d in enumerate(_list(obj.get("write_dirs", []), "write_dirs", MAX_WRITE_DIRS))
+    )
+
+    caps: list[Capability] = []
+    for i, c in enumerate(_list(obj.get("capabilities", []), "capabilities", MAX_CAPABILITIES)):
+        where = f"capabilities[{i}]"
+        if not isinstance(c, dict):
+            raise invalid(where, "wrong_type", "must be an object {kind, scope?}")
+        if set(c) - {"kind", "scope"} or "kind" not in c:
+            raise invalid(where, "invalid_capability", "must have kind and optionally scope, nothing else")
+        cap_kind = _enum(c["kind"], f"{where}.kind", CapabilityKind)
+        scope = _string(c.get("scope", ""), f"{where}.scope", max_chars=MAX_PATH_CHARS)
+        if cap_kind in _PATH_SCOPED and scope and not scope.startswith("/"):
+            raise invalid(f"{where}.scope", "not_absolute", "a path scope must be absolute")
+        caps.append(Capability(cap_kind, scope))
+
+    return _Spec(
+        kind=kind,
+        executable=_string(obj["executable"], "executable", max_chars=MAX_PATH_CHARS, empty=False),
+        workspace_root=_absolute(obj["workspace_root"], "workspace_root"),
+        origin=_enum(obj.get("origin", "interactive_command"), "origin", Origin),
+        mode=_enum(obj.get("mode", "captured"), "mode", Mode),
+        tool=tool,
+        args=args,
+        cwd=_string(obj.get("cwd", "."), "cwd", max_chars=MAX_PATH_CHARS, empty=False),
+        env=tuple(env),
+        stdin=stdin,
+        timeout_ms=_int(obj.get("timeout_ms", DEFAULT_TIMEOUT_MS), "timeout_ms", 1, MAX_TIMEOUT_MS),
+        output=OutputLimits(capture, max_bytes),
+        workspace_access=_enum(obj.get("workspace_access", "read_only"), "workspace_access", WorkspaceAccess),
+        write_dirs=write_dirs,
+        network=_enum(obj.get("network", "none"), "network", Network),
+        capabilities=tuple(caps),
+        justification=_string(obj.get("justification", ""), "justification"),
+        session_id=_string(obj.get("session_id", ""), "session_id", max_chars=256),
+    )
+
+
+_PATH_SCOPED = frozenset({CapabilityKind.WORKSPACE_WRITE, CapabilityKind.PROTECTED_METADATA})
+
+
+# ---------------------------------------------------------------------------------------
+# Step 2: canonical paths, the executable, and content binding.
+
+
+def is_within(path: str, root: str) -> bool:
+    """Whether canonical ``path`` is ``root`` or below it."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _relative(path: str, root: str) -> str:
+    if path == root:
+        return "."
+    return path[len(root.rstrip("/")) + 1 :]
+
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh"})
+_PYTHON_RE = re.compile(r"python[0-9.]*")
+# Options after which the next argument is inline code (so there is no script file),
+# and options that take a separate value (so the next argument is not the script).
+_INLINE_CODE = {
+    "python": frozenset({"-c", "-m"}),
+    "node": frozenset({"-e", "--eval", "-p", "--print"}),
+    "ruby": frozenset({"-e"}),
+    "perl": frozenset({"-e", "-E"}),
+}
+_TAKES_VALUE = {
+    "python": frozenset({"-W", "-X", "--check-hash-based-pycs"}),
+    "node": frozenset(
+        {"-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions"}
+    ),
+    "ruby": frozenset({"-I", "-r", "-C", "-E"}),
+    "perl": frozenset({"-I", "-M", "-m"}),
+    "shell": frozenset({"-o", "+o", "-O", "+O"}),
+}
+
+
+def interpreter_family(*names: str) -> str | None:
+    """The known interpreter family of an executable, judged by any of its names."""
+    for name in names:
+        base = posixpath.basename(name)
+        if base in _SHELLS:
+            return "shell"
+        if _PYTHON_RE.fullmatch(base):
+            return "python"
+        if base in ("node", "nodejs"):
+            return "node"
+        if base == "ruby" or re.fullmatch(r"ruby[0-9.]+", base):
+            return "ruby"
+        if base == "perl" or re.fullmatch(r"perl[0-9.]+", base):
+            return "perl"
+    return None
+
+
+def script_argument(family: str, args: tuple[str, ...]) -> str | None:
+    """The script file an interpreter would run, or None when it runs inline code."""
+    inline = _INLINE_CODE.get(family, frozenset())
+    takes_value = _TAKES_VALUE.get(family, frozenset())
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return args[i + 1] if i + 1 < len(args) else None
+        if arg == "-":
+            return None
+        is_option = arg.startswith("-") or (family == "shell" and arg.startswith("+"))
+        if not is_option:
+            return arg
+        if family == "shell" and arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
+            return None
+        if arg in inline or (family == "python" and arg.startswith(("-c", "-m")) and len(arg) > 2):
+            return None
+        if arg in takes_value:
+            i += 1
+        i += 1
+    return None
+
+
+def _canonical_dir(host: Host, path: str, name: str) -> str:
+    real = host.realpath(path)
+    if not host.is_dir(real):
+        raise invalid(name, "not_a_directory", "must name an existing directory")
+    return real
+
+
+def resolve(spec: _Spec, host: Host) -> Operation:
+    root = _canonical_dir(host, posixpath.normpath(spec.workspace_root), "workspace_root")
+    if root == "/":
+        raise invalid(
+            "workspace_root",
+            "workspace_is_root",
+            "the filesystem root cannot be a workspace; name the project directory",
+        )
+
+    if ".." in spec.cwd.split("/"):
+        raise invalid(
+            "cwd",
+            "parent_reference",
+            "must not contain '..'; name the directory inside the workspace",
+        )
+    cwd_in = spec.cwd if spec.cwd.startswith("/") else posixpath.join(root, spec.cwd)
+    cwd_real = _canonical_dir(host, posixpath.normpath(cwd_in), "cwd")
+    if not is_within(cwd_real, root):
+        raise invalid("cwd", "outside_workspace", "must stay inside workspace_root (symlinks are resolved)")
+
+    exe = spec.executable
+    if "/" not in exe:
+        found = host.which(exe)
+        if found is None:
+            raise invalid(
+                "executable",
+                "executable_not_found",
+                "not found on the console's trusted PATH; install it or give an absolute path",
+            )
+        exe_path = found
+    else:
+        exe_path = exe if exe.startswith("/") else posixpath.join(cwd_real, exe)
+    exe_real = host.realpath(posixpath.normpath(exe_path))
+    if not host.is_executable_file(exe_real):
+        raise invalid(
+            "executable",
+            "executable_not_found",
+            "must be an existing executable file (after resolving symlinks)",
+        )
+
+    write_dirs = tuple(
+        sorted(
+            {
+                _canonical_dir(host, posixpath.normpath(d), f"write_dirs[{i}]")
+                for i, d in enumerate(spec.write_dirs)
+            }
+        )
+    )
+
+    caps: list[Capability] = []
+    for c in spec.capabilities:
+        if c.kind in _PATH_SCOPED:
+            scope = host.realpath(posixpath.normpath(c.scope)) if c.scope else root
+            caps.append(Capability(c.kind, scope))
+        else:
+            caps.append(c)
+
+    content: dict[str, str | None] = {}
+    if is_within(exe_real, root):
+        content[exe_real] = host.file_sha256(exe_real)
+    family = interpreter_family(spec.executable, exe_real)
+    if family is not None:
+        script = script_argument(family, spec.args)
+        if script:
+            script_path = host.realpath(posixpath.normpath(posixpath.join(cwd_real, script)))
+            if is_within(script_path, root):
+                content[script_path] = host.file_sha256(script_path)
+
+    return Operation(
+        origin=spec.origin,
+        mode=spec.mode,
+        kind=spec.kind,
+        tool=spec.tool,
+        executable=exe_real,
+        args=spec.args,
+        workspace_root=root,
+        cwd=_relative(cwd_real, root),
+        env=spec.env,
+        stdin=spec.stdin,
+        timeout_ms=spec.timeout_ms,
+        output=spec.output,
+        workspace_access=spec.workspace_access,
+        write_dirs=write_dirs,
+        network=spec.network,
+        capabilities=normalize_capabilities(caps),
+        justification=spec.justification,
+        session_id=spec.session_id,
+        content=tuple(sorted(content.items())),
+    )
+
+
+def decode(data: str | bytes) -> Any:
+    """Strict JSON, with failures reported as problems."""
+    try:
+        return strictjson.loads(data)
+    except strictjson.StrictJSONError as exc:
+        raise invalid("", exc.code, str(exc)) from None
+
+
+def parse(data: str | bytes | Mapping[str, Any], host: Host) -> Operation:
+    """Decode, validate and canonicalize one operation."""
+    obj = decode(data) if isinstance(data, str | bytes) else dict(data)
+    return resolve(validate_wire(obj), host)

@@ -1,0 +1,172 @@
+"""Policy configuration: TOML in, a validated, immutable :class:`PolicyConfig` out.
+
+Every error names the key and what it accepts, because the person reading it is
+editing ``policy.toml`` by hand.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from console.policy.patterns import PatternError, ProtectedPaths, validate_pattern
+
+
+class SandboxMode(StrEnum):
+    READ_ONLY = "read-only"
+    WORKSPACE_WRITE = "workspace-write"
+    DANGER_FULL_ACCESS = "danger-full-access"
+
+
+class NetworkMode(StrEnum):
+    NONE = "none"
+    ANY = "any"
+
+
+class ApprovalMode(StrEnum):
+    UNTRUSTED = "untrusted"
+    ON_REQUEST = "on-request"
+    NEVER = "never"
+
+
+class Tripwire(StrEnum):
+    OFF = "off"
+    ALERT = "alert"
+    PAUSE = "pause"
+
+
+DEFAULT_PROTECTED: tuple[str, ...] = (
+    ".git/hooks/**",
+    ".git/config",
+    ".env",
+    ".env.*",
+    "**/*.pem",
+    "**/id_rsa*",
+    "**/id_ed25519*",
+)
+
+
+class PolicyError(ValueError):
+    """The policy file is invalid; the message names the key and the allowed values."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}" if key else message)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    network: NetworkMode = NetworkMode.NONE
+    approval: ApprovalMode = ApprovalMode.ON_REQUEST
+    protected: tuple[str, ...] = DEFAULT_PROTECTED
+    approval_timeout_s: float = 300.0
+    tripwire: Tripwire = Tripwire.ALERT
+    allow_degraded: bool = False
+
+    @property
+    def protected_paths(self) -> ProtectedPaths:
+        return _compiled(self.protected)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sandbox": self.sandbox.value,
+            "network": self.network.value,
+            "approval": self.approval.value,
+            "protected": list(self.protected),
+            "approval_timeout_s": self.approval_timeout_s,
+            "tripwire": self.tripwire.value,
+            "allow_degraded": self.allow_degraded,
+        }
+
+
+_cache: dict[tuple[str, ...], ProtectedPaths] = {}
+
+
+def _compiled(patterns: tuple[str, ...]) -> ProtectedPaths:
+    found = _cache.get(patterns)
+    if found is None:
+        found = _cache[patterns] = ProtectedPaths(patterns)
+    return found
+
+
+def _choice(data: dict[str, Any], key: str, enum: type[StrEnum], default: StrEnum) -> Any:
+    if key not in data:
+        return default
+    value = data[key]
+    allowed = " | ".join(f'"{m.value}"' for m in enum)
+    if not isinstance(value, str):
+        raise PolicyError(key, f"must be a string, one of {allowed}")
+    try:
+        return enum(value)
+    except ValueError:
+        raise PolicyError(key, f"unknown value; allowed: {allowed}") from None
+
+
+_KEYS = (
+    "sandbox",
+    "network",
+    "approval",
+    "protected",
+    "approval_timeout_s",
+    "tripwire",
+    "allow_degraded",
+)
+
+
+def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
+    unknown = sorted(set(data) - set(_KEYS))
+    if unknown:
+        raise PolicyError(unknown[0], "unknown key; known keys: " + ", ".join(_KEYS))
+    defaults = PolicyConfig()
+
+    protected = data.get("protected", list(defaults.protected))
+    if not isinstance(protected, list) or not all(isinstance(p, str) for p in protected):
+        raise PolicyError("protected", 'must be a list of path patterns, e.g. [".env", ".git/hooks/**"]')
+    if len(protected) > 1000:
+        raise PolicyError("protected", "at most 1000 patterns")
+    for i, pattern in enumerate(protected):
+        try:
+            validate_pattern(pattern)
+        except PatternError as exc:
+            raise PolicyError(f"protected[{i}]", str(exc)) from None
+
+    timeout = data.get("approval_timeout_s", defaults.approval_timeout_s)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 86_400:
+        raise PolicyError("approval_timeout_s", "must be a number of seconds between 1 and 86400")
+
+    allow_degraded = data.get("allow_degraded", False)
+    if not isinstance(allow_degraded, bool):
+        raise PolicyError("allow_degraded", "must be true or false")
+
+    return PolicyConfig(
+        sandbox=_choice(data, "sandbox", SandboxMode, defaults.sandbox),
+        network=_choice(data, "network", NetworkMode, defaults.network),
+        approval=_choice(data, "approval", ApprovalMode, defaults.approval),
+        protected=tuple(protected),
+        approval_timeout_s=float(timeout),
+        tripwire=_choice(data, "tripwire", Tripwire, defaults.tripwire),
+        allow_degraded=allow_degraded,
+    )
+
+
+def policy_from_toml(text: str) -> PolicyConfig:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError("", f"not valid TOML: {exc}") from None
+    return policy_from_dict(data)
+
+
+def load_policy(path: str | Path | None) -> PolicyConfig:
+    """The policy in ``path``; the defaults when ``path`` is None."""
+    if path is None:
+        return PolicyConfig()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError("", f"cannot read {path}: {exc}") from None
+    return policy_from_toml(text)

@@ -1,0 +1,174 @@
+"""The ceiling and the capability diff the operator sees.
+
+The ceiling is what the sandbox grants without asking. The diff splits what an
+operation requests into what stays within the ceiling and the escalations beyond it,
+each with a plain reason, and lists the part of the ceiling the operation leaves
+unused — what the sandbox would still forbid is everything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from console.contract.capabilities import Capability, CapabilityKind, normalize_capabilities
+from console.contract.operation import Operation, is_within
+from console.policy.config import NetworkMode, PolicyConfig, SandboxMode
+from console.policy.patterns import ProtectedPaths
+
+K = CapabilityKind
+
+# What the sandbox still forbids, whatever the ceiling: shown so the operator knows the
+# limits an approval does not lift.
+SANDBOX_FORBIDS: dict[CapabilityKind, str] = {
+    K.PROTECTED_METADATA: "protected paths stay read-only",
+    K.EXTERNAL_NETWORK: "no network beyond an isolated loopback",
+    K.HOST_VISIBLE_BINDING: "no ports reachable from the host",
+    K.PROCESS_CONTROL: "no signals or tracing outside its own process tree",
+    K.ENVIRONMENT: "only an allowlisted environment is inherited",
+    K.WORKSPACE_WRITE: "no writes outside the workspace and approved write dirs",
+}
+
+
+class DiffItem(NamedTuple):
+    capability: Capability
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.capability.to_dict(), "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityDiff:
+    requested: tuple[Capability, ...]
+    ceiling: tuple[Capability, ...]
+    within: tuple[DiffItem, ...]
+    escalations: tuple[DiffItem, ...]
+    unused: tuple[DiffItem, ...]
+    forbidden: tuple[DiffItem, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requested": [c.to_dict() for c in self.requested],
+            "ceiling": [c.to_dict() for c in self.ceiling],
+            "within": [i.to_dict() for i in self.within],
+            "escalations": [i.to_dict() for i in self.escalations],
+            "unused": [i.to_dict() for i in self.unused],
+            "forbidden": [i.to_dict() for i in self.forbidden],
+        }
+
+
+@lru_cache(maxsize=256)
+def ceiling(config: PolicyConfig, workspace_root: str) -> tuple[Capability, ...]:
+    if config.sandbox is SandboxMode.DANGER_FULL_ACCESS:
+        return (Capability(K.UNRESTRICTED),)
+    caps = [
+        Capability(K.FILESYSTEM_READ),
+        Capability(K.PROCESS_SPAWN),
+        Capability(K.ISOLATED_LOOPBACK),
+    ]
+    if config.sandbox is SandboxMode.WORKSPACE_WRITE:
+        caps.append(Capability(K.WORKSPACE_WRITE, workspace_root))
+    if config.network is NetworkMode.ANY:
+        caps.append(Capability(K.EXTERNAL_NETWORK))
+    return normalize_capabilities(caps)
+
+
+def _relative(path: str, root: str) -> str | None:
+    if not is_within(path, root):
+        return None
+    return "." if path == root else path[len(root.rstrip("/")) + 1 :]
+
+
+def requested(op: Operation, protected: ProtectedPaths) -> tuple[Capability, ...]:
+    """The operation's own request, plus `protected_metadata` for writes into protected paths."""
+    caps = list(op.requested_capabilities())
+    for cap in list(caps):
+        if cap.kind is K.WORKSPACE_WRITE and cap.scope:
+            rel = _relative(cap.scope, op.workspace_root)
+            if rel not in (None, ".") and protected.is_protected(rel):
+                caps.append(Capability(K.PROTECTED_METADATA, cap.scope))
+    return normalize_capabilities(caps)
+
+
+def _covered(cap: Capability, ceil: tuple[Capability, ...], op: Operation, protected: ProtectedPaths) -> bool:
+    if any(c.kind is K.UNRESTRICTED for c in ceil):
+        return True
+    if cap.kind is K.WORKSPACE_WRITE:
+        scope = cap.scope or op.workspace_root
+        if not any(c.kind is K.WORKSPACE_WRITE and is_within(scope, c.scope) for c in ceil):
+            return False
+        rel = _relative(scope, op.workspace_root)
+        return rel in (None, ".") or not protected.is_protected(rel)
+    return any(c.kind is cap.kind and (not c.scope or c.scope == cap.scope) for c in ceil)
+
+
+def _why_escalation(cap: Capability, op: Operation, config: PolicyConfig, protected: ProtectedPaths) -> str:
+    kind = cap.kind
+    if kind is K.WORKSPACE_WRITE:
+        scope = cap.scope or op.workspace_root
+        if config.sandbox is SandboxMode.READ_ONLY:
+            return "writes, but the sandbox is read-only"
+        rel = _relative(scope, op.workspace_root)
+        if rel is None:
+            return f"writes outside the workspace: {scope}"
+        pattern = protected.match(rel)
+        return f"writes into a protected path ({pattern})" if pattern else "writes inside the workspace"
+    if kind is K.PROTECTED_METADATA:
+        return "may change protected paths (hooks, git config, env files, keys)"
+    if kind is K.EXTERNAL_NETWORK:
+        return "reaches the network; the sandbox allows none"
+    if kind is K.UNRESTRICTED:
+        return "runs outside the sandbox with every power the operator's account has"
+    if kind is K.ENVIRONMENT:
+        target = cap.scope or "the environment"
+        return f"overrides {target}, which changes what code runs or how"
+    if kind is K.PROCESS_CONTROL:
+        return "may signal or trace processes outside its own tree"
+    if kind is K.HOST_VISIBLE_BINDING:
+        return "opens a port the host can reach"
+    if kind is K.ISOLATED_LOOPBACK:
+        return "uses a loopback interface"
+    return "beyond what the sandbox grants"
+
+
+_WITHIN_REASON: dict[CapabilityKind, str] = {
+    K.FILESYSTEM_READ: "the sandbox lets everything read the filesystem",
+    K.PROCESS_SPAWN: "running a program is what was asked",
+    K.WORKSPACE_WRITE: "writes inside the workspace are allowed by the sandbox",
+    K.EXTERNAL_NETWORK: "the policy allows network access",
+    K.ISOLATED_LOOPBACK: "a private loopback exists inside the sandbox",
+}
+
+
+@lru_cache(maxsize=1024)
+def _forbidden(ceil: tuple[Capability, ...], asked: frozenset[CapabilityKind]) -> tuple[DiffItem, ...]:
+    if any(c.kind is K.UNRESTRICTED for c in ceil):
+        return ()
+    ceiling_kinds = {c.kind for c in ceil}
+    return tuple(
+        DiffItem(Capability(kind), reason)
+        for kind, reason in SANDBOX_FORBIDS.items()
+        # Write stays listed: an approval lifts one scope, never writing everywhere.
+        if kind is K.WORKSPACE_WRITE or (kind not in ceiling_kinds and kind not in asked)
+    )
+
+
+def capability_diff(op: Operation, config: PolicyConfig) -> CapabilityDiff:
+    protected = config.protected_paths
+    ceil = ceiling(config, op.workspace_root)
+    req = requested(op, protected)
+    within: list[DiffItem] = []
+    escalations: list[DiffItem] = []
+    for cap in req:
+        if _covered(cap, ceil, op, protected):
+            within.append(DiffItem(cap, _WITHIN_REASON.get(cap.kind, "the policy grants it without asking")))
+        else:
+            escalations.append(DiffItem(cap, _why_escalation(cap, op, config, protected)))
+    used_kinds = {i.capability.kind for i in within}
+    unused = tuple(
+        DiffItem(c, "granted by the sandbox, not requested") for c in ceil if c.kind not in used_kinds
+    )
+    forbidden = _forbidden(ceil, frozenset(i.capability.kind for i in escalations))
+    return CapabilityDiff(req, ceil, tuple(within), tuple(escalations), unused, forbidden)

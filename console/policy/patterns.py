@@ -1,0 +1,79 @@
+"""Protected-path patterns.
+
+Patterns are relative to the workspace root and follow .gitignore's rules where they
+matter here: a pattern without ``/`` matches a name at any depth (``.env`` protects
+``backend/.env`` too), a pattern with ``/`` is anchored at the root, ``*`` stays inside
+one path segment and ``**`` spans any number of them. A path is protected when it or
+any of its ancestors matches, so a directory pattern covers everything below it.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class PatternError(ValueError):
+    pass
+
+
+def _translate(pattern: str) -> str:
+    anchored = "/" in pattern.rstrip("/")
+    pat = pattern.strip("/")
+    out: list[str] = []
+    i = 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("/**", i) and i + 3 == len(pat):
+            out.append("(?:/.*)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    body = "".join(out)
+    if not anchored:
+        body = "(?:.*/)?" + body
+    return body
+
+
+def validate_pattern(pattern: str) -> None:
+    if not pattern or pattern.startswith("/") or "\x00" in pattern:
+        raise PatternError("a protected pattern is a non-empty path relative to the workspace")
+    if ".." in pattern.split("/"):
+        raise PatternError("a protected pattern must not contain '..'")
+
+
+class ProtectedPaths:
+    """A compiled set of protected patterns."""
+
+    __slots__ = ("_each", "_regex", "patterns")
+
+    def __init__(self, patterns: tuple[str, ...] | list[str]) -> None:
+        for p in patterns:
+            validate_pattern(p)
+        self.patterns = tuple(patterns)
+        self._each = tuple((p, re.compile(_translate(p))) for p in self.patterns)
+        joined = "|".join(f"(?:{_translate(p)})" for p in self.patterns) or "(?!)"
+        self._regex = re.compile(joined)
+
+    def match(self, relative: str) -> str | None:
+        """The first pattern protecting ``relative`` (or an ancestor of it), else None."""
+        parts = relative.strip("/").split("/")
+        for end in range(len(parts), 0, -1):
+            candidate = "/".join(parts[:end])
+            if self._regex.fullmatch(candidate):
+                return next(p for p, rx in self._each if rx.fullmatch(candidate))
+        return None
+
+    def is_protected(self, relative: str) -> bool:
+        return self.match(relative) is not None
