@@ -1,0 +1,38 @@
+"""The executor: approved captured operations run inside a bubblewrap sandbox.
+
+The daemon calls :func:`probe` once at start (in a thread), builds one
+:class:`SandboxConfig`, and for each approved operation awaits :func:`execute`.
+PTY sessions use :func:`prepare` and spawn ``Prepared.argv`` themselves. See plan.py
+for what the boundary grants and execute.py for statuses and outcome kinds.
+"""
+
+from console.sandbox.capture import OutputChunk, Stream, StreamResult
+from console.sandbox.execute import ExecResult, Status, Unauthorized, execute
+from console.sandbox.plan import (
+    Prepared,
+    SandboxConfig,
+    SandboxSetupError,
+    SandboxUnavailable,
+    prepare,
+)
+from console.sandbox.probe import SandboxProbe, probe
+from console.sandbox.tempdir import PrivateTempRoot, TempRootError
+
+__all__ = [
+    "ExecResult",
+    "OutputChunk",
+    "Prepared",
+    "PrivateTempRoot",
+    "SandboxConfig",
+    "SandboxProbe",
+    "SandboxSetupError",
+    "SandboxUnavailable",
+    "Status",
+    "Stream",
+    "StreamResult",
+    "TempRootError",
+    "Unauthorized",
+    "execute",
+    "prepare",
+    "probe",
+]

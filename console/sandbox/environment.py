@@ -1,0 +1,69 @@
+"""The child environment: a fixed allowlist from the daemon, the approved overrides, and
+private temp and cache directories.
+
+The daemon's environment holds things a command must not see (tokens, agent sockets,
+credentials an operator exported), so nothing is inherited unless its name is on the
+list below. The operation's own overrides were part of what the operator approved and
+are applied on top. The private directories are set last: they are where the sandbox
+lets a command write scratch files, and pointing them elsewhere would only break it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from console.contract.host import DEFAULT_TRUSTED_PATH
+from console.sandbox.tempdir import PrivateTempRoot
+
+INHERITED = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TZ",
+    }
+)
+INHERITED_PREFIXES = ("LC_",)
+
+
+def inherited(name: str) -> bool:
+    return name in INHERITED or name.startswith(INHERITED_PREFIXES)
+
+
+def private_variables(root: PrivateTempRoot) -> dict[str, str]:
+    tmp = root.subdir("tmp")
+    return {
+        "TMPDIR": tmp,
+        "TMP": tmp,
+        "TEMP": tmp,
+        "XDG_CACHE_HOME": root.subdir("cache"),
+        "XDG_RUNTIME_DIR": root.subdir("run"),
+    }
+
+
+def validate_overrides(overrides: tuple[tuple[str, str], ...]) -> None:
+    """Re-check what the contract already validated: a malformed name would corrupt envp."""
+    for name, value in overrides:
+        if not name or "=" in name or "\x00" in name or "\x00" in value:
+            raise ValueError("an environment override has an invalid name or a NUL in its value")
+
+
+def child_environment(
+    daemon_env: Mapping[str, str],
+    overrides: tuple[tuple[str, str], ...],
+    root: PrivateTempRoot,
+) -> dict[str, str]:
+    """The complete environment of a sandboxed command, sorted by name."""
+    validate_overrides(overrides)
+    env = {k: v for k, v in daemon_env.items() if inherited(k) and "\x00" not in v}
+    env.setdefault("PATH", DEFAULT_TRUSTED_PATH)
+    env.update(overrides)
+    env.update(private_variables(root))
+    return dict(sorted(env.items()))
