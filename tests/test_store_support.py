@@ -1,0 +1,61 @@
+"""Shared support for the store tests (no tests here): real SQLite files, real mounts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console.store import Event
+
+
+def ev(i: int, **kw) -> Event:
+    fields = {"kind": "decision", "at": 1_700_000_000.0 + i, "request_id": f"r{i}", "command": f"echo {i}"}
+    fields.update(kw)
+    return Event(**fields)
+
+
+def raw(path: Path) -> sqlite3.Connection:
+    """A plain sqlite3 connection, as someone tampering with the file would use."""
+    return sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+
+
+def unguard(conn: sqlite3.Connection) -> None:
+    """Drop the append-only triggers, as an attacker with the file would."""
+    conn.execute("DROP TRIGGER IF EXISTS events_no_update")
+    conn.execute("DROP TRIGGER IF EXISTS events_no_delete")
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A real, small tmpfs mounted at ``where`` (needs root); unmounted afterwards."""
+    where.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = _run("mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where))
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        _run("umount", "-l", str(where))
+
+
+def remount(where: Path, options: str) -> None:
+    done = _run("mount", "-o", f"remount,{options}", str(where))
+    assert done.returncode == 0, done.stderr
+
+
+def chattr(flag: str, *paths: Path) -> None:
+    done = _run("chattr", flag, *map(str, paths))
+    if done.returncode != 0:
+        pytest.skip(f"chattr {flag} is not supported here: {done.stderr.strip()}")
