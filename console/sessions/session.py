@@ -1,0 +1,631 @@
+"""One PTY session as the daemon runs it: the child, its screen, ring and recording.
+
+Everything happens on the event loop and nothing here ever waits for a client. The
+master side of the PTY is non-blocking and read from a loop reader; each read is
+handed, in this order, to the ring buffer, the screen and the recording, then
+offered to attached clients (whose buffers are bounded, see `attach.py`). Reading is
+capped per wake-up so one flooding session cannot starve the others or the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from ptyprocess import PtyProcess
+
+from console.terminal import Screen
+
+from . import procs
+from .attach import DEFAULT_MAX_PENDING, Attachment, Snapshot
+from .info import (
+    InputOverflow,
+    Mode,
+    ReadOnlyClient,
+    SessionError,
+    SessionInfo,
+    SessionNotRunning,
+    SessionStats,
+    Status,
+)
+from .recording import Recorder, screen_from_recording
+from .ring import ReadResult, RingBuffer
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 64 * 1024
+READ_BUDGET = 256 * 1024  # per wake-up; the loop then serves others before reading on
+INPUT_MAX = 1024 * 1024  # input queued while the program does not read
+EXIT_LINGER_S = 0.25  # after the leader exits, how long to wait for the last output
+LEFTOVER_GRACE_S = 1.0  # TERM-to-KILL grace for processes outliving their leader
+MAX_SIZE = 4096
+
+META = "meta.json"
+RECORDING = "output.cast"
+
+EventKind = Literal["created", "status", "exited", "lost", "removed", "title"]
+
+
+def check_size(cols: int, rows: int) -> None:
+    if not (
+        isinstance(cols, int) and isinstance(rows, int) and 1 <= cols <= MAX_SIZE and 1 <= rows <= MAX_SIZE
+    ):
+        raise SessionError(f"terminal size must be between 1x1 and {MAX_SIZE}x{MAX_SIZE}")
+
+
+def _child_setup(cwd: str) -> Callable[[], None]:
+    """Runs in the forked child before exec: what subprocess does for its children
+    and ptyprocess does not. Python ignores SIGPIPE and SIGXFSZ, and ignored signals
+    survive exec; a blocked signal mask would too. The directory change is done here
+    (not by ptyprocess) so a failure is reported to the parent instead of leaving a
+    forked copy of the daemon running."""
+
+    def setup() -> None:
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        os.chdir(cwd)
+
+    return setup
+
+
+class Session:
+    def __init__(
+        self,
+        info: SessionInfo,
+        directory: Path,
+        *,
+        notify: Callable[[Session, EventKind], None],
+        ring_bytes: int,
+        scrollback_lines: int,
+        scrollback_bytes: int | None,
+        attach_max_pending: int = DEFAULT_MAX_PENDING,
+    ) -> None:
+        self.id = info.id
+        self.dir = directory
+        self._info = info
+        self._notify = notify
+        self._ring = RingBuffer(ring_bytes)
+        self._scrollback_lines = scrollback_lines
+        self._scrollback_bytes = scrollback_bytes
+        self._attach_max_pending = attach_max_pending
+        self._screen: Screen | None = None
+        self._recorder: Recorder | None = None
+        self._proc: PtyProcess | None = None
+        self._fd: int | None = None
+        self._reading = False
+        self._leader: procs.ProcHandle | None = None
+        self._pidfd: int | None = None
+        self._reaped = True
+        self._eof = True
+        self._finalized = True
+        self._exit_status: int | None = None
+        self._linger: asyncio.TimerHandle | None = None
+        self._inbuf = bytearray()
+        self._writing = False
+        self._attachments: dict[str, Attachment] = {}
+        self._client_sizes: dict[str, tuple[int, int]] = {}
+        self._client_active: dict[str, float] = {}
+        self._exited = asyncio.get_running_loop().create_future()
+        self._last_output_mono = time.monotonic()
+        self._stats = SessionStats(0.0, 0, 0, 0.0)
+        self._known: frozenset[procs.ProcHandle] = frozenset()
+        self._background: set[asyncio.Task[object]] = set()
+        self.meta_dirty = False
+        if not info.alive:
+            self._exited.set_result(None)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @classmethod
+    def spawn(
+        cls,
+        info: SessionInfo,
+        directory: Path,
+        *,
+        env: Mapping[str, str],
+        record_input: bool,
+        recording_max_bytes: int,
+        notify: Callable[[Session, EventKind], None],
+        ring_bytes: int,
+        scrollback_lines: int,
+        scrollback_bytes: int | None,
+        attach_max_pending: int = DEFAULT_MAX_PENDING,
+    ) -> Session:
+        loop = asyncio.get_running_loop()
+        try:
+            proc = PtyProcess.spawn(
+                list(info.argv),
+                env=dict(env),
+                dimensions=(info.rows, info.cols),
+                preexec_fn=_child_setup(info.cwd),
+            )
+        except (OSError, ValueError, TypeError) as exc:
+            raise SessionError(f"could not start {info.argv[0]!r}: {exc}") from exc
+        # ptyprocess's own cleanup (on garbage collection) would block and signal by
+        # bare PID; this session owns the child from here on.
+        proc.closed = True
+        leader = procs.ProcHandle.of(proc.pid) or procs.ProcHandle(proc.pid, 0.0)
+        info = replace(info, pid=proc.pid, pid_create_time=leader.create_time)
+        self = cls(
+            info,
+            directory,
+            notify=notify,
+            ring_bytes=ring_bytes,
+            scrollback_lines=scrollback_lines,
+            scrollback_bytes=scrollback_bytes,
+            attach_max_pending=attach_max_pending,
+        )
+        self._proc = proc
+        self._fd = proc.fd
+        self._leader = leader
+        self._reaped = False
+        self._eof = False
+        self._finalized = False
+        self._screen = Screen(
+            info.cols,
+            info.rows,
+            scrollback_lines=scrollback_lines,
+            scrollback_bytes=scrollback_bytes,
+            on_reply=self._reply,
+        )
+        self._recorder = Recorder(
+            directory / RECORDING,
+            cols=info.cols,
+            rows=info.rows,
+            title=info.title,
+            env=dict(env),
+            record_input=record_input,
+            max_bytes=recording_max_bytes,
+        )
+        os.set_blocking(proc.fd, False)
+        loop.add_reader(proc.fd, self._on_readable)
+        self._reading = True
+        try:
+            self._pidfd = os.pidfd_open(proc.pid)
+            loop.add_reader(self._pidfd, self._on_leader_exit)
+        except ProcessLookupError:
+            loop.call_soon(self._on_leader_exit)
+        return self
+
+    @classmethod
+    def restore(
+        cls,
+        info: SessionInfo,
+        directory: Path,
+        *,
+        notify: Callable[[Session, EventKind], None],
+        scrollback_lines: int,
+    ) -> Session:
+        """A session from a previous daemon: metadata and recording, no process."""
+        return cls(
+            info,
+            directory,
+            notify=notify,
+            ring_bytes=1,
+            scrollback_lines=scrollback_lines,
+            scrollback_bytes=None,
+        )
+
+    def close(self) -> None:
+        """Release everything held in memory and by the loop (not the files)."""
+        loop = asyncio.get_running_loop()
+        if self._linger is not None:
+            self._linger.cancel()
+        if self._reading and self._fd is not None:
+            loop.remove_reader(self._fd)
+            self._reading = False
+        if self._writing and self._fd is not None:
+            loop.remove_writer(self._fd)
+            self._writing = False
+        if self._pidfd is not None:
+            loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        self._close_fd()
+        if self._recorder is not None:
+            self._recorder.close()
+        for att in self._attachments.values():
+            att._push_end(self._ring.end, "removed")
+        self._attachments.clear()
+        if self._screen is not None:
+            self._screen.close()
+            self._screen = None
+        for task in self._background:
+            task.cancel()
+
+    # -- state -----------------------------------------------------------------------
+
+    def info(self) -> SessionInfo:
+        return self._info
+
+    @property
+    def alive(self) -> bool:
+        return self._info.alive
+
+    @property
+    def stats(self) -> SessionStats:
+        return self._stats
+
+    def screen(self) -> Screen:
+        """The session's screen; for a session from a previous daemon, rebuilt from
+        its recording on first use."""
+        if self._screen is None:
+            path = self.dir / RECORDING
+            try:
+                self._screen = screen_from_recording(path, scrollback_lines=self._scrollback_lines)
+            except (OSError, ValueError):
+                self._screen = Screen(
+                    self._info.cols, self._info.rows, scrollback_lines=self._scrollback_lines
+                )
+        return self._screen
+
+    def _set(self, **changes: object) -> None:
+        self._info = replace(self._info, **changes)  # type: ignore[arg-type]
+        self.meta_dirty = True
+
+    def _set_status(self, status: Status, kind: EventKind = "status", **changes: object) -> None:
+        self._set(status=status, **changes)
+        self._notify(self, kind)
+
+    def mark_lost(self) -> None:
+        self._set_status("lost", "lost", ended_at=self._info.ended_at or time.time())
+
+    def set_owner(self, owner: str, mode: Mode) -> None:
+        self._set(owner=owner, mode=mode)
+
+    # -- output ----------------------------------------------------------------------
+
+    def _on_readable(self) -> None:
+        fd = self._fd
+        if fd is None:
+            return
+        chunks: list[bytes] = []
+        total = 0
+        eof = False
+        while total < READ_BUDGET:
+            try:
+                data = os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno != errno.EIO:
+                    log.warning("session %s: read failed: %s", self.id, exc)
+                eof = True
+                break
+            if not data:
+                eof = True
+                break
+            chunks.append(data)
+            total += len(data)
+        if chunks:
+            self._ingest(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        if eof:
+            self._on_eof()
+
+    def _ingest(self, data: bytes) -> None:
+        offset = self._ring.end
+        self._ring.write(data)
+        assert self._screen is not None
+        self._screen.feed(data)
+        if self._recorder is not None:
+            self._recorder.output(data)
+        for att in self._attachments.values():
+            att._push_output(offset, data)
+        self._last_output_mono = time.monotonic()
+        self._info = replace(self._info, output_bytes=self._ring.end, last_output_at=time.time())
+        if self._info.status == "idle":
+            self._set_status("running")
+
+    def _on_eof(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._reading and self._fd is not None:
+            loop.remove_reader(self._fd)
+            self._reading = False
+        self._eof = True
+        if self._reaped:
+            self._close_fd()
+            if self._finalized:
+                self._close_recording()
+            else:
+                self._finalize()
+
+    def _close_fd(self) -> None:
+        if self._proc is not None and self._fd is not None:
+            if self._writing:
+                asyncio.get_running_loop().remove_writer(self._fd)
+                self._writing = False
+            with contextlib.suppress(OSError):
+                self._proc.fileobj.close()
+            self._fd = None
+
+    def _close_recording(self) -> None:
+        if self._recorder is not None:
+            self._recorder.close()
+            if self._recorder.truncated and not self._info.recording_truncated:
+                self._set(recording_truncated=True)
+
+    # -- exit ------------------------------------------------------------------------
+
+    def _on_leader_exit(self) -> None:
+        assert self._leader is not None
+        try:
+            pid, status = os.waitpid(self._leader.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self._leader.pid, -1
+        if pid == 0:
+            return  # spurious wake-up
+        loop = asyncio.get_running_loop()
+        if self._pidfd is not None:
+            loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        self._reaped = True
+        self._exit_status = status
+        if self._eof:
+            self._close_fd()
+            self._finalize()
+        else:
+            self._linger = loop.call_later(EXIT_LINGER_S, self._linger_over)
+
+    def _linger_over(self) -> None:
+        """The leader is gone but something still holds the terminal open: take what
+        was printed, record the exit, and end the session's remaining processes."""
+        self._linger = None
+        self._on_readable()
+        if not self._finalized:
+            self._finalize()
+        if not self._eof:
+            self._spawn_task(self._end_leftovers())
+
+    async def _end_leftovers(self) -> None:
+        assert self._leader is not None
+        await procs.terminate(
+            self._leader,
+            self.id,
+            known=self._known,
+            grace_s=LEFTOVER_GRACE_S,
+            leader_unreaped=lambda: not self._reaped,
+        )
+
+    def _finalize(self) -> None:
+        if self._finalized:
+            return
+        self._finalized = True
+        code: int | None = None
+        sig: int | None = None
+        if self._exit_status is not None and self._exit_status >= 0:
+            rc = os.waitstatus_to_exitcode(self._exit_status)
+            code, sig = (rc, None) if rc >= 0 else (None, -rc)
+        if self._recorder is not None:
+            self._recorder.flush()
+        if self._eof:
+            self._close_recording()
+        self._set_status("exited", "exited", exit_code=code, exit_signal=sig, ended_at=time.time())
+        for att in self._attachments.values():
+            att._push_end(self._ring.end, "exited")
+        if not self._exited.done():
+            self._exited.set_result(None)
+
+    async def wait(self) -> SessionInfo:
+        await asyncio.shield(self._exited)
+        return self._info
+
+    # -- input -----------------------------------------------------------------------
+
+    def write(self, data: bytes, client_id: str | None = None) -> None:
+        if client_id is not None:
+            att = self._attachments.get(client_id)
+            if att is not None and att.read_only:
+                raise ReadOnlyClient("this client is attached read-only")
+        if self._fd is None or self._reaped:
+            raise SessionNotRunning(f"session {self.id} is not running")
+        if client_id is not None:
+            self._touch(client_id)
+        if self._recorder is not None and data:
+            self._recorder.input(data)
+        self._send(data)
+
+    def _reply(self, data: bytes) -> None:
+        """Answers the screen gives the program (cursor reports, device attributes)."""
+        with contextlib.suppress(SessionError):
+            self._send(data)
+
+    def _send(self, data: bytes) -> None:
+        fd = self._fd
+        if fd is None:
+            raise SessionNotRunning(f"session {self.id} is not running")
+        if self._inbuf:
+            if len(self._inbuf) + len(data) > INPUT_MAX:
+                raise InputOverflow("the program is not reading its input; input buffer full")
+            self._inbuf += data
+            return
+        try:
+            n = os.write(fd, data)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            raise SessionNotRunning(f"session {self.id} is not accepting input") from exc
+        if n < len(data):
+            rest = data[n:]
+            if len(rest) > INPUT_MAX:
+                raise InputOverflow("input larger than the input buffer")
+            self._inbuf += rest
+            asyncio.get_running_loop().add_writer(fd, self._on_writable)
+            self._writing = True
+
+    def _on_writable(self) -> None:
+        fd = self._fd
+        if fd is None:
+            return
+        try:
+            n = os.write(fd, self._inbuf)
+        except BlockingIOError:
+            return
+        except OSError:
+            n = len(self._inbuf)  # the terminal is gone; drop what was queued
+        del self._inbuf[:n]
+        if not self._inbuf:
+            asyncio.get_running_loop().remove_writer(fd)
+            self._writing = False
+
+    # -- size ------------------------------------------------------------------------
+
+    def resize(self, cols: int, rows: int, client_id: str) -> None:
+        check_size(cols, rows)
+        self._client_sizes[client_id] = (cols, rows)
+        self._touch(client_id)
+
+    def _touch(self, client_id: str) -> None:
+        """`client_id` acted (typed or resized): its size, if it gave one, now wins."""
+        self._client_active[client_id] = time.monotonic()
+        self._apply_size()
+
+    def _apply_size(self) -> None:
+        ranked = sorted(
+            ((t, cid) for cid, t in self._client_active.items() if cid in self._client_sizes), reverse=True
+        )
+        if not ranked:
+            return
+        cols, rows = self._client_sizes[ranked[0][1]]
+        if (cols, rows) == (self._info.cols, self._info.rows) or not self.alive:
+            return
+        if self._proc is not None and self._fd is not None:
+            with contextlib.suppress(OSError):
+                self._proc.setwinsize(rows, cols)
+        self.screen().resize(cols, rows)
+        if self._recorder is not None:
+            self._recorder.resize(cols, rows)
+        self._set(cols=cols, rows=rows)
+        for att in self._attachments.values():
+            att._push_resize(self._ring.end, cols, rows)
+
+    # -- clients ---------------------------------------------------------------------
+
+    def attach(self, client_id: str, read_only: bool) -> Attachment:
+        old = self._attachments.pop(client_id, None)
+        if old is not None:
+            old._push_end(self._ring.end, "detached")
+        att = Attachment(
+            self.id,
+            client_id,
+            read_only,
+            self._snapshot(),
+            self._snapshot,
+            max_pending=self._attach_max_pending,
+        )
+        if self._finalized:
+            att._push_end(self._ring.end, "exited")
+        self._attachments[client_id] = att
+        return att
+
+    def detach(self, client_id: str) -> None:
+        att = self._attachments.pop(client_id, None)
+        if att is not None:
+            att._push_end(self._ring.end, "detached")
+        self._client_sizes.pop(client_id, None)
+        self._client_active.pop(client_id, None)
+        self._apply_size()
+
+    def _snapshot(self) -> Snapshot:
+        screen = self.screen()
+        cols, rows = screen.size
+        return Snapshot(self._ring.end, screen.snapshot(), cols, rows)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int) -> ReadResult:
+        try:
+            return self._ring.read(offset, max_bytes)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from None
+
+    # -- processes -------------------------------------------------------------------
+
+    def signal(self, sig: int) -> bool:
+        """Send `sig` to the session's process group (the foreground job's view of
+        Ctrl-C) while the leader is unreaped, else to nothing."""
+        if self._leader is None or self._reaped:
+            raise SessionNotRunning(f"session {self.id} is not running")
+        try:
+            os.killpg(self._leader.pid, sig)
+        except ProcessLookupError:
+            return self._leader.signal(sig)
+        return True
+
+    async def kill(self, grace_s: float) -> SessionInfo:
+        if self._leader is not None and not self._finalized:
+            await procs.terminate(
+                self._leader,
+                self.id,
+                known=self._known,
+                grace_s=grace_s,
+                leader_unreaped=lambda: not self._reaped,
+            )
+        return await self.wait()
+
+    def sample(self, table: procs.ProcessTable, now: float, idle_after_s: float) -> None:
+        """Once a second, from the manager's sampling task."""
+        if self._leader is not None and not self._reaped:
+            use = procs.usage(table, self._leader.pid)
+            self._stats = SessionStats(use.cpu_percent, use.rss_bytes, use.processes, now)
+            if use.handles:
+                self._known = use.handles
+        quiet = time.monotonic() - self._last_output_mono
+        if self._info.status == "running" and quiet >= idle_after_s:
+            self._set_status("idle")
+        if self._screen is not None:
+            title = self._screen.title
+            if title != self._info.terminal_title:
+                self._set(terminal_title=title)
+                self._notify(self, "title")
+
+    def housekeeping(self) -> None:
+        """Also once a second: make the recording durable and pack idle scrollback."""
+        if self._recorder is not None:
+            self._recorder.flush()
+        if self._screen is not None and time.monotonic() - self._last_output_mono > 2.0:
+            self._screen.compress()
+
+    def _spawn_task(self, coro: object) -> None:
+        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def initial_info(
+    session_id: str,
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    title: str,
+    owner: str,
+    mode: Mode,
+    record_input: bool,
+    cols: int,
+    rows: int,
+) -> SessionInfo:
+    return SessionInfo(
+        id=session_id,
+        title=title,
+        argv=tuple(argv),
+        cwd=cwd,
+        owner=owner,
+        mode=mode,
+        record_input=record_input,
+        created_at=time.time(),
+        pid=0,
+        pid_create_time=0.0,
+        cols=cols,
+        rows=rows,
+        status="running",
+    )
