@@ -1,0 +1,303 @@
+"""The asyncio face of the watcher: what the daemon calls.
+
+Each root has a worker thread (``root.RootWorker``) that does every blocking or heavy
+step. The loop only numbers, attributes and delivers finished records, at most
+``chunk`` per callback, so a 20,000-file burst never holds the loop for long.
+Events, status changes and flush/ready markers reach the loop through one ordered
+queue: when ``flush()`` returns, every event it covers has been delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+from collections import deque
+from collections.abc import Callable
+
+from console.policy.patterns import ProtectedPaths
+from console.watch.attribution import Attributions
+from console.watch.baseline import Baselines
+from console.watch.events import FileEvent, WatchStatus
+from console.watch.index import Record
+from console.watch.root import Item, MarkerItem, RecordsItem, RootWorker, StatusItem, Tuning
+from console.watch.scope import DEFAULT_SKIP_IN_GIT, DEFAULT_SKIP_NAMES
+
+log = logging.getLogger("console.watch")
+
+
+def normalize_root(root: str) -> str:
+    """The form roots are keyed by: absolute, normalized, valid UTF-8, not ``/``."""
+    if not isinstance(root, str) or not root or "\x00" in root:
+        raise ValueError("a workspace root is a non-empty path")
+    if not os.path.isabs(root):
+        raise ValueError("a workspace root must be an absolute path")
+    try:
+        root.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a workspace root must be valid UTF-8") from None
+    norm = os.path.normpath(root)
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    if norm == "/":
+        raise ValueError("the filesystem root is not a workspace")
+    return norm
+
+
+def _relative(path: str) -> str:
+    if not isinstance(path, str) or not path or path.startswith("/") or "\x00" in path:
+        raise ValueError("path must be relative to the workspace root")
+    parts = path.split("/")
+    if ".." in parts or "" in parts or "." in parts:
+        raise ValueError("path must be a normalized relative path")
+    return path
+
+
+class WorkspaceWatcher:
+    """Watches workspace roots and reports every change, classified and attributed.
+
+    ``protected_for(root)`` gives the protected patterns of a root (called on
+    ``add_root`` and ``policy_changed``). ``on_event`` and ``on_status`` are called on
+    the event loop and must be quick (append to a queue, write a row); an exception
+    they raise is logged and the next event is still delivered.
+    """
+
+    def __init__(
+        self,
+        *,
+        protected_for: Callable[[str], ProtectedPaths],
+        attributions: Attributions,
+        on_event: Callable[[FileEvent], None],
+        on_status: Callable[[WatchStatus], None],
+        rescan_interval_s: float = 2.0,
+        debounce_ms: int = 300,
+        step_ms: int = 20,
+        settle_s: float = 1.0,
+        poll_delay_ms: int = 250,
+        force_polling: bool = False,
+        recover_after_s: float = 60.0,
+        skip_names: frozenset[str] = DEFAULT_SKIP_NAMES,
+        skip_in_git: frozenset[str] = DEFAULT_SKIP_IN_GIT,
+        first_seq: int = 1,
+        chunk: int = 256,
+    ) -> None:
+        if not 0.05 <= rescan_interval_s <= 3600:
+            raise ValueError("rescan_interval_s must be between 0.05 and 3600 seconds")
+        if not 1 <= step_ms <= debounce_ms <= 10_000:
+            raise ValueError("need 1 <= step_ms <= debounce_ms <= 10000")
+        if not 10 <= poll_delay_ms <= 60_000:
+            raise ValueError("poll_delay_ms must be between 10 and 60000")
+        if settle_s < 0 or recover_after_s < 0:
+            raise ValueError("settle_s and recover_after_s must not be negative")
+        if first_seq < 0 or chunk < 1:
+            raise ValueError("first_seq must be >= 0 and chunk >= 1")
+        self._protected_for = protected_for
+        self._attributions = attributions
+        self._on_event = on_event
+        self._on_status = on_status
+        self._tuning = Tuning(
+            debounce_ms=debounce_ms,
+            step_ms=step_ms,
+            rescan_interval_s=rescan_interval_s,
+            settle_s=settle_s,
+            poll_delay_ms=poll_delay_ms,
+            force_polling=force_polling,
+            recover_after_s=recover_after_s,
+            skip_names=frozenset(skip_names),
+            skip_in_git=frozenset(skip_in_git),
+        )
+        self._seq = itertools.count(first_seq)
+        self._chunk = chunk
+        self._workers: dict[str, RootWorker] = {}
+        self._ready: dict[str, asyncio.Future[None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: deque[Item] = deque()
+        self._offset = 0
+        self._draining = False
+        self._closed = False
+
+    # -- roots ---------------------------------------------------------------------------
+
+    async def add_root(self, root: str) -> None:
+        """Start watching ``root`` (idempotent). Returns once the baselines are taken.
+
+        A root that does not exist yet is accepted and reported ``degraded`` with
+        ``root_missing`` until it appears; a path that is not a directory is refused.
+        """
+        if self._closed:
+            raise RuntimeError("the watcher is closed")
+        root = normalize_root(root)
+        self._loop = asyncio.get_running_loop()
+        if root in self._ready:
+            await asyncio.shield(self._ready[root])
+            return
+        if os.path.lexists(root) and not os.path.isdir(root):
+            raise ValueError("the workspace root is not a directory")
+        protected = self._protected(root)
+        ready: asyncio.Future[None] = self._loop.create_future()
+        worker = RootWorker(root, protected, self._tuning, self._post, Baselines(root))
+        self._workers[root] = worker
+        self._ready[root] = ready
+        worker.start(lambda: ready.done() or ready.set_result(None))
+        await asyncio.shield(ready)
+
+    async def remove_root(self, root: str) -> None:
+        root = normalize_root(root)
+        worker = self._workers.pop(root, None)
+        self._ready.pop(root, None)
+        if worker is None:
+            return
+        worker.stop()
+        await asyncio.to_thread(worker.join)
+        self._on_status_safe()
+
+    def roots(self) -> tuple[str, ...]:
+        return tuple(self._workers)
+
+    def status(self) -> WatchStatus:
+        return WatchStatus(tuple(w.status() for w in self._workers.values()))
+
+    async def flush(self, root: str | None = None) -> None:
+        """Return once every change made before the call has been delivered.
+
+        Covers what inotify or polling report and one rescan; a change the event stream
+        cannot see (a write through a hard link from outside) may need the next
+        periodic rescan (``rescan_interval_s`` + ``settle_s``)."""
+        await self._each(root, lambda w, done: w.flush(done))
+
+    async def policy_changed(self, root: str | None = None) -> None:
+        """Ask ``protected_for`` again and re-classify (the daemon calls this after a
+        config reload). Paths that stay protected keep their baselines."""
+        await self._each(root, lambda w, done: w.set_protected(self._protected(w.root), done))
+
+    async def close(self) -> None:
+        self._closed = True
+        workers = list(self._workers.values())
+        self._workers.clear()
+        self._ready.clear()
+        for w in workers:
+            w.stop()
+        for w in workers:
+            await asyncio.to_thread(w.join)
+        self._queue.clear()
+
+    # -- baselines -------------------------------------------------------------------------
+
+    def baseline_diff(self, root: str, path: str) -> str | None:
+        """Unified diff of a protected small text file from its baseline to now.
+
+        The baseline is the content when the root was first watched (empty for a file
+        created later) and stays until ``accept_baseline``: the diff is cumulative.
+        None when the path has no baseline (not protected, binary, over 64 KiB) or is
+        not small text now; ``""`` when it is unchanged. The text is untrusted.
+        """
+        worker = self._workers.get(normalize_root(root))
+        if worker is None:
+            return None
+        return worker.baselines.diff(_relative(path))
+
+    def accept_baseline(self, root: str, path: str) -> bool:
+        """Make the current content the baseline (the operator has seen the change)."""
+        worker = self._workers.get(normalize_root(root))
+        if worker is None:
+            return False
+        return worker.baselines.accept(_relative(path))
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _protected(self, root: str) -> ProtectedPaths:
+        protected = self._protected_for(root)
+        if not isinstance(protected, ProtectedPaths):
+            raise TypeError("protected_for must return a ProtectedPaths")
+        return protected
+
+    async def _each(self, root: str | None, ask: Callable[[RootWorker, Callable[[], None]], None]) -> None:
+        if root is None:
+            workers = list(self._workers.values())
+        else:
+            worker = self._workers.get(normalize_root(root))
+            workers = [worker] if worker is not None else []
+        loop = asyncio.get_running_loop()
+        futures = []
+        for w in workers:
+            fut: asyncio.Future[None] = loop.create_future()
+            ask(w, lambda f=fut: f.done() or f.set_result(None))
+            futures.append(fut)
+        if futures:
+            await asyncio.gather(*futures)
+
+    def _post(self, item: Item) -> None:
+        """Called from worker threads."""
+        loop = self._loop
+        if loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is listening any more
+            loop.call_soon_threadsafe(self._enqueue, item)
+
+    def _enqueue(self, item: Item) -> None:
+        self._queue.append(item)
+        if not self._draining:
+            self._draining = True
+            asyncio.get_running_loop().call_soon(self._drain)
+
+    def _drain(self) -> None:
+        budget = self._chunk
+        queue = self._queue
+        while queue and budget > 0:
+            item = queue[0]
+            if isinstance(item, RecordsItem):
+                start = self._offset
+                end = min(len(item.records), start + budget)
+                for rec in item.records[start:end]:
+                    self._deliver(item.root, rec, item.at)
+                budget -= end - start
+                if end >= len(item.records):
+                    queue.popleft()
+                    self._offset = 0
+                else:
+                    self._offset = end
+            elif isinstance(item, StatusItem):
+                queue.popleft()
+                if item.status.root in self._workers:
+                    self._on_status_safe()
+            else:
+                queue.popleft()
+                assert isinstance(item, MarkerItem)
+                item.callback()
+        if queue:
+            asyncio.get_running_loop().call_soon(self._drain)
+        else:
+            self._draining = False
+
+    def _deliver(self, root: str, rec: Record, at: float) -> None:
+        if self._closed:
+            return
+        event = FileEvent(
+            seq=next(self._seq),
+            at=at,
+            changed_at=rec.changed_at,
+            workspace_root=root,
+            path=rec.path,
+            kind=rec.kind,
+            protected=rec.protected,
+            is_dir=rec.is_dir,
+            symlink_escape=rec.symlink_escape,
+            size=rec.size,
+            mode=rec.mode,
+            attribution=self._attributions.at(root, rec.path, rec.changed_at),
+            source=rec.source,
+        )
+        try:
+            self._on_event(event)
+        except Exception:
+            log.exception("an on_event subscriber failed")
+
+    def _on_status_safe(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._on_status(self.status())
+        except Exception:
+            log.exception("an on_status subscriber failed")

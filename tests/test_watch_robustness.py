@@ -1,0 +1,306 @@
+"""Each way a watcher goes blind, caused for real on a real directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_watch_common import codes, wait_status, watching, workspace, write
+
+from console.contract.outcome import ChangeKind
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+async def test_non_utf8_name_degrades_and_never_goes_silent(tmp_path):
+    ws = workspace(tmp_path)
+    async with watching(ws, recover_after_s=3600) as (watcher, rec):
+        bad = os.fsencode(ws / "src") + b"/caf\xe9-\xff.txt"
+        with open(bad, "wb") as f:
+            f.write(b"x")
+        st = await wait_status(watcher, lambda s: "non_utf8_name" in codes(s), "degraded (non-UTF-8)")
+        assert st.roots[0].state == "degraded"
+        assert not st.ok
+        # The name itself is reported (by the rescan that follows the restart), as data.
+        ev = await rec.wait_path(os.fsdecode(b"src/caf\xe9-\xff.txt"), "added")
+        assert ev.display_path == "src/caf\\xe9-\\xff.txt"
+        assert json.loads(json.dumps(ev.to_dict()))["path_hex"] == b"src/caf\xe9-\xff.txt".hex()
+        # Keep touching the bad name while protected files change in the same tree: each
+        # batch that holds it is lost to watchfiles, and every protected change still arrives.
+        for i in range(5):
+            with open(bad, "ab") as f:
+                f.write(b"y")
+            write(ws / ".git" / "hooks" / f"hook-{i}", "#!/bin/sh\n")
+            write(ws / "src" / f"k{i}.pem", "key")
+        for i in range(5):
+            await rec.wait_path(f".git/hooks/hook-{i}", "added")
+            await rec.wait_path(f"src/k{i}.pem", "added")
+        assert watcher.status().roots[0].restarts >= 1
+
+
+async def test_non_utf8_directory_and_recovery_of_status(tmp_path):
+    ws = workspace(tmp_path)
+    async with watching(ws, recover_after_s=0.5) as (watcher, rec):
+        bad_dir = os.fsencode(ws) + b"/\xfe\xfd"
+        os.mkdir(bad_dir)
+        with open(bad_dir + b"/id_rsa", "wb") as f:
+            f.write(b"-----BEGIN OPENSSH PRIVATE KEY-----\n")
+        key = await rec.wait_path(os.fsdecode(b"\xfe\xfd/id_rsa"), "added")
+        assert key.protected == "**/id_rsa*"
+        await wait_status(watcher, lambda s: "non_utf8_name" in codes(s), "degraded (non-UTF-8)")
+        # Once the bad names stop changing, the root is reported healthy again.
+        await wait_status(watcher, lambda s: s.ok, "ok again")
+        write(ws / ".env", "TOKEN=after\n")
+        await rec.wait_path(".env", "modified")
+
+
+async def test_a_write_through_a_hard_link_is_found_by_the_rescan(tmp_path):
+    # inotify reports a change to the directory the write went through; a write through
+    # a second name outside the workspace is invisible to it. The rescan's stat snapshot
+    # is what catches it (and every other change the stream cannot see: overflows,
+    # batches lost to errors).
+    ws = workspace(tmp_path)
+    alias = tmp_path / "alias-of-git-config"
+    os.link(ws / ".git" / "config", alias)
+    async with watching(ws, recover_after_s=3600) as (watcher, rec):
+        with open(alias, "a") as f:
+            f.write("[core]\n\thooksPath = /tmp/evil\n")
+        ev = await rec.wait_path(".git/config", "modified")
+        st = await wait_status(watcher, lambda s: "missed_events" in codes(s), "missed_events")
+    assert ev.source == "rescan"
+    assert ev.protected == ".git/config"
+    assert st.roots[0].missed_by_events >= 1
+    assert ev.size == os.path.getsize(alias)
+
+
+async def test_directory_deleted_and_recreated_is_still_watched(tmp_path):
+    ws = workspace(tmp_path)
+    async with watching(ws) as (watcher, rec):
+        for _round in range(3):
+            shutil.rmtree(ws / "src")
+            (ws / "src").mkdir()
+            shutil.rmtree(ws / ".git" / "hooks")
+            (ws / ".git" / "hooks").mkdir()
+        write(ws / "src" / "new.py", "x")
+        write(ws / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nevil\n")
+        await rec.wait_path("src/app.py", "deleted")
+        await rec.wait_path("src/new.py", "added")
+        await rec.wait_path(".git/hooks/pre-commit", "added")
+        await watcher.flush()
+        # Writes long after the recreation still arrive, from the event stream.
+        write(ws / "src" / "deep" / "er" / "later.py", "x")
+        write(ws / ".git" / "hooks" / "post-merge", "#!/bin/sh\n")
+        later = await rec.wait_path("src/deep/er/later.py", "added")
+        merge = await rec.wait_path(".git/hooks/post-merge", "added")
+    assert later.source == "inotify" and merge.source == "inotify"
+    assert merge.protected == ".git/hooks/**"
+
+
+async def test_symlinks_out_of_the_workspace_are_flagged_and_not_followed(tmp_path):
+    ws = workspace(tmp_path)
+    outside = tmp_path / "outside"
+    write(outside / "secret.txt", "s")
+    os.symlink(outside, ws / "src" / "preexisting-link")
+    async with watching(ws) as (watcher, rec):
+        os.symlink(outside, ws / "src" / "link")
+        os.symlink("app.py", ws / "src" / "inner")
+        os.symlink("../../../../../../etc/passwd", ws / ".env.local")
+        link = await rec.wait_path("src/link", "added")
+        inner = await rec.wait_path("src/inner", "added")
+        env = await rec.wait_path(".env.local", "added")
+        write(outside / "through-the-link.txt", "x")
+        write(ws / "src" / "marker.txt", "x")
+        await rec.wait_path("src/marker.txt", "added")
+        await watcher.flush()
+    assert link.symlink_escape and env.symlink_escape
+    assert env.protected == ".env.*"
+    assert not inner.symlink_escape
+    assert not rec.find(lambda e: "through-the-link" in e.path)
+    assert not rec.find(lambda e: e.path.startswith(("src/link/", "src/preexisting-link/")))
+
+
+async def test_root_missing_then_created_then_deleted_then_created(tmp_path):
+    root = tmp_path / "later"
+    async with watching(root) as (watcher, rec):
+        st = watcher.status().roots[0]
+        assert st.state == "degraded" and st.mode == "none"
+        assert {r.code for r in st.reasons} == {"root_missing"}
+        root.mkdir()
+        write(root / ".env", "A=1\n")
+        await rec.wait_path(".env", "added")
+        await wait_status(watcher, lambda s: s.ok, "ok once the root exists")
+        write(root / "src" / "a.py", "x")
+        await rec.wait_path("src/a.py", "added")
+        shutil.rmtree(root)
+        await rec.wait_path(".env", "deleted")
+        await wait_status(watcher, lambda s: "root_missing" in codes(s), "root_missing")
+        root.mkdir()
+        write(root / ".git" / "hooks" / "pre-commit", "#!/bin/sh\n")
+        hook = await rec.wait_path(".git/hooks/pre-commit", "added")
+        await wait_status(watcher, lambda s: s.ok, "ok again")
+    assert hook.protected == ".git/hooks/**"
+
+
+async def test_a_heavy_directory_appearing_later_is_dropped_from_the_watch(tmp_path):
+    ws = workspace(tmp_path)
+    (ws / "web").mkdir()
+    async with watching(ws) as (watcher, rec):
+        for i in range(50):
+            write(ws / "web" / "node_modules" / f"pkg{i}" / "index.js", "x")
+        await watcher.flush()
+        for i in range(50):
+            write(ws / "web" / "node_modules" / f"pkg{i}" / "index.js", "y")
+        write(ws / "web" / ".env.production", "SECRET=1\n")
+        ev = await rec.wait_path("web/.env.production", "added")
+        await watcher.flush()
+    assert ev.protected == ".env.*"
+    assert not rec.find(lambda e: e.path.startswith("web/node_modules"))
+
+
+async def test_a_20000_file_burst_loses_no_protected_change(tmp_path):
+    ws = workspace(tmp_path)
+    protected: list[str] = []
+    async with watching(ws, rescan_interval_s=2.0, settle_s=1.0, debounce_ms=300, step_ms=20) as (
+        watcher,
+        rec,
+    ):
+        for d in range(20):
+            base = ws / "burst" / f"d{d:02}"
+            base.mkdir(parents=True)
+            for f in range(1000):
+                (base / f"f{f:04}.txt").write_text("x")
+                if f % 250 == 125:
+                    name = f"burst/d{d:02}/key{f}.pem"
+                    (ws / name).write_text("-----BEGIN-----\n")
+                    protected.append(name)
+            hook = f".git/hooks/h{d:02}"
+            write(ws / hook, "#!/bin/sh\n")
+            protected.append(hook)
+        with open(ws / ".env", "a") as f:
+            f.write("DURING=burst\n")
+        protected.append(".env")
+        for name in protected:
+            await rec.wait_path(name)
+        write(ws / ".git" / "config", "[after]\n")
+        await rec.wait_path(".git/config", "modified")
+        await watcher.flush()
+    added = {}
+    for e in rec.events:
+        if e.path.startswith("burst/") and not e.is_dir:
+            assert e.kind is not ChangeKind.DELETED, e
+            if e.kind is ChangeKind.ADDED:
+                assert e.path not in added, f"{e.path} reported added twice"
+                added[e.path] = e
+    assert len(added) == 20_000 + 80
+    assert all(added[p].protected == "**/*.pem" for p in protected if p.endswith(".pem"))
+
+
+# -- the inotify watch limit ---------------------------------------------------------------
+
+LIMIT_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    from console.policy.config import PolicyConfig
+    from console.watch import Attributions, WorkspaceWatcher
+
+    ws, when, limit_file = sys.argv[2], sys.argv[3], sys.argv[4]
+
+    def limit(n):
+        with open(limit_file, "w") as f:
+            f.write(str(n))
+
+    async def wait(pred, what):
+        for _ in range(1000):
+            got = pred()
+            if got:
+                return got
+            await asyncio.sleep(0.02)
+        raise SystemExit(f"timed out waiting for {what}: {watcher.status()}")
+
+    async def main():
+        global watcher
+        events = []
+        watcher = WorkspaceWatcher(
+            protected_for=lambda r: PolicyConfig().protected_paths, attributions=Attributions(),
+            on_event=events.append, on_status=lambda s: None, rescan_interval_s=0.3, settle_s=0.2,
+            debounce_ms=100, step_ms=10, poll_delay_ms=100,
+        )
+        if when == "start":
+            limit(2)
+        await watcher.add_root(ws)
+        if when == "later":
+            limit(1)
+            os.makedirs(ws + "/src/new/deeper")
+            with open(ws + "/src/new/deeper/file.txt", "w") as f:
+                f.write("x")
+        await wait(lambda: watcher.status().roots[0].mode == "polling", "polling")
+        with open(ws + "/.git/hooks/pre-commit", "w") as f:
+            f.write("#!/bin/sh\\n")
+        with open(ws + "/src/id_rsa_new", "w") as f:
+            f.write("key")
+        for path in (".git/hooks/pre-commit", "src/id_rsa_new"):
+            ev = await wait(lambda: [e for e in events if e.path == path], path)
+            print(json.dumps({"event": ev[0].to_dict()}), flush=True)
+        print(json.dumps({"status": watcher.status().to_dict()}), flush=True)
+        await watcher.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+def _run_with_watch_limit(ws: Path, when: str) -> list[dict]:
+    """Run the watcher in a child user namespace whose own inotify watch limit is tiny,
+    so nothing else on the machine is affected (per-namespace ucounts, Linux >= 5.11)."""
+    unshare = shutil.which("unshare")
+    probe = (
+        subprocess.run(
+            [unshare, "--user", "--map-root-user", "sh", "-c", "echo 5 > /proc/sys/user/max_inotify_watches"],
+            capture_output=True,
+        )
+        if unshare
+        else None
+    )
+    if probe is not None and probe.returncode == 0:
+        cmd = [unshare, "--user", "--map-root-user", sys.executable, "-c", LIMIT_SCRIPT]
+        limit_file = "/proc/sys/user/max_inotify_watches"
+        restore = None
+    elif os.geteuid() == 0:
+        # No user namespaces here: lower the global limit for the few seconds the child runs.
+        cmd = [sys.executable, "-c", LIMIT_SCRIPT]
+        limit_file = "/proc/sys/fs/inotify/max_user_watches"
+        restore = Path(limit_file).read_text()
+    else:
+        pytest.skip("needs user namespaces or root to lower the inotify watch limit")
+    try:
+        out = subprocess.run(
+            [*cmd, str(REPO), str(ws), when, limit_file], capture_output=True, text=True, timeout=90
+        )
+    finally:
+        if restore is not None:
+            Path(limit_file).write_text(restore)
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-2000:]
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("when", ["start", "later"])
+def test_inotify_watch_limit_falls_back_to_polling(tmp_path, when):
+    ws = workspace(tmp_path)
+    for i in range(10):
+        (ws / "src" / f"pkg{i}").mkdir()
+    lines = _run_with_watch_limit(ws, when)
+    events = [x["event"] for x in lines if "event" in x]
+    status = next(x["status"] for x in lines if "status" in x)
+    assert [e["path"] for e in events] == [".git/hooks/pre-commit", "src/id_rsa_new"]
+    assert all(e["protected"] for e in events)
+    assert all(e["source"] in ("poll", "rescan") for e in events)
+    root = status["roots"][0]
+    assert root["mode"] == "polling" and root["state"] == "degraded"
+    assert "watch_limit" in {r["code"] for r in root["reasons"]}
