@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -553,3 +554,93 @@ def test_prepare_for_a_terminal_keeps_the_session(ws, cfg, sandbox_probe):
         assert pty.env["TMPDIR"].startswith(pty.temp_root.path)
         assert captured.temp_root.path != pty.temp_root.path
     assert os.listdir(cfg.temp_base) == []
+
+
+async def test_temp_roots_inside_the_hidden_state_dir(ws, sandbox_probe, state_dir):
+    base = state_dir / "tmp"
+    base.mkdir(mode=0o700)
+    cfg = SandboxConfig(hidden_paths=(str(state_dir),), temp_base=str(base))
+    script = f'echo scratch > "$TMPDIR/f" && cat "$TMPDIR/f" && ls -A {state_dir} {base}; cat {state_dir}/operator.token'
+    result = await run(make_op(ws, ["/bin/sh", "-c", script]), cfg, sandbox_probe)
+    lines = result.stdout.head.decode().splitlines()
+    assert lines[0] == "scratch"
+    assert "operator.token" not in result.stdout.head.decode()
+    assert b"operator-token-123" not in result.stdout.head
+    assert result.temp_root_removed
+    assert os.listdir(base) == []
+
+
+async def test_cancel_gives_the_command_its_grace(ws, cfg, sandbox_probe):
+    cancel = asyncio.Event()
+    script = "trap 'echo got-term; exit 0' TERM; echo go; sleep 30 & wait"
+    op = make_op(ws, ["/bin/sh", "-c", script], timeout_ms=20_000)
+    patient = dataclasses.replace(cfg, term_grace_s=30)  # ends as soon as the command does
+    result = await run(op, patient, sandbox_probe, on_output=lambda c: cancel.set(), cancel=cancel)
+    assert result.status is Status.CANCELLED
+    assert (result.stdout.head, result.exit_code) == (b"go\ngot-term\n", 0), result.stderr.head
+
+
+async def test_missing_executable_is_recognised_without_any_capture(ws, cfg, sandbox_probe, tmp_path):
+    gone = dataclasses.replace(
+        make_op(ws, ["/bin/true"], output={"capture_bytes": 0}), executable="/nonexistent/tool"
+    )
+    result = await run(gone, cfg, sandbox_probe)
+    assert result.outcome.kind is OutcomeKind.EXECUTABLE_NOT_FOUND
+
+
+def test_bwraps_own_setup_failure_is_classified(ws, cfg, sandbox_probe, outside):
+    from console.sandbox.execute import _bwrap_failure
+
+    write_dir = outside / "vanishing"
+    write_dir.mkdir()
+    op = make_op(ws, ["/bin/true"], write_dirs=[str(write_dir)])
+    with prepare(op, cfg, sandbox_probe) as ready:
+        write_dir.rmdir()  # gone between prepare and start: bwrap cannot bind it
+        done = subprocess.run(ready.argv, env=ready.env, cwd=ready.cwd, capture_output=True, check=False)
+    assert done.returncode == 1
+    kind, reason = _bwrap_failure(done.stderr, len(done.stderr))
+    assert kind is OutcomeKind.SANDBOX_SETUP_FAILURE
+    assert reason.startswith("bwrap: ")
+    execvp = b"bwrap: execvp /x: No such file or directory\n"
+    assert _bwrap_failure(execvp, len(execvp))[0] is OutcomeKind.EXECUTABLE_NOT_FOUND
+    assert _bwrap_failure(execvp, 10_000) is None  # more followed: the command's own output
+    assert _bwrap_failure(b"bwrap: one\nbwrap: two\n", 22) is None
+
+
+DAEMON = """
+import asyncio, sys
+from console.contract import OSHost, parse
+from console.policy import authorize
+from console.sandbox import SandboxConfig, execute, probe
+
+async def main():
+    ws, base, code = sys.argv[1:]
+    op = parse({"kind": "process", "executable": sys.executable, "args": ["-I", "-S", "-c", code, "M%s"],
+                "workspace_root": ws}, OSHost())
+    show = lambda chunk: print(chunk.data.decode(), end="", flush=True)
+    await execute(op, authorize(op, "test"), SandboxConfig(temp_base=base), probe(), on_output=show)
+
+asyncio.run(main())
+"""
+
+
+def test_the_sandbox_dies_with_the_daemon(ws, tmp_path):
+    marker = "765.4321"
+    root = Path(__file__).parent.parent
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", DAEMON % marker, str(ws), str(tmp_path), TREE],
+        stdout=subprocess.PIPE,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    try:
+        assert daemon.stdout.readline() == b"started\n"
+        inside = _marked(marker)
+        assert len(inside) == 3
+    finally:
+        daemon.kill()
+        daemon.wait()
+        daemon.stdout.close()
+    # Death propagates through the kernel (parent-death signal, then the namespace).
+    _, alive = psutil.wait_procs(inside, timeout=10)
+    assert alive == []

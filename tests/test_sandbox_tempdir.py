@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from console.sandbox.tempdir import PrivateTempRoot, TempRootError
+from console.sandbox.tempdir import PrivateTempRoot, TempRootError, sweep
 
 
 @pytest.fixture
@@ -101,3 +101,17 @@ def test_unsafe_bases_are_refused(tmp_path):
         PrivateTempRoot(str(shared))
     shared.chmod(0o1777)
     PrivateTempRoot(str(shared)).close()
+
+
+def test_sweep_removes_only_leftover_roots(base, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "precious").write_text("keep")
+    left = PrivateTempRoot(str(base))
+    open(os.path.join(left.subdir("cache"), "blob"), "w").close()
+    os.symlink(target, base / "agent-console-run-symlinked")
+    (base / "agent-console-run-file").write_text("")
+    (base / "unrelated").mkdir()
+    assert sweep(str(base)) == 1
+    assert sorted(os.listdir(base)) == ["agent-console-run-file", "agent-console-run-symlinked", "unrelated"]
+    assert (target / "precious").read_text() == "keep"

@@ -1,7 +1,7 @@
 """The executor: approved captured operations run inside a bubblewrap sandbox.
 
-The daemon calls :func:`probe` once at start (in a thread), builds one
-:class:`SandboxConfig`, and for each approved operation awaits :func:`execute`.
+The daemon calls :func:`probe` and :func:`sweep` once at start (in a thread), builds
+one :class:`SandboxConfig`, and for each approved operation awaits :func:`execute`.
 PTY sessions use :func:`prepare` and spawn ``Prepared.argv`` themselves. See plan.py
 for what the boundary grants and execute.py for statuses and outcome kinds.
 """
@@ -16,7 +16,7 @@ from console.sandbox.plan import (
     prepare,
 )
 from console.sandbox.probe import SandboxProbe, probe
-from console.sandbox.tempdir import PrivateTempRoot, TempRootError
+from console.sandbox.tempdir import PrivateTempRoot, TempRootError, sweep
 
 __all__ = [
     "ExecResult",
@@ -35,4 +35,5 @@ __all__ = [
     "execute",
     "prepare",
     "probe",
+    "sweep",
 ]

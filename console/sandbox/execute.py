@@ -174,6 +174,7 @@ def _close_when_prepared(done: asyncio.Future[Prepared]) -> None:
 
 
 _EXECVP = re.compile(rb"bwrap: execvp [^\n]*: ([A-Za-z ]+)\n?")
+_BWRAP_LINE_MAX = 4096
 
 
 class _Run:
@@ -206,6 +207,7 @@ class _Run:
             Stream.STDERR: StreamCapture(op.output.capture_bytes),
         }
         self.delivered = 0  # bytes of both streams passed on, never above max_bytes
+        self.stderr_start = bytearray()  # bwrap's own complaint, whatever capture_bytes is
         self.limit_hit = asyncio.Event()
         self.callback_error: Exception | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -225,32 +227,27 @@ class _Run:
                 start_new_session=True,
                 close_fds=True,
             )
-        except FileNotFoundError:
-            return _not_started(
-                OutcomeKind.EXECUTABLE_NOT_FOUND, "the executable does not exist", p.enforcement, self.started
-            )
         except OSError as exc:
-            kind = OutcomeKind.EXECUTABLE_NOT_FOUND if not p.sandboxed else OutcomeKind.SANDBOX_SETUP_FAILURE
+            # Unconfined, argv[0] is the command itself; sandboxed, it is bwrap.
+            kind = OutcomeKind.SANDBOX_SETUP_FAILURE if p.sandboxed else OutcomeKind.EXECUTABLE_NOT_FOUND
             return _not_started(kind, f"could not start: {exc.strerror}", p.enforcement, self.started)
-
         try:
             pidfd = os.pidfd_open(proc.pid)
         except OSError as exc:
             proc.kill()
-            proc.wait()
-            kind = OutcomeKind.SANDBOX_SETUP_FAILURE
-            return _not_started(
-                kind, f"cannot watch the process: {exc.strerror}", p.enforcement, self.started
-            )
+            proc.communicate()
+            reason = f"cannot watch the process: {exc.strerror}"
+            return _not_started(OutcomeKind.SANDBOX_SETUP_FAILURE, reason, p.enforcement, self.started)
+
         exited: asyncio.Future[None] = self.loop.create_future()
+
+        def on_exit() -> None:
+            self._unwatch(pidfd)
+            if not exited.done():
+                exited.set_result(None)
+
         stop: Status | None = None
         try:
-
-            def on_exit() -> None:
-                self._unwatch(pidfd)
-                if not exited.done():
-                    exited.set_result(None)
-
             self._watch(pidfd, on_exit)
             eofs = [self._read(proc.stdout, Stream.STDOUT), self._read(proc.stderr, Stream.STDERR)]
             if proc.stdin is not None:
@@ -333,6 +330,8 @@ class _Run:
     def _take(self, stream: Stream, data: bytes) -> None:
         capture = self.captures[stream]
         offset = capture.total
+        if stream is Stream.STDERR and offset < _BWRAP_LINE_MAX:
+            self.stderr_start += data[: _BWRAP_LINE_MAX - offset]
         room = self.op.output.max_bytes - self.delivered
         kept = data[: max(room, 0)]
         if len(kept) < len(data):
@@ -400,7 +399,7 @@ class _Run:
         stderr = self.captures[Stream.STDERR].result()
         code, sig = _exit(returncode)
         if stop is None and p.sandboxed and code == 1 and not stdout.total_bytes:
-            setup = _bwrap_failure(stderr)
+            setup = _bwrap_failure(bytes(self.stderr_start), stderr.total_bytes)
             if setup is not None:
                 kind, reason = setup
                 return _not_started(kind, reason, p.enforcement, self.started)
@@ -459,21 +458,21 @@ def _signal_name(number: int) -> str:
         return ""
 
 
-def _bwrap_failure(stderr: StreamResult) -> tuple[OutcomeKind, str] | None:
+def _bwrap_failure(start: bytes, total: int) -> tuple[OutcomeKind, str] | None:
     """bwrap's own one-line complaint (exit 1, nothing on stdout), if that is all there was.
 
     `bwrap: execvp X: No such file or directory` means the executable is missing inside
     the sandbox; any other `bwrap: ` line is a setup failure. A command can print such a
     line itself, but only to make its own failure look like another failure.
     """
-    if stderr.truncated or not stderr.head.startswith(b"bwrap: ") or stderr.head.count(b"\n") > 1:
+    if total != len(start) or not start.startswith(b"bwrap: ") or start.count(b"\n") > 1:
         return None
-    if _EXECVP.fullmatch(stderr.head):
+    if _EXECVP.fullmatch(start):
         return (
             OutcomeKind.EXECUTABLE_NOT_FOUND,
             "the executable does not exist (or cannot run) in the sandbox",
         )
-    return OutcomeKind.SANDBOX_SETUP_FAILURE, stderr.head.decode("utf-8", "replace").strip()
+    return OutcomeKind.SANDBOX_SETUP_FAILURE, start.decode("utf-8", "replace").strip()
 
 
 def _tree(pid: int) -> list[psutil.Process]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from console.contract.capabilities import Capability, CapabilityKind
-from console.contract.operation import Network, Operation, is_within
+from console.contract.operation import Operation, is_within
 from console.contract.outcome import Enforcement
 from console.policy.config import DEFAULT_PROTECTED
 from console.policy.diff import requested
@@ -81,9 +81,13 @@ class SandboxConfig:
     """The daemon's part of every run.
 
     ``hidden_paths``: the console's state and runtime directories (``Locations.
-    private_paths()``); the user's runtime directory and container sockets are added
-    always. ``inherit_env``: the daemon's environment; only the allowlisted names are
-    passed on. ``temp_base``: where private temp roots are made (private or sticky).
+    private_paths()``); the user's runtime directory (``/run/user/<uid>`` and
+    ``$XDG_RUNTIME_DIR`` from ``inherit_env``) and container sockets are added always.
+    ``inherit_env``: the daemon's environment; only the allowlisted names are passed on.
+    ``protected``: the policy's ``protected_paths`` (the same patterns policy used to
+    decide which writes need `protected_metadata`). ``temp_base``: where private temp
+    roots are made (private, or sticky like /tmp); best inside the hidden state dir or
+    under /tmp, where concurrent runs cannot see each other's roots.
     """
 
     hidden_paths: tuple[str, ...] = ()
@@ -241,7 +245,7 @@ def _boundary(
         for s in metadata
         if s not in writable and any(is_within(s, p) and s != p for p in protected)
     ]
-    share = any(c.kind is K.EXTERNAL_NETWORK for c in caps) or op.network is Network.ANY
+    share = any(c.kind is K.EXTERNAL_NETWORK for c in caps)
     boundary = Boundary(
         binds=ordered(binds),
         hidden_dirs=tuple(hidden_dirs),
@@ -269,7 +273,10 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
     except (OSError, TempRootError) as exc:
         raise SandboxSetupError(f"private temp root: {exc}") from None
     try:
-        env = child_environment(cfg.inherit_env, op.env, temp_root)
+        try:
+            env = child_environment(cfg.inherit_env, op.env, temp_root)
+        except ValueError as exc:
+            raise SandboxSetupError(str(exc)) from None
         if unrestricted or not probe.available:
             if unrestricted:
                 enforcement = Enforcement(backend="none", level=LEVEL_UNRESTRICTED)

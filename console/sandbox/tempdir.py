@@ -15,6 +15,7 @@ import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Callable
 
 PREFIX = "agent-console-run-"
 # The private directories the child environment points into (see environment.py).
@@ -88,32 +89,7 @@ class PrivateTempRoot:
         except OSError:
             return False
         try:
-            try:
-                path_fd = os.open(self.name, _PATH_FLAGS, dir_fd=base_fd)
-            except FileNotFoundError:
-                return True
-            except OSError:
-                # ELOOP/ENOTDIR: a symlink or a file now stands where the root was.
-                return False
-            try:
-                st = os.fstat(path_fd)
-                if (st.st_dev, st.st_ino) != self._identity:
-                    return False
-                own = f"/proc/self/fd/{path_fd}"
-                os.chmod(own, 0o700)
-                fd = os.open(own, _DIR_FLAGS & ~os.O_NOFOLLOW)
-                try:
-                    _empty(fd, st.st_dev)
-                finally:
-                    os.close(fd)
-            finally:
-                os.close(path_fd)
-            os.rmdir(self.name, dir_fd=base_fd)
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError:
-            return False
+            return _remove_at(base_fd, self.name, lambda st: (st.st_dev, st.st_ino) == self._identity)
         finally:
             os.close(base_fd)
 
@@ -150,32 +126,62 @@ def _empty(dir_fd: int, device: int) -> None:
     with os.scandir(dir_fd) as entries:
         names = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
     for name, is_dir in names:
-        if not is_dir:
+        if is_dir:
+            # Another device is a mount point: refused, and the parent then stays too.
+            _remove_at(dir_fd, name, lambda st: st.st_dev == device)
+        else:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=dir_fd)
-            continue
+
+
+def sweep(base: str) -> int:
+    """Remove temp roots a previous daemon left in ``base`` (it was killed mid-run).
+
+    Call once at daemon start, before any run: every ``agent-console-run-*`` directory
+    there belongs to a dead run. Only real directories owned by this user are removed,
+    with the same descriptor-based walk as :meth:`PrivateTempRoot.close`. Returns how
+    many were removed.
+    """
+    base_fd = os.open(_checked_base(base), _DIR_FLAGS)
+    try:
+        with os.scandir(base_fd) as entries:
+            names = [e.name for e in entries if e.name.startswith(PREFIX) and e.is_dir(follow_symlinks=False)]
+        uid = os.geteuid()
+        return sum(_remove_at(base_fd, name, lambda st: st.st_uid == uid) for name in names)
+    finally:
+        os.close(base_fd)
+
+
+def _remove_at(base_fd: int, name: str, accept: Callable[[os.stat_result], bool]) -> bool:
+    """Remove directory ``name`` below ``base_fd`` if ``accept`` approves what is there now.
+
+    True when removed or already gone; False when refused (a symlink, a file, another
+    directory) or when something inside could not be removed.
+    """
+    try:
+        path_fd = os.open(name, _PATH_FLAGS, dir_fd=base_fd)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # ELOOP/ENOTDIR: a symlink or a file stands there now
+    try:
+        st = os.fstat(path_fd)
+        if not accept(st):
+            return False
+        # The command may have made the directory unreadable; the O_PATH descriptor is that
+        # very directory (no symlink), so chmod through it and reopen it.
+        own = f"/proc/self/fd/{path_fd}"
+        os.chmod(own, 0o700)
+        fd = os.open(own, _DIR_FLAGS & ~os.O_NOFOLLOW)
         try:
-            path_fd = os.open(name, _PATH_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            continue
-        except OSError:
-            # Replaced by a symlink or file since the scan: unlink the new entry itself.
-            with contextlib.suppress(OSError):
-                os.unlink(name, dir_fd=dir_fd)
-            continue
-        try:
-            if os.fstat(path_fd).st_dev != device:
-                continue  # a mount point; never descend into another filesystem
-            # The command may have made a directory unreadable; the O_PATH descriptor is
-            # that very directory (no symlink), so chmod through it and reopen it.
-            own = f"/proc/self/fd/{path_fd}"
-            os.chmod(own, 0o700)
-            fd = os.open(own, _DIR_FLAGS & ~os.O_NOFOLLOW)
-            try:
-                _empty(fd, device)
-            finally:
-                os.close(fd)
+            _empty(fd, st.st_dev)
         finally:
-            os.close(path_fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.rmdir(name, dir_fd=dir_fd)
+            os.close(fd)
+        os.rmdir(name, dir_fd=base_fd)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(path_fd)
