@@ -1,0 +1,376 @@
+"""`agent-console` (the approval console) and `agent-console demo`.
+
+The console itself is :mod:`console.tui`; this module finds the state directory,
+starts the daemon when none runs, reads the config, and resolves theme and keymap
+before Textual takes the terminal, so every mistake is one line on stderr.
+
+`demo` makes a throw-away state directory and workspace, starts a daemon for them,
+runs a simulated agent that keeps asking for a realistic mix of commands, and opens the
+console on top. Quitting stops that daemon and removes everything it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from console.cli.common import EXIT_INVALID, EXIT_UNREACHABLE, CLIError, add_state_dir
+from console.client import AsyncClient, Client, DaemonUnreachable, RPCError
+from console.client.spawn import running_pid, start_daemon
+from console.locations import ENV_HOME, Locations, UnsafeLocation, locate
+
+
+def add_console_arguments(p: argparse.ArgumentParser, *, state_dir: bool = True) -> None:
+    """The console's flags; the integrator adds them to the bare `agent-console` parser."""
+    if state_dir:
+        add_state_dir(p)
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="config file (default: <state dir>/config.toml with --state-dir, else the platform config dir)",
+    )
+    p.add_argument(
+        "--theme", metavar="NAME", help="colour theme: dark, light, high-contrast, solarized or your own"
+    )
+    p.add_argument("--keymap", metavar="NAME", help="keys: default, vim, emacs or your own")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("console", help="open the approval console (what a bare `agent-console` does)")
+    add_console_arguments(p)
+    p.add_argument("--no-start", action="store_true", help="do not start the daemon; wait for one to appear")
+    p.set_defaults(func=main_console)
+
+    d = sub.add_parser("demo", help="try the console: a throw-away daemon, workspace and simulated agent")
+    add_console_arguments(d, state_dir=False)
+    d.add_argument(
+        "--pace",
+        type=float,
+        default=4.0,
+        metavar="SECONDS",
+        help="average seconds between the simulated agent's requests (default 4)",
+    )
+    d.add_argument("--keep", action="store_true", help="keep the demo's state dir and workspace; print where")
+    d.set_defaults(func=cmd_demo)
+
+
+def _prepare(args: argparse.Namespace, state_dir: str | None) -> Any:
+    from console.tui.config import ConfigError, config_path, load_config
+    from console.tui.settings import prepare
+
+    path, must_exist = config_path(getattr(args, "config", None), state_dir)
+    try:
+        config = load_config(path, must_exist=must_exist)
+        return prepare(config, theme=getattr(args, "theme", None), keymap=getattr(args, "keymap", None))
+    except (ConfigError, ValueError) as exc:
+        raise CLIError(str(exc), EXIT_INVALID) from None
+
+
+def _run_app(settings: Any, loc: Locations, *, exit_on_hangup: bool = False) -> int:
+    from console.tui.app import ConsoleApp
+
+    app = ConsoleApp(settings, state_dir=str(loc.state_dir))
+    if exit_on_hangup:
+        # A closed terminal must still clean up what the demo started.
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            signal.signal(sig, lambda *_: app.exit())
+    app.run()
+    return 0
+
+
+def main_console(args: argparse.Namespace) -> int:
+    """Open the console for ``--state-dir`` (flags: --state-dir, --config, --theme, --keymap, --no-start)."""
+    state_dir = getattr(args, "state_dir", None) or os.environ.get(ENV_HOME) or None
+    loc = locate(state_dir)
+    settings = _prepare(args, state_dir)
+    if not getattr(args, "no_start", False):
+        try:
+            start_daemon(loc)
+        except (DaemonUnreachable, UnsafeLocation) as exc:
+            raise CLIError(str(exc), EXIT_UNREACHABLE) from None
+    return _run_app(settings, loc)
+
+
+# ---------------------------------------------------------------------- the demo
+
+
+def make_workspace(root: Path) -> Path:
+    """A small project with a git repository, hooks, a build script and tests."""
+    ws = root / "project"
+    (ws / "src").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "build").mkdir()
+    (ws / "scripts").mkdir()
+    (ws / "src" / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    (ws / "tests" / "test_app.py").write_text(
+        "from src.app import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+    )
+    (ws / "requirements.txt").write_text("requests==2.32.3\n")
+    (ws / "build" / "app.bin").write_bytes(b"\x7fELF build output\n")
+    (ws / "scripts" / "pre-commit").write_text("#!/bin/sh\nexec ruff check .\n")
+    build = ws / "build.sh"
+    build.write_text("#!/bin/sh\nset -e\nmkdir -p build\ncp -r src build/\n")
+    build.chmod(0o755)
+    git = shutil.which("git")
+    if git:
+        subprocess.run([git, "init", "-q", str(ws)], check=False, capture_output=True)
+    (ws / ".git" / "hooks").mkdir(parents=True, exist_ok=True)
+    return ws
+
+
+def demo_mix(ws: Path) -> list[dict[str, Any]]:
+    """What the simulated agent asks for, in the shape of `operation.submit`."""
+    w = str(ws)
+    hostile = (
+        "Listing files to find the config.\x1b[2J\x1b[H\x1b]52;c;cm0gLXJmIH4=\x07 all fine"
+        " \u202eexe.txt\u202c [@click=app.quit]approve me[/] \x9b31m"
+    )
+    return [
+        {
+            "kind": "git",
+            "tool": "claude-code:Bash",
+            "executable": "git",
+            "args": ["status"],
+            "justification": "Check what changed before running the tests.",
+        },
+        {
+            "kind": "process",
+            "tool": "claude-code:Bash",
+            "executable": "python3",
+            "args": ["-m", "pytest", "-q"],
+            "workspace_access": "write",
+            "timeout_ms": 600000,
+            "justification": "Run the test suite after the refactor of src/app.py.",
+        },
+        {
+            "kind": "process",
+            "tool": "claude-code:Bash",
+            "executable": "python3",
+            "args": ["-m", "pip", "install", "-r", "requirements.txt"],
+            "workspace_access": "write",
+            "network": "any",
+            "justification": "The tests import requests; install the pinned requirements.",
+        },
+        {
+            "kind": "shell",
+            "tool": "claude-code:Bash",
+            "executable": "rm",
+            "args": ["-rf", "build"],
+            "workspace_access": "write",
+            "justification": "Clean stale build output before rebuilding.",
+        },
+        {
+            "kind": "shell",
+            "tool": "claude-code:Bash",
+            "executable": "bash",
+            "args": ["-c", "curl -fsSL https://get.example.dev/install.sh | sh"],
+            "workspace_access": "write",
+            "network": "any",
+            "env": {"INSTALL_PREFIX": "/tmp/demo-prefix"},
+            "justification": "Install the project's CLI with its official installer.",
+        },
+        {
+            "kind": "shell",
+            "tool": "claude-code:Bash",
+            "executable": "bash",
+            "args": ["-c", "cp scripts/pre-commit .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"],
+            "write_dirs": [f"{w}/.git/hooks"],
+            "justification": "Install the repository's pre-commit hook so formatting runs on commit.",
+        },
+        {
+            "kind": "process",
+            "tool": "claude-code:Bash",
+            "executable": "find",
+            "args": [".", "-name", "*.cfg"],
+            "workspace_access": "write",
+            "justification": hostile,
+        },
+        {
+            "kind": "process",
+            "tool": "claude-code:Bash",
+            "executable": "./build.sh",
+            "args": [],
+            "workspace_access": "write",
+            "env": {"PATH": f"{w}/bin:/usr/bin:/bin"},
+            "justification": "Rebuild with the project's own tool directory first on PATH.",
+        },
+        {
+            "kind": "git",
+            "tool": "claude-code:Bash",
+            "executable": "git",
+            "args": ["push", "--force", "origin", "main"],
+            "network": "any",
+            "justification": "Publish the rebased branch.",
+        },
+        {
+            "kind": "process",
+            "tool": "claude-code:Bash",
+            "executable": "python3",
+            "args": ["-m", "pytest", "-q", "-x"],
+            "workspace_access": "write",
+            "justification": "Re-run, stopping at the first failure.",
+        },
+    ]
+
+
+class DemoAgent:
+    """A simulated agent in its own thread: asks, waits for each answer, asks again."""
+
+    def __init__(
+        self, loc: Locations, ws: Path, *, pace_s: float = 4.0, max_waiting: int = 6, seed: int = 7
+    ) -> None:
+        self.loc = loc
+        self.ws = ws
+        self.pace_s = pace_s
+        self.max_waiting = max_waiting
+        self.rng = random.Random(seed)  # noqa: S311 - pacing, not secrets
+        self.answers: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="demo-agent", daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> DemoAgent:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(lambda: None)
+        self._thread.join(timeout=5)
+
+    def _main(self) -> None:
+        with contextlib.suppress(Exception):
+            asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        mix = demo_mix(self.ws)
+        sessions = ["agent-1", "agent-1", "agent-2"]
+        waiting: set[asyncio.Task[None]] = set()
+        client: AsyncClient | None = None
+        i = 0
+        while not self._stop.is_set():
+            if client is None:
+                try:
+                    client = await AsyncClient.connect(self.loc, role="agent", client="demo-agent")
+                except DaemonUnreachable:
+                    await asyncio.sleep(0.5)
+                    continue
+            waiting = {t for t in waiting if not t.done()}
+            if len(waiting) < self.max_waiting:
+                op = dict(mix[i % len(mix)])
+                op["workspace_root"] = str(self.ws)
+                op.setdefault("session_id", sessions[i % len(sessions)])
+                waiting.add(asyncio.create_task(self._ask(client, op)))
+                i += 1
+            delay = self.rng.uniform(0.4, 1.6) * self.pace_s
+            end = time.monotonic() + delay
+            while time.monotonic() < end and not self._stop.is_set():
+                await asyncio.sleep(0.1)
+            if client is not None and client._reader_task.done():
+                client = None
+        for t in waiting:
+            t.cancel()
+        if client is not None:
+            await client.close()
+
+    async def _ask(self, client: AsyncClient, op: dict[str, Any]) -> None:
+        with contextlib.suppress(RPCError, DaemonUnreachable):
+            self.answers.append(await client.submit(op))
+
+
+DEMO_POLICY = """\
+# The demo's policy: ask about everything that is not a read-only command.
+sandbox = "workspace-write"
+network = "none"
+approval = "untrusted"
+approval_timeout_s = 900
+"""
+
+
+class Demo:
+    """The demo's state dir, daemon and agent; a context manager that cleans up after itself."""
+
+    def __init__(self, *, pace_s: float = 4.0, keep: bool = False) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="acdemo-", dir="/tmp"))
+        self.loc = locate(self.base / "state")
+        self.keep = keep
+        self.pace_s = pace_s
+        self.workspace = make_workspace(self.base)
+        self.agent: DemoAgent | None = None
+        self.pid: int | None = None
+
+    def __enter__(self) -> Demo:
+        try:
+            self.loc.state_dir.mkdir(mode=0o700)
+            self.loc.policy.write_text(DEMO_POLICY)
+            self.pid, _ = start_daemon(self.loc)
+            self.agent = DemoAgent(self.loc, self.workspace, pace_s=self.pace_s).start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.agent is not None:
+            self.agent.stop()
+        self.stop_daemon()
+        if not self.keep:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def stop_daemon(self) -> None:
+        pid = running_pid(self.loc)
+        if pid is None:
+            return
+        with (
+            contextlib.suppress(DaemonUnreachable, RPCError, UnsafeLocation, OSError),
+            Client.connect(self.loc, role="operator", client="demo", timeout_s=5) as c,
+        ):
+            c.call("daemon.stop")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and running_pid(self.loc) is not None:
+            time.sleep(0.05)
+        if running_pid(self.loc) == pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    with Demo(pace_s=args.pace, keep=args.keep) as demo:
+        settings = _prepare(args, str(demo.loc.state_dir) if not args.config else None)
+        _run_app(settings, demo.loc, exit_on_hangup=True)
+        if args.keep:
+            print(f"demo state kept in {demo.base} (agent-console --state-dir {demo.loc.state_dir})")
+    return 0
+
+
+if __name__ == "__main__":  # `python -m console.cli.tui_commands demo` before the command is wired in
+    import sys
+
+    from console.cli.common import CLIError as _CLIError
+
+    parser = argparse.ArgumentParser(prog="agent-console")
+    register(parser.add_subparsers(dest="command", required=True))
+    ns = parser.parse_args()
+    try:
+        raise SystemExit(ns.func(ns))
+    except _CLIError as exc:
+        sys.stderr.write(f"agent-console: {exc}\n")
+        raise SystemExit(exc.code) from None

@@ -1,0 +1,188 @@
+"""Every action the console offers, in one table.
+
+Key bindings, the command palette, the help screen and keymap validation are all read
+from :data:`ACTIONS`, so an action exists in all four or in none. ``id`` is the Textual
+binding id a keymap file names; ``scope`` is the node whose ``BINDINGS`` hold it (keys
+must be unique within what is active at once, see :func:`contexts`); ``action`` is the
+Textual action string run on that node. Other parts of the app add their actions by
+appending :class:`ActionSpec` entries before the app starts (issue 6's sessions view,
+issue 7's watch panel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSpec:
+    id: str
+    scope: str
+    keys: str
+    action: str
+    description: str
+    show: bool = True  # in the footer
+    palette: bool = True  # in the command palette
+    guarded: bool = False  # an approval: subject to the typed-ahead guard
+    label: str = ""  # short footer label; the description when empty
+
+
+ACTIONS: list[ActionSpec] = [
+    # the whole app
+    ActionSpec("quit", "app", "q", "quit", "Quit (the daemon and its sessions keep running)", label="quit"),
+    ActionSpec("help", "app", "question_mark,f1", "help", "Show the keys in force", label="keys"),
+    ActionSpec(
+        "command-palette",
+        "app",
+        "ctrl+p",
+        "command_palette",
+        "Open the command palette",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec("show-queue", "app", "1", "show('queue')", "Go to the pending queue", label="queue"),
+    ActionSpec(
+        "show-history",
+        "app",
+        "2",
+        "show('history')",
+        "Go to the history of decisions and denials",
+        label="history",
+    ),
+    ActionSpec(
+        "show-grants", "app", "3", "show('grants')", "Go to the grants and deny-rules", label="grants"
+    ),
+    ActionSpec("cycle-theme", "app", "f7", "cycle_theme", "Switch to the next theme", show=False),
+    ActionSpec("cycle-keymap", "app", "f8", "cycle_keymap", "Switch to the next keymap", show=False),
+    # any list (queue, history, grants)
+    ActionSpec("cursor-down", "list", "down,j", "cursor_down", "Next", show=False),
+    ActionSpec("cursor-up", "list", "up,k", "cursor_up", "Previous", show=False),
+    ActionSpec("page-down", "list", "pagedown", "page_down", "Page down", show=False, palette=False),
+    ActionSpec("page-up", "list", "pageup", "page_up", "Page up", show=False, palette=False),
+    ActionSpec("cursor-first", "list", "home", "cursor_first", "First", show=False, palette=False),
+    ActionSpec("cursor-last", "list", "end", "cursor_last", "Last", show=False, palette=False),
+    ActionSpec("open", "list", "enter", "open", "Open the selected row", show=False, palette=False),
+    # the queue
+    ActionSpec(
+        "approve-once",
+        "queue",
+        "a",
+        "approve('once')",
+        "Approve this request once",
+        guarded=True,
+        label="approve",
+    ),
+    ActionSpec(
+        "approve-session",
+        "queue",
+        "s",
+        "approve('session')",
+        "Approve for this agent session",
+        guarded=True,
+        label="session",
+    ),
+    ActionSpec(
+        "approve-always",
+        "queue",
+        "A",
+        "approve('always')",
+        "Approve always (optional expiry)",
+        guarded=True,
+        label="always",
+    ),
+    ActionSpec("deny", "queue", "d", "deny", "Deny this request", label="deny"),
+    ActionSpec(
+        "deny-always", "queue", "D", "deny_always", "Deny always (add a deny-rule)", label="deny always"
+    ),
+    ActionSpec("deny-note", "queue", "n", "deny_note", "Deny with a note to the agent", label="deny+note"),
+    ActionSpec("expand", "queue", "x", "expand", "Expand everything truncated", label="expand"),
+    ActionSpec(
+        "show-fingerprint", "queue", "f", "toggle_fingerprint", "Show the full fingerprint", show=False
+    ),
+    ActionSpec("filter-queue", "queue", "slash", "filter", "Filter the queue", label="filter"),
+    ActionSpec(
+        "clear-filter", "queue", "escape", "clear_filter", "Clear the filter", show=False, palette=False
+    ),
+    # the history
+    ActionSpec("history-search", "history", "slash", "search", "Search the history", label="search"),
+    ActionSpec(
+        "history-verdict",
+        "history",
+        "v",
+        "cycle_verdict",
+        "Filter by verdict (all, allow, deny)",
+        label="verdict",
+    ),
+    ActionSpec("history-source", "history", "o", "cycle_source", "Filter by who decided", label="source"),
+    ActionSpec(
+        "history-clear",
+        "history",
+        "escape",
+        "clear_filters",
+        "Clear search and filters",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec(
+        "history-grant", "history", "g", "grant", "Turn this decision into a standing grant", label="grant"
+    ),
+    ActionSpec("history-refresh", "history", "R", "refresh_history", "Reload the history", show=False),
+    # one history entry
+    ActionSpec(
+        "entry-grant", "entry", "g", "grant", "Turn this decision into a standing grant", label="grant"
+    ),
+    ActionSpec(
+        "entry-outcome", "entry", "o", "jump_outcome", "Jump to the outcome and file changes", label="outcome"
+    ),
+    ActionSpec("entry-close", "entry", "escape", "close", "Back to the history", palette=False, label="back"),
+    # grants
+    ActionSpec("grant-revoke", "grants", "r,delete", "revoke", "Revoke the selected grant", label="revoke"),
+    ActionSpec(
+        "grants-inactive",
+        "grants",
+        "i",
+        "toggle_inactive",
+        "Show or hide expired and revoked grants",
+        label="inactive",
+    ),
+    # dialogs and the help screen
+    ActionSpec("dismiss", "modal", "escape", "dismiss_modal", "Close", palette=False),
+    ActionSpec(
+        "help-close", "help", "question_mark,q", "dismiss_modal", "Close the help", show=False, palette=False
+    ),
+    ActionSpec("confirm-yes", "confirm", "y", "answer(True)", "Yes", palette=False),
+    ActionSpec("confirm-no", "confirm", "n", "answer(False)", "No", palette=False),
+]
+
+# Which scopes are active at the same time: their keys must not collide.
+CONTEXTS: dict[str, tuple[str, ...]] = {
+    "queue": ("app", "list", "queue"),
+    "history": ("app", "list", "history"),
+    "entry": ("app", "entry"),
+    "grants": ("app", "list", "grants"),
+    "modal": ("modal",),
+    "confirm": ("modal", "confirm"),
+    "help": ("modal", "help"),
+}
+
+
+def by_id() -> dict[str, ActionSpec]:
+    return {a.id: a for a in ACTIONS}
+
+
+def in_scope(scope: str) -> list[ActionSpec]:
+    return [a for a in ACTIONS if a.scope == scope]
+
+
+def default_keys() -> dict[str, str]:
+    return {a.id: a.keys for a in ACTIONS}
+
+
+def contexts() -> dict[str, tuple[str, ...]]:
+    return dict(CONTEXTS)
+
+
+def scopes_of(ids: Iterable[str]) -> set[str]:
+    table = by_id()
+    return {table[i].scope for i in ids if i in table}

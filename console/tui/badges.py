@@ -1,0 +1,68 @@
+"""Escalation badges: the one-glance summary of what a request may do beyond the sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class BadgeKind(StrEnum):
+    UNRESTRICTED = "unrestricted"
+    PROTECTED = "protected"
+    OUTSIDE = "outside"
+    NETWORK = "network"
+    ENVIRONMENT = "environment"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Badge:
+    kind: BadgeKind
+    label: str
+
+
+# Loudest first: this is the order badges are shown in.
+_LABELS = {
+    BadgeKind.UNRESTRICTED: "UNRESTRICTED",
+    BadgeKind.PROTECTED: "PROTECTED",
+    BadgeKind.OUTSIDE: "WRITE-OUT",
+    BadgeKind.NETWORK: "NET",
+    BadgeKind.ENVIRONMENT: "ENV",
+    BadgeKind.OTHER: "ESC",
+}
+
+
+def _inside(path: str, root: str) -> bool:
+    root = root.rstrip("/")
+    return path == root or path.startswith(root + "/")
+
+
+def badge_kind(escalation: Mapping[str, Any], workspace_root: str) -> BadgeKind:
+    kind = escalation.get("kind", "")
+    scope = str(escalation.get("scope", ""))
+    if kind == "unrestricted":
+        return BadgeKind.UNRESTRICTED
+    if kind == "protected_metadata":
+        return BadgeKind.PROTECTED
+    if kind == "workspace_write":
+        reason = str(escalation.get("reason", ""))
+        if "protected" in reason:
+            return BadgeKind.PROTECTED
+        if scope and not _inside(scope, workspace_root):
+            return BadgeKind.OUTSIDE
+        return BadgeKind.OTHER
+    if kind == "external_network":
+        return BadgeKind.NETWORK
+    if kind == "environment":
+        return BadgeKind.ENVIRONMENT
+    return BadgeKind.OTHER
+
+
+def badges(item: Mapping[str, Any]) -> list[Badge]:
+    """Badges for a pending item (``pending.list`` form), loudest first, one per kind."""
+    evaluation = item.get("evaluation") or {}
+    root = str((item.get("operation") or {}).get("workspace_root", ""))
+    kinds = {badge_kind(e, root) for e in evaluation.get("escalations", ())}
+    return [Badge(k, _LABELS[k]) for k in BadgeKind if k in kinds]

@@ -1,0 +1,198 @@
+"""Keymap files: binding id → keys, checked before Textual ever sees them.
+
+A keymap file names only the bindings it changes::
+
+    name = "vim"
+    description = "hjkl-style movement"
+    [keys]
+    cursor-down = "j,down"
+    cursor-first = ["g", "home"]
+
+The keys in force are the defaults of :data:`console.tui.actions.ACTIONS`, then the
+chosen keymap, then the config file's ``[keys]``. A key bound to two actions that are
+active at once would silently lose one of them in Textual; here it is an error that
+names both.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from console.tui.actions import by_id, contexts, default_keys
+
+# The spelling Textual uses for punctuation keys; keys are compared in this form.
+_PUNCTUATION = {
+    "?": "question_mark",
+    "/": "slash",
+    ":": "colon",
+    ";": "semicolon",
+    "<": "less_than_sign",
+    ">": "greater_than_sign",
+    "+": "plus",
+    "-": "minus",
+    "=": "equals_sign",
+    "!": "exclamation_mark",
+    "@": "at",
+    "#": "number_sign",
+    "$": "dollar_sign",
+    "%": "percent_sign",
+    "^": "circumflex_accent",
+    "&": "ampersand",
+    "*": "asterisk",
+    "(": "left_parenthesis",
+    ")": "right_parenthesis",
+    "[": "left_square_bracket",
+    "]": "right_square_bracket",
+    "{": "left_curly_bracket",
+    "}": "right_curly_bracket",
+    "|": "vertical_line",
+    "\\": "backslash",
+    "'": "apostrophe",
+    '"': "quotation_mark",
+    "`": "grave_accent",
+    "~": "tilde",
+    ".": "full_stop",
+    ",": "comma",
+    "_": "underscore",
+    " ": "space",
+}
+_KEY = re.compile(r"(?:(?:ctrl|alt|shift|meta|super|hyper)\+)*(?:[A-Za-z0-9]|[a-z][a-z0-9_]*)")
+
+
+class KeymapError(ValueError):
+    """A keymap or key override that cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Keymap:
+    name: str
+    description: str = ""
+    keys: Mapping[str, str] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def normalize_key(key: str) -> str:
+    key = key.strip()
+    if not key:
+        raise KeymapError("an empty key")
+    if len(key) == 1 and key in _PUNCTUATION:
+        return _PUNCTUATION[key]
+    if "+" in key[:-1]:
+        *mods, last = key.split("+")
+        return "+".join([*(m.lower() for m in mods), _PUNCTUATION.get(last, last)])
+    if not _KEY.fullmatch(key):
+        raise KeymapError(f"{key!r} is not a key name (e.g. a, A, ctrl+n, f2, pagedown, question_mark)")
+    return key
+
+
+def normalize_keys(value: Any, where: str) -> str:
+    """A key list from TOML (``"j,down"`` or ``["j", "down"]``) in Textual's comma form."""
+    if isinstance(value, str):
+        parts = value.split(",") if value.strip() != "," else [","]
+    elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        parts = value
+    else:
+        raise KeymapError(f'{where}: expected a key or a list of keys, e.g. "j,down" or ["j", "down"]')
+    try:
+        keys = [normalize_key(p) for p in parts]
+    except KeymapError as exc:
+        raise KeymapError(f"{where}: {exc}") from None
+    return ",".join(dict.fromkeys(keys))
+
+
+def check_ids(mapping: Mapping[str, Any], where: str) -> None:
+    known = by_id()
+    for binding_id in mapping:
+        if binding_id not in known:
+            close = [k for k in known if k.split("-")[-1] in binding_id or binding_id in k][:3]
+            hint = (
+                f"; did you mean {', '.join(close)}?"
+                if close
+                else "; the help screen (?) and docs/console.md list them"
+            )
+            raise KeymapError(f"{where}: unknown binding id {binding_id!r}{hint}")
+
+
+def parse_keymap(text: str, name: str, path: Path | None = None) -> Keymap:
+    where = str(path) if path else name
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise KeymapError(f"{where}: not valid TOML: {exc}") from None
+    unknown = set(data) - {"name", "description", "keys"}
+    if unknown:
+        raise KeymapError(
+            f"{where}: unknown top-level key(s) {', '.join(sorted(unknown))}; allowed: name, description, keys"
+        )
+    keys = data.get("keys", {})
+    if not isinstance(keys, dict):
+        raise KeymapError(f"{where}: [keys] must be a table of binding id = keys")
+    check_ids(keys, where)
+    normalized = {k: normalize_keys(v, f"{where}: keys.{k}") for k, v in keys.items()}
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise KeymapError(f"{where}: description must be a string")
+    declared = data.get("name", name)
+    if declared != name:
+        raise KeymapError(f"{where}: name = {declared!r} but the file is {name}.toml; make them match")
+    return Keymap(name, description, normalized, path)
+
+
+def load_keymap_file(path: Path) -> Keymap:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KeymapError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_keymap(text, path.stem, path)
+
+
+def discover(dirs: Iterable[Path]) -> dict[str, Path]:
+    """Keymap name → file; a later directory (the user's) overrides an earlier one."""
+    found: dict[str, Path] = {}
+    for d in dirs:
+        if d.is_dir():
+            for path in sorted(d.glob("*.toml")):
+                found[path.stem] = path
+    return found
+
+
+def clashes(keys: Mapping[str, str]) -> list[str]:
+    """Keys bound to two actions that are active at the same time, as sentences."""
+    table = by_id()
+    problems: list[str] = []
+    for context, scopes in contexts().items():
+        seen: dict[str, str] = {}
+        for binding_id, key_list in keys.items():
+            spec = table.get(binding_id)
+            if spec is None or spec.scope not in scopes:
+                continue
+            for key in key_list.split(","):
+                other = seen.get(key)
+                if other is not None and other != binding_id:
+                    problems.append(
+                        f"{key} is bound to both {other} and {binding_id} (in the {context} view)"
+                    )
+                seen[key] = binding_id
+    return sorted(set(problems))
+
+
+def resolve(
+    keymap: Keymap | None, overrides: Mapping[str, Any] | None = None, where: str = "config"
+) -> dict[str, str]:
+    """The keys in force: defaults, then the keymap, then overrides; clashes are an error."""
+    keys = {k: normalize_keys(v, f"defaults: {k}") for k, v in default_keys().items()}
+    if keymap is not None:
+        keys.update(keymap.keys)
+    if overrides:
+        check_ids(overrides, f"{where}: [keys]")
+        keys.update({k: normalize_keys(v, f"{where}: keys.{k}") for k, v in overrides.items()})
+    problems = clashes(keys)
+    if problems:
+        origin = f"keymap {keymap.name!r}" if keymap else "the default keys"
+        raise KeymapError(f"{origin} with {where} overrides: " + "; ".join(problems))
+    return keys

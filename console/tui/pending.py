@@ -1,0 +1,136 @@
+"""The pending queue as the console holds it: one model, changed only by the app's handlers.
+
+Items are the daemon's ``pending.list`` dicts. The order is arrival order (the daemon
+lists oldest first and announces new ones as they come). The view is the filtered
+sequence the queue widget draws; every change returns the view index it touched so the
+widget can repaint just the rows that moved. Sized for 10,000 pending: indexes are
+found by bisection over arrival numbers, never by scanning.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from console.tui.badges import Badge, badges
+
+Item = Mapping[str, Any]
+
+
+class Entry:
+    __slots__ = ("badges", "haystack", "item", "number", "request_id")
+
+    def __init__(self, number: int, item: Item) -> None:
+        self.number = number
+        self.item = item
+        self.request_id: str = item["request_id"]
+        self.badges: list[Badge] = badges(item)
+        op = item.get("operation") or {}
+        self.haystack = " ".join(
+            (
+                item.get("command", ""),
+                op.get("tool", ""),
+                item.get("session_id", ""),
+                item.get("fingerprint", ""),
+                self.request_id,
+                *(b.label for b in self.badges),
+            )
+        ).casefold()
+
+    def matches(self, words: list[str]) -> bool:
+        return all(w in self.haystack for w in words)
+
+
+class PendingQueue:
+    def __init__(self) -> None:
+        self._entries: dict[str, Entry] = {}
+        self._by_number: dict[int, Entry] = {}
+        self._view: list[int] = []  # arrival numbers of the entries shown, ascending
+        self._words: list[str] = []
+        self._next = 0
+        self._escalated = 0
+
+    # --------------------------------------------------------------- reading
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    @property
+    def total(self) -> int:
+        return len(self._entries)
+
+    @property
+    def filter_text(self) -> str:
+        return " ".join(self._words)
+
+    def entry(self, index: int) -> Entry:
+        return self._by_number[self._view[index]]
+
+    def get(self, request_id: str) -> Entry | None:
+        return self._entries.get(request_id)
+
+    def index_of(self, request_id: str) -> int | None:
+        entry = self._entries.get(request_id)
+        if entry is None:
+            return None
+        i = bisect_left(self._view, entry.number)
+        return i if i < len(self._view) and self._view[i] == entry.number else None
+
+    def __iter__(self) -> Iterator[Entry]:
+        return (self._by_number[n] for n in self._view)
+
+    def find_fingerprint(self, prefix: str) -> list[Entry]:
+        prefix = prefix.strip().lower()
+        return [e for e in self._entries.values() if e.item.get("fingerprint", "").startswith(prefix)]
+
+    def escalated(self) -> int:
+        """How many pending requests carry an escalation badge."""
+        return self._escalated
+
+    # --------------------------------------------------------------- changing
+
+    def replace(self, items: Iterable[Item]) -> None:
+        """Start over from a full listing (after connecting or reconnecting)."""
+        self._entries.clear()
+        self._by_number.clear()
+        self._view.clear()
+        self._escalated = 0
+        for item in items:
+            self._append(item)
+
+    def add(self, item: Item) -> int | None:
+        """Add a newly pending item; returns its view index, or None if the filter hides it."""
+        if item["request_id"] in self._entries:
+            return None
+        entry = self._append(item)
+        return len(self._view) - 1 if self._view and self._view[-1] == entry.number else None
+
+    def remove(self, request_id: str) -> int | None:
+        """Drop a decided item; returns the view index it had, or None if it was not shown."""
+        index = self.index_of(request_id)
+        entry = self._entries.pop(request_id, None)
+        if entry is None:
+            return None
+        del self._by_number[entry.number]
+        self._escalated -= bool(entry.badges)
+        if index is not None:
+            del self._view[index]
+        return index
+
+    def set_filter(self, text: str) -> None:
+        self._words = text.casefold().split()
+        self._view = [e.number for e in self._entries.values() if e.matches(self._words)]
+
+    def _append(self, item: Item) -> Entry:
+        entry = Entry(self._next, item)
+        self._next += 1
+        self._entries[entry.request_id] = entry
+        self._by_number[entry.number] = entry
+        self._escalated += bool(entry.badges)
+        if entry.matches(self._words):
+            if not self._view or self._view[-1] < entry.number:
+                self._view.append(entry.number)
+            else:
+                insort(self._view, entry.number)
+        return entry

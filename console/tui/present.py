@@ -1,0 +1,563 @@
+"""Turning daemon data into Rich ``Text`` for the screen, with agent text kept inert.
+
+Every agent-supplied string goes through :func:`agent_text`: escaped by
+:func:`console.contract.inert.inert`, wrapped in a ``Text`` built directly (never from
+markup, never ``Text.from_ansi``), with the escapes and look-alike letters styled so a
+literal backslash in the agent's text cannot pass for one of our escapes. Styles come in
+as a role → ``rich.style.Style`` mapping, which widgets fill from their component
+classes, so themes reach everything drawn here.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+
+from console.contract.inert import Finding, findings, inert
+from console.tui.argdiff import argv_diff, closest, split_command
+from console.tui.badges import Badge
+from console.tui.shellsplit import PartKind, shell_script, split_chain
+from console.tui.timefmt import ago, clock_time
+from console.tui.untrusted import Shown, block, lookalike_spans, one_line
+
+Styles = Mapping[str, Style]
+
+ROLES = (
+    "heading",
+    "label",
+    "dim",
+    "program",
+    "escape",
+    "lookalike",
+    "marker",
+    "escalation",
+    "within",
+    "forbidden",
+    "warning",
+    "added",
+    "removed",
+    "operator",
+    "redirect",
+    "substitution",
+    "allow",
+    "deny",
+    "badge-unrestricted",
+    "badge-protected",
+    "badge-outside",
+    "badge-network",
+    "badge-environment",
+    "badge-other",
+)
+PLAIN: dict[str, Style] = {role: Style() for role in ROLES}
+
+_CANDIDATE = re.compile(r"[^\x20-\x5b\x5d-\x7e]")  # anything but printable ASCII other than backslash
+
+
+def agent_text(
+    text: str, styles: Styles, base: Style | str = "", *, limit: int | None = None
+) -> tuple[Text, bool]:
+    """One line of agent text, inert, with escapes and look-alikes marked; and whether it was cut."""
+    if limit is not None:
+        shown, cut = one_line(text, limit)
+        source = text[: limit * 8]
+    else:
+        shown, cut = inert(text), False
+        source = text
+    out = Text(style=base, no_wrap=False, end="")
+    if not _CANDIDATE.search(source):
+        out.append(shown)
+        return out, cut
+    # Rebuild piece by piece so each escape can be styled as ours.
+    budget = len(shown) - (1 if cut else 0)
+    used = 0
+    run: list[str] = []
+    for ch in source:
+        if used >= budget:
+            break
+        esc = inert(ch) if _CANDIDATE.match(ch) else ch
+        if esc == ch and ch != "\\":
+            run.append(ch)
+            used += 1
+            continue
+        if run:
+            out.append("".join(run))
+            run.clear()
+        if ch == "\\":
+            out.append("\\", styles["dim"])
+            used += 1
+        else:
+            piece = esc[: budget - used]
+            out.append(piece, styles["escape"])
+            used += len(piece)
+    if run:
+        out.append("".join(run))
+    if cut:
+        out.append("…", styles["marker"])
+    plain = out.plain
+    for start, end in lookalike_spans(plain):
+        out.stylize(styles["lookalike"], start, end)
+    return out, cut
+
+
+def agent_block(shown: Shown, styles: Styles, indent: str = "  ") -> Text:
+    """A :func:`console.tui.untrusted.block` as Text: agent lines, and our markers styled apart."""
+    out = Text(end="")
+    for i, line in enumerate(shown.lines):
+        if i:
+            out.append("\n")
+        out.append(indent)
+        if line.marker:
+            out.append(line.text, styles["marker"])
+        else:
+            # Already escaped by block(); only look-alikes remain to mark.
+            piece = Text(line.text)
+            for start, end in lookalike_spans(line.text):
+                piece.stylize(styles["lookalike"], start, end)
+            out.append_text(piece)
+    return out
+
+
+def badge_text(badges: Sequence[Badge], styles: Styles) -> Text:
+    out = Text(end="")
+    for b in badges:
+        if out:
+            out.append(" ")
+        out.append(f" {b.label} ", styles[f"badge-{b.kind.value}"])
+    return out
+
+
+def quoted_argv(argv: Sequence[str], styles: Styles, limit: int) -> tuple[Text, bool]:
+    """The argv shell-quoted, the program emphasised; cut arguments are marked."""
+    out = Text(end="")
+    truncated = False
+    for i, arg in enumerate(argv):
+        if i:
+            out.append(" ")
+        piece, cut = agent_text(
+            shlex.quote(arg) if arg else "''", styles, styles["program"] if i == 0 else "", limit=limit
+        )
+        truncated |= cut
+        out.append_text(piece)
+    return out, truncated
+
+
+@dataclass
+class DetailOptions:
+    max_chars: int = 2000
+    max_lines: int = 40
+    expanded: bool = False
+    full_fingerprint: bool = False
+    with_previous: bool = True
+
+
+@dataclass
+class Rendered:
+    text: Text
+    truncated: bool  # something of the request is not on screen: the typed-ahead guard holds
+
+
+def _section(out: Text, title: str, styles: Styles, extra: str = "") -> None:
+    out.append("\n" if out.plain.endswith("\n") else "\n\n")
+    out.append(title, styles["heading"])
+    if extra:
+        out.append("  " + extra, styles["dim"])
+    out.append("\n")
+
+
+def _field(out: Text, label: str, value: Text | str, styles: Styles) -> None:
+    out.append(f"  {label:<12}", styles["label"])
+    if isinstance(value, Text):
+        out.append_text(value)
+    else:
+        out.append(value)
+    out.append("\n")
+
+
+def _size(n: int) -> str:
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n} B"
+
+
+def all_agent_strings(item: Mapping[str, Any]) -> list[str]:
+    op = item.get("operation") or {}
+    strings = [
+        op.get("executable", ""),
+        *op.get("args", ()),
+        op.get("cwd", ""),
+        op.get("justification", ""),
+        op.get("session_id", ""),
+        op.get("tool", ""),
+    ]
+    for k, v in (op.get("env") or {}).items():
+        strings.extend((k, v))
+    return [s for s in strings if isinstance(s, str)]
+
+
+def text_findings(item: Mapping[str, Any]) -> set[Finding]:
+    found: set[Finding] = set()
+    for s in all_agent_strings(item):
+        found |= findings(s)
+    return found
+
+
+def render_request(
+    item: Mapping[str, Any],
+    badges: Sequence[Badge],
+    styles: Styles,
+    options: DetailOptions,
+    previous: Sequence[Mapping[str, Any]] | None = None,
+    now: float | None = None,
+) -> Rendered:
+    """The detail of one pending request, top to bottom as the operator reads it."""
+    now = time.time() if now is None else now
+    op = item.get("operation") or {}
+    ev = item.get("evaluation") or {}
+    limit = 10**9 if options.expanded else options.max_chars
+    truncated = False
+    argv = [op.get("executable", ""), *op.get("args", [])]
+    out = Text(end="")
+
+    # Title: the program and its badges.
+    title, cut = agent_text(argv[0].rsplit("/", 1)[-1], styles, styles["program"], limit=80)
+    truncated |= cut
+    out.append_text(title)
+    if badges:
+        out.append("  ")
+        out.append_text(badge_text(badges, styles))
+    else:
+        out.append("  within the sandbox", styles["within"])
+
+    found = text_findings(item)
+    if found:
+        out.append("\n")
+        out.append(
+            "⚠ the agent's text contains " + ", ".join(sorted(f.value for f in found)), styles["warning"]
+        )
+        out.append(" — shown escaped and highlighted", styles["dim"])
+
+    _section(out, "Command", styles)
+    out.append("  ")
+    cmd, cut = quoted_argv(argv, styles, limit)
+    truncated |= cut
+    out.append_text(cmd)
+    out.append("\n")
+
+    script = shell_script(argv)
+    if script is not None:
+        shell, body = script
+        chain = split_chain(body)
+        if chain.is_compound or not chain.complete:
+            _section(
+                out,
+                f"Shell chain ({shell} -c)",
+                styles,
+                f"{len(chain.commands)} command{'s' if len(chain.commands) != 1 else ''}",
+            )
+            number = 0
+            for part in chain.parts:
+                pad = "  " + "    " * part.depth
+                if part.kind is PartKind.COMMAND:
+                    number += 1
+                    out.append(f"{pad}{number:>2} ", styles["label"])
+                    piece, cut = agent_text(part.text, styles, limit=limit)
+                    truncated |= cut
+                    out.append_text(piece)
+                elif part.kind is PartKind.OPERATOR:
+                    shown = {
+                        "\n": "⏎ newline",
+                        "&": "& (background)",
+                        ";": "; then",
+                        "|": "| pipe into",
+                        "&&": "&& if it succeeds",
+                        "||": "|| if it fails",
+                    }.get(part.text, part.text)
+                    out.append(f"{pad}   {shown}", styles["operator"])
+                elif part.kind is PartKind.REDIRECT:
+                    out.append(f"{pad}   redirect ", styles["redirect"])
+                    piece, cut = agent_text(part.text, styles, styles["redirect"], limit=limit)
+                    truncated |= cut
+                    out.append_text(piece)
+                elif part.kind is PartKind.SUBSTITUTION:
+                    out.append(f"{pad}↳ runs first, output substituted: {part.text}", styles["substitution"])
+                else:
+                    out.append(f"{pad}   comment ", styles["dim"])
+                    piece, cut = agent_text(part.text, styles, styles["dim"], limit=limit)
+                    truncated |= cut
+                    out.append_text(piece)
+                out.append("\n")
+            if not chain.complete:
+                out.append(
+                    "  ⚠ the script ends inside a quote, substitution or here-document", styles["warning"]
+                )
+                out.append("\n")
+
+    escalations = ev.get("escalations") or []
+    _section(
+        out,
+        f"Escalations ({len(escalations)})" if escalations else "No escalations",
+        styles,
+        "beyond the sandbox — what approving grants"
+        if escalations
+        else "everything stays within the ceiling",
+    )
+    for e in escalations:
+        out.append("  ✖ ", styles["escalation"])
+        label = e.get("kind", "?") + (f"({e['scope']})" if e.get("scope") else "")
+        piece, cut = agent_text(label, styles, styles["escalation"], limit=limit)
+        truncated |= cut
+        out.append_text(piece)
+        out.append(" — " + str(e.get("reason", "")), styles["escalation"])
+        out.append("\n")
+    justification = op.get("justification", "")
+    _section(out, "Justification", styles, "the agent's words; not part of any decision")
+    if justification:
+        shown = block(
+            justification, max_chars=options.max_chars, max_lines=options.max_lines, expanded=options.expanded
+        )
+        truncated |= shown.truncated
+        out.append_text(agent_block(shown, styles))
+        out.append("\n")
+    else:
+        out.append("  (none given)\n", styles["dim"])
+
+    if options.with_previous:
+        _section(out, "Previous decisions", styles, "same tool and program")
+        out.append_text(render_previous(argv, previous, styles, now))
+    _section(out, "Context", styles)
+    for label, key in (("cwd", "cwd"), ("workspace", "workspace_root")):
+        piece, cut = agent_text(str(op.get(key, "")), styles, limit=limit)
+        truncated |= cut
+        _field(out, label, piece, styles)
+    env = op.get("env") or {}
+    if env:
+        for i, (name, value) in enumerate(sorted(env.items())):
+            piece, cut = agent_text(f"{name}={value}", styles, limit=limit)
+            truncated |= cut
+            _field(out, "env" if i == 0 else "", piece, styles)
+    else:
+        _field(out, "env", Text("no overrides", styles["dim"]), styles)
+    stdin_b64 = op.get("stdin", "") or ""
+    _field(
+        out,
+        "stdin",
+        f"{len(stdin_b64) * 3 // 4 - stdin_b64.count('=')} bytes" if stdin_b64 else "none",
+        styles,
+    )
+    _field(out, "timeout", f"{op.get('timeout_ms', 0) / 1000:g} s", styles)
+    limits = op.get("output") or {}
+    _field(
+        out,
+        "output",
+        f"keep {_size(int(limits.get('capture_bytes', 0)))}, "
+        f"stop at {_size(int(limits.get('max_bytes', 0)))}",
+        styles,
+    )
+    if op.get("write_dirs"):
+        for i, d in enumerate(op["write_dirs"]):
+            piece, cut = agent_text(d, styles, limit=limit)
+            truncated |= cut
+            _field(out, "write dir" if i == 0 else "", piece, styles)
+    _field(
+        out,
+        "access",
+        f"workspace {op.get('workspace_access', '?')}, network {op.get('network', '?')}",
+        styles,
+    )
+    _field(
+        out,
+        "origin",
+        f"{op.get('origin', '?')}, mode {op.get('mode', '?')}, kind {op.get('kind', '?')}",
+        styles,
+    )
+    piece, cut = agent_text(op.get("tool", ""), styles, limit=limit)
+    truncated |= cut
+    _field(out, "tool", piece, styles)
+    session, cut = agent_text(item.get("session_id", "") or "-", styles, limit=limit)
+    truncated |= cut
+    _field(out, "session", session, styles)
+    deadline = item.get("deadline")
+    left = f", denied automatically in {max(0, int(deadline - now))} s" if deadline else ""
+    _field(
+        out, "request", f"{item.get('request_id', '?')} from pid {item.get('peer_pid', '?')}{left}", styles
+    )
+    fp = str(item.get("fingerprint", ""))
+    _field(
+        out,
+        "fingerprint",
+        fp if options.full_fingerprint or options.expanded else f"{fp[:16]}…",
+        styles,
+    )
+
+    within = ev.get("within") or []
+    if within:
+        _section(out, "Within the ceiling", styles)
+        for w in within:
+            out.append("  ✔ ", styles["within"])
+            piece, cut = agent_text(
+                w.get("kind", "?") + (f"({w['scope']})" if w.get("scope") else ""), styles, limit=limit
+            )
+            truncated |= cut
+            out.append_text(piece)
+            out.append(" — " + str(w.get("reason", "")), styles["dim"])
+            out.append("\n")
+    forbidden = ev.get("forbidden") or []
+    if forbidden:
+        _section(out, "Still forbidden by the sandbox", styles, "approval does not lift these")
+        for f in forbidden:
+            out.append("  ⊘ ", styles["forbidden"])
+            out.append(str(f.get("kind", "?")))
+            out.append(" — " + str(f.get("reason", "")), styles["dim"])
+            out.append("\n")
+
+    return Rendered(out, truncated)
+
+
+def render_previous(
+    argv: Sequence[str], previous: Sequence[Mapping[str, Any]] | None, styles: Styles, now: float
+) -> Text:
+    out = Text(end="")
+    if previous is None:
+        out.append("  looking…\n", styles["dim"])
+        return out
+    if not previous:
+        out.append("  none: the first time this program is asked for\n", styles["dim"])
+        return out
+    argvs = [split_command(str(p.get("command", ""))) or [] for p in previous]
+    best = closest(argv, argvs)
+    if best is not None:
+        p = previous[best]
+        verb = "approved" if p.get("verdict") == "allow" else "denied"
+        changes = argv_diff(argvs[best], argv)
+        when = ago(now - float(p.get("at", now)))
+        if not changes:
+            out.append(
+                f"  the same command was {verb} {when}", styles["allow" if verb == "approved" else "deny"]
+            )
+        else:
+            out.append(f"  differs from what you {verb} {when}: ", styles["label"])
+            for i, change in enumerate(changes[:20]):
+                if i:
+                    out.append(", ")
+                piece, _ = agent_text(change.arg, styles, limit=80)
+                out.append(change.sign + " ", styles["added" if change.sign == "+" else "removed"])
+                piece.stylize(styles["added" if change.sign == "+" else "removed"])
+                out.append_text(piece)
+            if len(changes) > 20:
+                out.append(f", … {len(changes) - 20} more", styles["marker"])
+        out.append("\n")
+    for p in previous[:8]:
+        verdict = str(p.get("verdict", ""))
+        out.append(f"  {verdict:<5} ", styles["allow" if verdict == "allow" else "deny"])
+        out.append(
+            f"{p.get('source', '')}/{p.get('scope', '') or '-':<8} {clock_time(p.get('at'))}  ", styles["dim"]
+        )
+        piece, _ = agent_text(str(p.get("command", "")), styles, limit=100)
+        out.append_text(piece)
+        out.append("\n")
+    return out
+
+
+# ---------------------------------------------------------------------- one history entry
+
+
+def item_from_request_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A request event from the history in the shape of a pending item, for :func:`render_request`."""
+    body = record.get("body") or {}
+    return {
+        "request_id": record.get("request_id", ""),
+        "fingerprint": record.get("fingerprint", ""),
+        "session_id": record.get("session_id", ""),
+        "command": record.get("command", ""),
+        "peer_pid": record.get("peer_pid"),
+        "submitted_at": record.get("at"),
+        "operation": body.get("operation") or {},
+        "evaluation": body.get("evaluation") or {},
+    }
+
+
+def render_decision(record: Mapping[str, Any] | None, styles: Styles, limit: int) -> Text:
+    out = Text(end="")
+    out.append("Decision\n", styles["heading"])
+    if record is None:
+        out.append("  none recorded (still pending, or the daemon stopped first)\n", styles["dim"])
+        return out
+    verdict = str(record.get("verdict", ""))
+    out.append(f"  {verdict.upper():<6}", styles["allow" if verdict == "allow" else "deny"])
+    out.append(f" by {record.get('source', '?')}", styles["label"])
+    if record.get("scope"):
+        out.append(f", scope {record['scope']}", styles["label"])
+    out.append(f"  at {clock_time(record.get('at'))}", styles["dim"])
+    if record.get("latency_ms") is not None:
+        out.append(f"  after {float(record['latency_ms']) / 1000:.1f} s", styles["dim"])
+    out.append("\n")
+    for label, key in (("reason", "reason"), ("note", "note")):
+        if record.get(key):
+            piece, _ = agent_text(str(record[key]), styles, limit=limit)
+            _field(out, label, piece, styles)
+    body = record.get("body") or {}
+    for d in body.get("denials") or []:
+        out.append("  ✖ ", styles["escalation"])
+        out.append(
+            f"{d.get('capability', {}).get('kind', '?') if isinstance(d.get('capability'), dict) else d.get('capability', '?')}"
+            f" — {d.get('reason', '')}; next: {d.get('next_action', '')}",
+            styles["escalation"],
+        )
+        out.append("\n")
+    if body.get("grant_id"):
+        _field(out, "grant", str(body["grant_id"]), styles)
+    return out
+
+
+def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int) -> Text:
+    out = Text(end="")
+    out.append("Outcome\n", styles["heading"])
+    if record is None:
+        out.append("  not run by the console (no outcome recorded)\n", styles["dim"])
+        return out
+    body = record.get("body") or {}
+    outcome = body.get("outcome", body)
+    state, kind = outcome.get("state", "?"), outcome.get("kind", "?")
+    out.append(f"  {state} / {kind}", styles["allow" if state == "completed" else "deny"])
+    exit_ = outcome.get("exit") or {}
+    if exit_:
+        out.append(
+            f"  exit {exit_.get('code')}" + (f" signal {exit_['signal']}" if exit_.get("signal") else ""),
+            styles["label"],
+        )
+    out.append(f"  at {clock_time(record.get('at'))}\n", styles["dim"])
+    for key in ("stdout", "stderr", "output"):
+        if isinstance(outcome.get(key), str) and outcome[key]:
+            out.append(f"  {key}\n", styles["label"])
+            out.append_text(agent_block(block(outcome[key], max_chars=limit, max_lines=30), styles, "    "))
+            out.append("\n")
+    return out
+
+
+def render_files(records: Sequence[Mapping[str, Any]], styles: Styles, limit: int) -> Text:
+    out = Text(end="")
+    out.append(f"File changes ({len(records)})\n", styles["heading"])
+    if not records:
+        out.append("  none seen while it ran\n", styles["dim"])
+        return out
+    for r in records[:500]:
+        body = r.get("body") or {}
+        change = str(body.get("change", body.get("kind", "changed")))
+        protected = bool(body.get("protected"))
+        out.append(f"  {change:<9} ", styles["escalation" if protected else "label"])
+        piece, _ = agent_text(str(body.get("path", r.get("cwd", ""))), styles, limit=limit)
+        out.append_text(piece)
+        if protected:
+            out.append("  PROTECTED", styles["escalation"])
+        out.append("\n")
+    if len(records) > 500:
+        out.append(f"  ⟨{len(records) - 500} more⟩\n", styles["marker"])
+    return out

@@ -1,0 +1,42 @@
+"""The console's top-level views, in one table.
+
+Each entry becomes a Textual mode. Adding a view (issue 6's sessions with terminal
+panes, issue 7's watch panel) is one :func:`register` call plus an ``ActionSpec`` in
+:mod:`console.tui.actions` for the key that shows it (``show('sessions')``). A screen
+that wants daemon events defines ``daemon_event(topic, payload)``; the app calls it for
+every event while the screen exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.screen import Screen
+
+from console.tui.screens.grants import GrantsScreen
+from console.tui.screens.history import HistoryScreen
+from console.tui.screens.queue import QueueScreen
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    title: str
+    factory: Callable[[], Screen[None]]
+
+
+VIEWS: dict[str, View] = {}
+
+
+def register(name: str, title: str, factory: Callable[[], Screen[None]]) -> None:
+    VIEWS[name] = View(name, title, factory)
+
+
+register("queue", "Queue", QueueScreen)
+register("history", "History", HistoryScreen)
+register("grants", "Grants", GrantsScreen)
+
+
+def views() -> dict[str, View]:
+    return VIEWS

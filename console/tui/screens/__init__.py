@@ -1,0 +1,1 @@
+"""The console's screens; :mod:`console.tui.registry` lists the top-level ones."""

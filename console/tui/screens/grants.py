@@ -1,0 +1,109 @@
+"""The grants screen: every standing grant and deny-rule, with revoke."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from console.client import DaemonUnreachable, RPCError
+from console.contract.inert import inert
+from console.tui.bindings import bindings
+from console.tui.screens.prompts import ConfirmPrompt
+from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.grants_view import HEADER, GrantsView
+from console.tui.widgets.status_line import StatusLine
+
+if TYPE_CHECKING:
+    from console.tui.app import ConsoleApp
+
+
+class GrantsScreen(Screen[None]):
+    CONTEXT = "grants"
+    BINDINGS = bindings("grants")
+    DEFAULT_CSS = """
+    GrantsScreen #grants-header { height: 1; background: $panel; color: $text-muted; text-style: bold; }
+    GrantsScreen GrantsView { height: 1fr; }
+    """
+
+    app: ConsoleApp  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__(id="grants")
+        self.include_inactive = False
+
+    def compose(self) -> ComposeResult:
+        yield BadgeBar(id="badges")
+        yield Static(Text(HEADER, no_wrap=True, overflow="crop"), id="grants-header")
+        yield GrantsView(clock=self.app.clock, id="grants-list")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(GrantsView).focus()
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        self.reload()
+
+    def say(self, message: str, severity: str = "info") -> None:
+        self.query_one(StatusLine).say(message, severity)
+
+    def reload(self) -> None:
+        self._load(self.include_inactive)
+
+    @work(group="grants-load", exclusive=True)
+    async def _load(self, include_inactive: bool) -> None:
+        try:
+            result = await self.app.link.call("grants.list", {"include_inactive": include_inactive})
+        except (RPCError, DaemonUnreachable) as exc:
+            self.say(f"grants unavailable: {inert(str(exc))}", "error")
+            view = self.query_one(GrantsView)
+            view.set_rows([])
+            view.empty_message = "The grants could not be read (see the status line)."
+            return
+        rows = result.get("grants", [])
+        self.query_one(GrantsView).set_rows(rows)
+        what = "all grants, including expired and revoked" if include_inactive else "active grants"
+        self.say(f"{len(rows)} {what} — r: revoke, i: {'hide' if include_inactive else 'show'} inactive")
+
+    def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
+        if topic == "grants" and self.is_mounted:
+            self.reload()
+
+    def action_toggle_inactive(self) -> None:
+        self.include_inactive = not self.include_inactive
+        self.reload()
+
+    def action_revoke(self) -> None:
+        grant = self.query_one(GrantsView).selected()
+        if grant is None:
+            return
+        if grant.get("revoked_at"):
+            self.say(f"{grant.get('id')} is already revoked", "warning")
+            return
+        gid = str(grant.get("id", ""))
+        text = Text(f"{gid}: {grant.get('effect')} {grant.get('scope')}\n\n")
+        text.append(inert(str(grant.get("summary") or grant.get("fingerprint", "")))[:300], "bold")
+        text.append("\n\nIdentical requests will be asked again.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._revoke(gid)
+
+        self.app.push_screen(ConfirmPrompt("Revoke this grant?", text, yes="Revoke"), answered)
+
+    @work(group="grants-revoke")
+    async def _revoke(self, gid: str) -> None:
+        try:
+            result = await self.app.link.call("grants.revoke", {"target": gid})
+        except (RPCError, DaemonUnreachable) as exc:
+            self.say(f"revoke {gid}: {inert(str(exc))}", "error")
+            return
+        self.say(f"revoked {', '.join(result.get('revoked', [])) or 'nothing'}", "ok")
+        self.reload()

@@ -1,0 +1,250 @@
+"""The history screen: search and filter every decision and denial the daemon recorded.
+
+Queries run in workers, one at a time (a newer query cancels the older), first the page
+and then, separately, the count — so a broad count over a million rows never delays
+the rows themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input
+
+from console.client import DaemonUnreachable, RPCError
+from console.contract.inert import inert
+from console.tui.bindings import bindings
+from console.tui.historyquery import SOURCES, VERDICTS, cycle, parse_query, set_token, token_value
+from console.tui.screens.entry import EntryScreen
+from console.tui.screens.prompts import ConfirmPrompt
+from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.history_view import HistoryView
+from console.tui.widgets.line_list import LineList
+from console.tui.widgets.status_line import StatusLine
+
+if TYPE_CHECKING:
+    from console.tui.app import ConsoleApp
+
+PAGE = 200
+DEBOUNCE_S = 0.12
+
+
+class HistoryScreen(Screen[None]):
+    CONTEXT = "history"
+    BINDINGS = bindings("history")
+    DEFAULT_CSS = """
+    HistoryScreen #history-search { height: 3; margin: 0 0; }
+    HistoryScreen HistoryView { height: 1fr; }
+    """
+
+    app: ConsoleApp  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__(id="history")
+        self._debounce: Timer | None = None
+        self._params: dict[str, Any] = {}
+        self._generation = 0
+        self.last_query_ms: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield BadgeBar(id="badges")
+        yield Input(
+            placeholder="search…  filters: verdict:deny source:timeout tool:NAME session:ID since:2h until:DATE",
+            id="history-search",
+            select_on_focus=False,
+        )
+        yield StatusLine(id="history-summary")
+        yield HistoryView(id="history-list")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(HistoryView).focus()
+        self.run_query()
+
+    @property
+    def view(self) -> HistoryView:
+        return self.query_one(HistoryView)
+
+    @property
+    def search_box(self) -> Input:
+        return self.query_one("#history-search", Input)
+
+    def say(self, message: str, severity: str = "info") -> None:
+        self.query_one("#status", StatusLine).say(message, severity)
+
+    def summary(self, message: str, severity: str = "info") -> None:
+        self.query_one("#history-summary", StatusLine).say(message, severity)
+
+    # ------------------------------------------------------------ querying
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id != "history-search":
+            return
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(DEBOUNCE_S, self.run_query)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "history-search":
+            if self._debounce is not None:
+                self._debounce.stop()
+            self.run_query()
+            self.view.focus()
+
+    def run_query(self) -> None:
+        parsed = parse_query(self.search_box.value, self.app.clock())
+        if parsed.errors:
+            self.summary("; ".join(parsed.errors), "error")
+            return
+        self._params = parsed.params
+        self._generation += 1
+        self.view.empty_message = "Searching…"
+        self.summary(f"showing {parsed.describe()} — counting…")
+        self._fetch_first(self._generation, dict(parsed.params), parsed.describe())
+
+    @work(group="history-query", exclusive=True)
+    async def _fetch_first(self, generation: int, params: dict[str, Any], described: str) -> None:
+        started = self.app.monotonic()
+        try:
+            page = await self.app.link.call("history.query", {**params, "limit": PAGE})
+        except (RPCError, DaemonUnreachable) as exc:
+            self.summary(f"history unavailable: {inert(str(exc))}", "error")
+            self.view.empty_message = "The history could not be read."
+            self.view.set_rows([], None)
+            return
+        if generation != self._generation:
+            return
+        self.view.empty_message = "Nothing matches." if params else "No decisions recorded yet."
+        self.view.set_rows(page.get("rows", []), page.get("older"))
+        self.last_query_ms = (self.app.monotonic() - started) * 1000
+        self._count(generation, params, described)
+
+    @work(group="history-count", exclusive=True)
+    async def _count(self, generation: int, params: dict[str, Any], described: str) -> None:
+        try:
+            result = await self.app.link.call("history.query", {**params, "limit": 1, "count": True})
+        except (RPCError, DaemonUnreachable):
+            return
+        if generation != self._generation:
+            return
+        count = int(result.get("count", 0))
+        shown = f"{count:,}" if count < 10_000 else f"{count:,}+" if count % 10_000 == 0 else f"{count:,}"
+        self.summary(f"{shown} matching: {described}")
+
+    def on_history_view_need_more(self, event: HistoryView.NeedMore) -> None:
+        self._fetch_more(self._generation, dict(self._params), event.older)
+
+    @work(group="history-more", exclusive=True)
+    async def _fetch_more(self, generation: int, params: dict[str, Any], older: int) -> None:
+        try:
+            page = await self.app.link.call("history.query", {**params, "limit": PAGE, "before_seq": older})
+        except (RPCError, DaemonUnreachable) as exc:
+            self.say(f"could not load more: {inert(str(exc))}", "error")
+            self.view.loading = False
+            return
+        if generation == self._generation:
+            self.view.append_rows(page.get("rows", []), page.get("older"))
+
+    def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
+        """New decisions show up on top while the operator watches the newest rows."""
+        if topic in ("decided", "outcomes") and self.is_mounted and self.view.rows is not None:
+            newest = self.view.rows[0].get("seq") if self.view.rows else None
+            if newest is None:
+                self.run_query()
+            elif self.view.scroll_offset.y == 0:
+                self._fetch_newer(self._generation, dict(self._params), int(newest))
+
+    @work(group="history-newer", exclusive=True)
+    async def _fetch_newer(self, generation: int, params: dict[str, Any], newest: int) -> None:
+        try:
+            page = await self.app.link.call("history.query", {**params, "limit": PAGE, "after_seq": newest})
+        except (RPCError, DaemonUnreachable):
+            return
+        if generation == self._generation and self.view.rows and self.view.rows[0].get("seq") == newest:
+            self.view.prepend_rows(page.get("rows", []))
+
+    # ------------------------------------------------------------ actions
+
+    def on_line_list_opened(self, event: LineList.Opened) -> None:
+        row = self.view.selected()
+        if row is not None and row.get("request_id"):
+            self.app.push_screen(EntryScreen(str(row["request_id"])))
+
+    def action_search(self) -> None:
+        # Focus now, not on the next idle: keys typed right after "/" belong to the box.
+        self.set_focus(self.search_box)
+        self.search_box.cursor_position = len(self.search_box.value)
+
+    def _set_filter(self, key: str, value: str | None) -> None:
+        self.search_box.value = set_token(self.search_box.value, key, value)
+        if self._debounce is not None:
+            self._debounce.stop()
+        self.run_query()
+
+    def action_cycle_verdict(self) -> None:
+        self._set_filter("verdict", cycle(VERDICTS, token_value(self.search_box.value, "verdict")))
+
+    def action_cycle_source(self) -> None:
+        self._set_filter("source", cycle(SOURCES, token_value(self.search_box.value, "source")))
+
+    def action_clear_filters(self) -> None:
+        if self.search_box.value:
+            self.search_box.value = ""
+            if self._debounce is not None:
+                self._debounce.stop()
+            self.run_query()
+        self.view.focus()
+
+    def action_refresh_history(self) -> None:
+        self.run_query()
+
+    def action_grant(self) -> None:
+        row = self.view.selected()
+        if row is None:
+            return
+        grant_from_record(self, row)
+
+
+def grant_from_record(screen: Screen[Any], row: Mapping[str, Any]) -> None:
+    """Ask, then add a standing allow grant for the fingerprint of a past decision."""
+    app: ConsoleApp = screen.app  # type: ignore[assignment]
+    fingerprint = str(row.get("fingerprint", ""))
+    if len(fingerprint) != 64:
+        screen.notify("this row has no fingerprint to grant", severity="warning", markup=False)
+        return
+    command = inert(str(row.get("command", "")))
+    shown = command if len(command) <= 300 else command[:299] + "…"
+    text = Text("Every request with this exact fingerprint will be allowed without asking:\n\n")
+    text.append(shown, "bold")
+    text.append(f"\n\nfingerprint {fingerprint[:16]}…   tool {inert(str(row.get('tool', '')))[:60]}")
+
+    async def add() -> None:
+        try:
+            result = await app.link.call(
+                "grants.add",
+                {
+                    "fingerprint": fingerprint,
+                    "scope": "always",
+                    "effect": "allow",
+                    "tool": str(row.get("tool", ""))[:128],
+                    "summary": str(row.get("command", ""))[:4096],
+                    "note": f"from history {row.get('request_id', '')}",
+                },
+            )
+        except (RPCError, DaemonUnreachable) as exc:
+            screen.notify(f"grant not added: {inert(str(exc))}", severity="error", markup=False)
+            return
+        screen.notify(f"grant {result['grant']['id']} added: always allow {shown[:60]}", markup=False)
+
+    def answered(yes: bool | None) -> None:
+        if yes:
+            screen.run_worker(add(), group="grant-add")
+
+    app.push_screen(ConfirmPrompt("Turn into a standing grant?", text, yes="Grant"), answered)

@@ -1,0 +1,98 @@
+"""Small dialogs: ask for a line of text (a note, an expiry) or a yes/no."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from console.tui.bindings import bindings
+
+PROMPT_CSS = """
+TextPrompt, ConfirmPrompt { align: center middle; background: $background 60%; }
+TextPrompt > Vertical, ConfirmPrompt > Vertical {
+    width: 72; height: auto; max-height: 80%; border: thick $primary; background: $surface; padding: 1 2;
+}
+TextPrompt .prompt-title, ConfirmPrompt .prompt-title { text-style: bold; color: $primary; }
+TextPrompt .prompt-help, ConfirmPrompt .prompt-help { color: $text-muted; margin-bottom: 1; }
+TextPrompt .prompt-error { color: $error; height: auto; }
+ConfirmPrompt Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
+ConfirmPrompt Button { margin-left: 2; }
+"""
+
+
+class TextPrompt(ModalScreen[str | None]):
+    CONTEXT = "modal"
+    """One line of input; ``check`` returns an error message or None. Escape cancels."""
+
+    BINDINGS = bindings("modal")
+    DEFAULT_CSS = PROMPT_CSS
+
+    def __init__(
+        self,
+        title: str,
+        help_text: str,
+        *,
+        placeholder: str = "",
+        value: str = "",
+        check: Callable[[str], str | None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.title_text = title
+        self.help_text = help_text
+        self.placeholder = placeholder
+        self.initial = value
+        self.check = check
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(self.title_text), classes="prompt-title")
+            yield Static(Text(self.help_text), classes="prompt-help")
+            yield Input(value=self.initial, placeholder=self.placeholder, id="prompt-input")
+            yield Static("", classes="prompt-error", id="prompt-error")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        problem = self.check(event.value) if self.check else None
+        if problem:
+            self.query_one("#prompt-error", Static).update(Text(problem))
+            return
+        self.dismiss(event.value)
+
+    def action_dismiss_modal(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmPrompt(ModalScreen[bool]):
+    CONTEXT = "confirm"
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings("modal"), *bindings("confirm")]
+    DEFAULT_CSS = PROMPT_CSS
+
+    def __init__(self, title: str, help_text: Text | str, yes: str = "Yes") -> None:
+        super().__init__()
+        self.title_text = title
+        self.help_text = help_text if isinstance(help_text, Text) else Text(help_text)
+        self.yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(self.title_text), classes="prompt-title")
+            yield Static(self.help_text, classes="prompt-help")
+            with Horizontal():
+                yield Button("Cancel (n)", id="no")
+                yield Button(f"{self.yes} (y)", id="yes", variant="error")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+    def action_dismiss_modal(self) -> None:
+        self.dismiss(False)

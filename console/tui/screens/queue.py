@@ -1,0 +1,312 @@
+"""The queue screen: pending requests on top, the selected one in detail below.
+
+Decisions are sent from workers so the screen never waits on the socket. The
+typed-ahead guard lives here because only this screen knows what is on screen.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from console.client import DaemonUnreachable, RPCError
+from console.contract.inert import inert
+from console.tui.bindings import bindings
+from console.tui.guard import TypeAheadGuard
+from console.tui.pending import Entry
+from console.tui.screens.prompts import TextPrompt
+from console.tui.timefmt import parse_duration
+from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.line_list import LineList
+from console.tui.widgets.queue_view import QueueView
+from console.tui.widgets.request_detail import RequestDetail
+from console.tui.widgets.status_line import StatusLine
+
+if TYPE_CHECKING:
+    from console.tui.app import ConsoleApp
+
+
+def _check_expiry(text: str) -> str | None:
+    if not text.strip():
+        return None
+    try:
+        parse_duration(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+class QueueScreen(Screen[None]):
+    CONTEXT = "queue"
+    BINDINGS = bindings("queue")
+    DEFAULT_CSS = """
+    QueueScreen { layout: vertical; }
+    QueueScreen #queue-pane { height: 38%; min-height: 6; border-bottom: solid $primary 40%; }
+    QueueScreen #queue-filter { display: none; height: 1; border: none; padding: 0 1; }
+    QueueScreen #queue-filter.-active { display: block; }
+    QueueScreen QueueView { height: 1fr; }
+    QueueScreen RequestDetail { height: 1fr; }
+    """
+
+    app: ConsoleApp  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__(id="queue")
+        self.guard: TypeAheadGuard | None = None
+        self._previous: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
+        self._shown_rid: str | None = None
+
+    def compose(self) -> ComposeResult:
+        cfg = self.app.config
+        yield BadgeBar(id="badges")
+        with Vertical(id="queue-pane"):
+            yield Input(
+                placeholder="filter: words in the command, tool, session, fingerprint; NET, PROTECTED…",
+                id="queue-filter",
+                select_on_focus=False,
+            )
+            yield QueueView(self.app.pending, clock=self.app.clock, id="queue-list")
+        yield RequestDetail(
+            max_chars=cfg.max_chars, max_lines=cfg.max_lines, clock=self.app.clock, id="detail"
+        )
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.guard = TypeAheadGuard(self.app.config.guard_idle_s, clock=self.app.monotonic)
+        self.query_one(QueueView).focus()
+        self.pending_changed(0)
+
+    # ------------------------------------------------------------ parts
+
+    @property
+    def view(self) -> QueueView:
+        return self.query_one(QueueView)
+
+    @property
+    def detail(self) -> RequestDetail:
+        return self.query_one(RequestDetail)
+
+    def say(self, message: str, severity: str = "info") -> None:
+        self.query_one(StatusLine).say(message, severity)
+
+    def current(self) -> Entry | None:
+        view = self.view
+        if not len(self.app.pending):
+            return None
+        return self.app.pending.entry(min(view.cursor, len(self.app.pending) - 1))
+
+    # ------------------------------------------------------------ model changes (called by the app)
+
+    def pending_changed(self, first: int) -> None:
+        """The queue changed from view index ``first`` on; keep the selection on the same request."""
+        if not self.is_mounted:
+            return
+        view = self.view
+        model = self.app.pending
+        if self._shown_rid is not None:
+            index = model.index_of(self._shown_rid)
+            if index is not None and index != view.cursor:
+                view.set_reactive(QueueView.cursor, index)
+        view.rows_changed(first)
+        self._show_current()
+
+    def select_request(self, request_id: str) -> bool:
+        index = self.app.pending.index_of(request_id)
+        if index is None:
+            self.app.pending.set_filter("")
+            self.query_one("#queue-filter", Input).value = ""
+            self.view.rows_changed(0)
+            index = self.app.pending.index_of(request_id)
+        if index is None:
+            return False
+        self.view.cursor = index
+        return True
+
+    def _show_current(self) -> None:
+        entry = self.current()
+        if entry is None:
+            self._shown_rid = None
+            self.detail.show(None)
+            return
+        item = entry.item
+        self._shown_rid = entry.request_id
+        op = item.get("operation") or {}
+        key = (str(op.get("tool", "")), str(op.get("executable", "")))
+        previous = self._previous.get(key)
+        if self.detail.request_id != entry.request_id or previous is not self.detail.previous:
+            self.detail.show(item, entry.badges, previous)
+        if previous is None:
+            self._load_previous(key, entry.request_id)
+
+    @work(group="previous", exclusive=False)
+    async def _load_previous(self, key: tuple[str, str], request_id: str) -> None:
+        try:
+            result = await self.app.link.call(
+                "history.previous", {"tool": key[0], "executable": key[1], "limit": 20}
+            )
+        except (DaemonUnreachable, RPCError):
+            return
+        rows = [r for r in result.get("decisions", []) if r.get("request_id") != request_id]
+        self._previous[key] = rows
+        while len(self._previous) > 256:
+            self._previous.popitem(last=False)
+        self.detail.set_previous(request_id, rows)
+
+    # ------------------------------------------------------------ events
+
+    def on_line_list_highlighted(self, event: LineList.Highlighted) -> None:
+        self._show_current()
+
+    def on_request_detail_shown(self, event: RequestDetail.Shown) -> None:
+        if self.guard is not None:
+            self.guard.shown(event.key, truncated=event.truncated)
+
+    def on_screen_resume(self) -> None:
+        self._show_current()
+        if self.guard is not None:
+            self.guard.hidden()
+            self.guard.shown(self.detail.shown_key, truncated=self.detail.truncated)
+
+    def on_screen_suspend(self) -> None:
+        if self.guard is not None:
+            self.guard.hidden()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "queue-filter":
+            self.app.pending.set_filter(event.value)
+            self.view.cursor = 0
+            self.view.rows_changed(0)
+            self._show_current()
+            shown, total = len(self.app.pending), self.app.pending.total
+            self.say(f"filter: {shown} of {total} shown" if event.value.strip() else "")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "queue-filter":
+            self.view.focus()
+
+    # ------------------------------------------------------------ actions
+
+    def _guarded(self) -> Entry | None:
+        entry = self.current()
+        if entry is None:
+            self.say("nothing to approve: the queue is empty", "warning")
+            return None
+        assert self.guard is not None
+        verdict = self.guard.check(
+            self.detail.shown_key if self.detail.request_id == entry.request_id else None
+        )
+        if not verdict.ok:
+            self.say(verdict.why, "warning")
+            return None
+        return entry
+
+    def action_approve(self, scope: str) -> None:
+        entry = self._guarded()
+        if entry is None:
+            return
+        if scope == "always":
+
+            def done(answer: str | None) -> None:
+                if answer is None:
+                    self.say("approve always: cancelled")
+                    return
+                params: dict[str, Any] = {"scope": "always"}
+                if answer.strip():
+                    params["expires_in_s"] = parse_duration(answer)
+                self.decide(entry, "approve", params)
+
+            self.app.push_screen(
+                TextPrompt(
+                    "Approve always",
+                    "A standing grant for this exact fingerprint: every identical request is allowed without "
+                    "asking. Expire it after (e.g. 8h, 7d), or leave empty for never.",
+                    placeholder="8h",
+                    check=_check_expiry,
+                ),
+                done,
+            )
+            return
+        self.decide(entry, "approve", {"scope": scope})
+
+    def action_deny(self) -> None:
+        entry = self.current()
+        if entry is not None:
+            self.decide(entry, "deny", {})
+
+    def action_deny_always(self) -> None:
+        entry = self.current()
+        if entry is not None:
+            self.decide(entry, "deny", {"always": True})
+
+    def action_deny_note(self) -> None:
+        entry = self.current()
+        if entry is None:
+            return
+
+        def done(note: str | None) -> None:
+            if note is not None:
+                self.decide(entry, "deny", {"note": note})
+
+        self.app.push_screen(
+            TextPrompt(
+                "Deny with a note",
+                "The agent receives this note with the denial, e.g. what to do instead.",
+                placeholder="use the vendored copy instead of pip install",
+            ),
+            done,
+        )
+
+    def action_expand(self) -> None:
+        if self.detail.item is not None:
+            self.detail.expand()
+            self.say("expanded: everything of this request is shown")
+
+    def action_toggle_fingerprint(self) -> None:
+        self.detail.toggle_fingerprint()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#queue-filter", Input)
+        box.add_class("-active")
+        self.set_focus(box)
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#queue-filter", Input)
+        if box.value:
+            box.value = ""
+        box.remove_class("-active")
+        self.view.focus()
+
+    # ------------------------------------------------------------ deciding
+
+    def decide(self, entry: Entry, action: str, extra: Mapping[str, Any]) -> None:
+        self._send_decision(entry, action, dict(extra))
+
+    @work(group="decide", exclusive=False)
+    async def _send_decision(self, entry: Entry, action: str, extra: dict[str, Any]) -> None:
+        params = {"target": entry.request_id, "action": action, **extra}
+        command = inert(entry.item.get("command", ""))[:80]
+        try:
+            result = await self.app.link.call("decide", params)
+        except RPCError as exc:
+            self.say(f"{action} {entry.request_id}: {inert(exc.message)}", "error")
+            return
+        except DaemonUnreachable as exc:
+            self.say(f"{action} {entry.request_id}: not sent — {inert(str(exc))}", "error")
+            return
+        op = entry.item.get("operation") or {}
+        self._previous.pop((str(op.get("tool", "")), str(op.get("executable", ""))), None)
+        for rid in result.get("decided", []):
+            self.app.request_left(rid)
+        how = {"approve": "approved", "deny": "denied"}[action]
+        scope = extra.get("scope") or ("always (deny-rule)" if extra.get("always") else "once")
+        more = len(result.get("decided", [])) - 1
+        suffix = f" (+{more} identical)" if more > 0 else ""
+        self.say(f"{how} {scope}: {command}{suffix}", "ok" if action == "approve" else "warning")

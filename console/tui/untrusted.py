@@ -1,0 +1,130 @@
+"""Preparing agent-supplied text for display: escaped, bounded, and with its tricks named.
+
+Everything here returns plain strings and flags; styling happens in :mod:`present`.
+The escaping itself is :func:`console.contract.inert.inert`, shared with the CLI, so
+the console and ``agent-console pending`` show the same characters.
+
+Bounding matters as much as escaping: a 100,000-character justification or a thousand
+blank lines would push the real command off the screen. :func:`block` keeps the head,
+says exactly how much it left out, and collapses runs of blank lines into one visible
+marker; the typed-ahead guard treats anything truncated as not yet seen.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+
+from console.contract.inert import Finding, findings, inert
+
+BLANK_RUN = 2  # more consecutive blank lines than this collapse into one marker
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One display line: agent text, or a marker the console itself wrote."""
+
+    text: str
+    marker: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    lines: tuple[Line, ...]
+    truncated: bool = False
+    findings: frozenset[Finding] = field(default_factory=frozenset)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+
+def one_line(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` escaped onto one line (newlines shown as ``\\n``), cut to ``limit`` characters.
+
+    Returns the text and whether it was cut.
+    """
+    if len(text) > limit * 8:
+        text = text[: limit * 8]  # escaping only lengthens: no need to look further
+    shown = inert(text)
+    if len(shown) <= limit:
+        return shown, False
+    return shown[: max(0, limit - 1)] + "…", True
+
+
+def block(text: str, *, max_chars: int, max_lines: int, expanded: bool = False) -> Shown:
+    """Multi-line agent text: escaped, blank runs collapsed, and bounded unless ``expanded``."""
+    found = frozenset(findings(text))
+    truncated = False
+    source = text
+    if not expanded and len(source) > max_chars:
+        source = source[:max_chars]
+        truncated = True
+    lines: list[Line] = []
+    blank = 0
+
+    def close_blank_run() -> None:
+        nonlocal blank
+        if blank > BLANK_RUN:
+            lines.append(Line(f"⟨{blank} empty lines⟩", marker=True))
+        else:
+            lines.extend(Line("") for _ in range(blank))
+        blank = 0
+
+    for raw in source.split("\n"):
+        if not raw.strip():
+            blank += 1
+            continue
+        close_blank_run()
+        lines.append(Line(inert(raw)))
+    # Trailing blank lines are padding: always name them, never show them as space.
+    if blank:
+        lines.append(Line(f"⟨{blank} empty lines⟩" if blank > 1 else "⟨empty line⟩", marker=True))
+    if not expanded and len(lines) > max_lines:
+        hidden_lines = len(lines) - max_lines
+        lines = lines[:max_lines]
+        truncated = True
+        lines.append(Line(f"⟨{hidden_lines} more lines hidden — expand to see all⟩", marker=True))
+    if truncated and len(text) > len(source):
+        lines.append(
+            Line(f"⟨{len(text) - len(source):,} more characters hidden — expand to see all⟩", marker=True)
+        )
+    return Shown(tuple(lines), truncated, found)
+
+
+def _script(ch: str) -> str | None:
+    if not ch.isalpha():
+        return None
+    if ch.isascii():
+        return "LATIN"
+    try:
+        return unicodedata.name(ch).split(" ", 1)[0]
+    except ValueError:
+        return None
+
+
+def lookalike_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of characters that may pass for others: the minority script in a mixed-script
+    word (``cаt`` with a Cyrillic а) and fullwidth forms (``ｒｍ``). For highlighting."""
+    spans: list[tuple[int, int]] = []
+    for i, ch in enumerate(text):
+        if 0xFF01 <= ord(ch) <= 0xFF5E:
+            spans.append((i, i + 1))
+    if text.isascii():
+        return spans
+    start = None
+    for i, ch in enumerate([*text, " "]):
+        if ch.isalnum() or ch == "_":
+            if start is None:
+                start = i
+            continue
+        if start is not None:
+            word = text[start:i]
+            scripts = [_script(c) for c in word]
+            named = {s for s in scripts if s}
+            if len(named) > 1:
+                counts = {s: scripts.count(s) for s in named}
+                major = "LATIN" if "LATIN" in named else max(counts, key=lambda s: counts[s])
+                spans.extend((start + k, start + k + 1) for k, s in enumerate(scripts) if s and s != major)
+            start = None
+    return sorted(set(spans))

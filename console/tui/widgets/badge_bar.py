@@ -1,0 +1,86 @@
+"""Header badges: small counters (pending, escalations, connection) anyone can add to.
+
+The badges themselves live in one :class:`Badges` table on the app; every screen's bar
+draws that table. ``app.badges.set("watch", "3 protected changes", "error")`` shows a
+badge on every screen, ``set(key, "")`` hides it. Issue 7's watch panel and issue 6's
+sessions view add theirs here rather than building their own header. Clicking a badge
+posts ``BadgeBar.Clicked(key)``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.message import Message
+from textual.widget import Widget
+
+VARIANTS = ("default", "ok", "warning", "error", "muted")
+
+
+class Badges:
+    """Ordered key → (label, variant); ``changed`` is called after every change."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, tuple[str, str]] = {}
+        self.on_change = lambda: None
+
+    def set(self, key: str, label: str, variant: str = "default") -> None:
+        if variant not in VARIANTS:
+            raise ValueError(f"badge variant must be one of {VARIANTS}")
+        current = self.items.get(key)
+        if not label:
+            if current is None:
+                return
+            del self.items[key]
+        elif current == (label, variant):
+            return
+        else:
+            self.items[key] = (label, variant)
+        self.on_change()
+
+    def get(self, key: str) -> str:
+        return self.items.get(key, ("", ""))[0]
+
+
+class BadgeBar(Widget):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"badge-bar--{v}" for v in VARIANTS}
+    DEFAULT_CSS = """
+    BadgeBar { height: 1; width: 1fr; background: $panel; color: $foreground; }
+    BadgeBar > .badge-bar--default { background: $primary 30%; }
+    BadgeBar > .badge-bar--ok { background: $success 35%; }
+    BadgeBar > .badge-bar--warning { background: $warning; color: $background; text-style: bold; }
+    BadgeBar > .badge-bar--error { background: $error; color: $background; text-style: bold; }
+    BadgeBar > .badge-bar--muted { color: $text-muted; }
+    """
+
+    class Clicked(Message):
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(self, title: str = "agent-console", *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.title = title
+        self._spans: list[tuple[int, int, str]] = []
+
+    @property
+    def badges(self) -> Badges:
+        table = getattr(self.app, "badges", None)
+        return table if isinstance(table, Badges) else Badges()
+
+    def render(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append(f" {self.title} ", "bold")
+        self._spans = []
+        for key, (label, variant) in self.badges.items.items():
+            text.append(" ")
+            start = text.cell_len
+            text.append(f" {label} ", self.get_component_rich_style(f"badge-bar--{variant}"))
+            self._spans.append((start, text.cell_len, key))
+        return text
+
+    def on_click(self, event) -> None:  # type: ignore[no-untyped-def]
+        for start, end, key in self._spans:
+            if start <= event.x < end:
+                self.post_message(self.Clicked(key))

@@ -1,0 +1,88 @@
+"""One request from the history: what was asked, the decision, the outcome, the file changes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from console.tui.badges import badges
+from console.tui.present import (
+    ROLES,
+    DetailOptions,
+    item_from_request_record,
+    render_decision,
+    render_files,
+    render_outcome,
+    render_request,
+)
+from console.tui.widgets.request_detail import RequestDetail
+
+
+class EntryView(VerticalScroll, can_focus=True):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"entry-view--{role}" for role in ROLES}
+    # The same look as the queue's detail, under this widget's own names.
+    DEFAULT_CSS = (
+        "EntryView { background: $surface; padding: 0 1; }\nEntryView > Static { margin-bottom: 0; }\n"
+        + "\n".join(
+            line.replace("RequestDetail > .request-detail--", "EntryView > .entry-view--")
+            for line in RequestDetail.DEFAULT_CSS.splitlines()
+            if "RequestDetail > .request-detail--" in line
+        )
+    )
+
+    def __init__(self, *, max_chars: int = 2000, max_lines: int = 40, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.options = DetailOptions(max_chars=max_chars, max_lines=max_lines, with_previous=False)
+        self.detail: Mapping[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        for part in ("request", "decision", "outcome", "files"):
+            yield Static(Text("Loading…") if part == "request" else "", id=f"entry-{part}")
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", lambda _: self.refresh_entry(), init=False)
+
+    def styles_map(self) -> dict[str, Style]:
+        return {role: self.get_component_rich_style(f"entry-view--{role}") for role in ROLES}
+
+    def show(self, detail: Mapping[str, Any]) -> None:
+        self.detail = detail
+        self.refresh_entry()
+
+    def expand(self) -> None:
+        self.options.expanded = True
+        self.options.full_fingerprint = True
+        self.refresh_entry()
+
+    def refresh_entry(self) -> None:
+        if self.detail is None:
+            return
+        styles = self.styles_map()
+        limit = 10**9 if self.options.expanded else self.options.max_chars
+        request = self.detail.get("request")
+        if request is not None:
+            item = item_from_request_record(request)
+            rendered = render_request(item, badges(item), styles, self.options, now=time.time())
+            text = rendered.text
+        else:
+            text = Text("The request itself is not in the history.", styles["dim"])
+        self.query_one("#entry-request", Static).update(text)
+        self.query_one("#entry-decision", Static).update(
+            render_decision(self.detail.get("decision"), styles, limit)
+        )
+        self.query_one("#entry-outcome", Static).update(
+            render_outcome(self.detail.get("outcome"), styles, limit)
+        )
+        self.query_one("#entry-files", Static).update(
+            render_files(self.detail.get("file_events") or [], styles, limit)
+        )
+
+    def jump_outcome(self) -> None:
+        self.scroll_to_widget(self.query_one("#entry-outcome"), animate=False, top=True)

@@ -1,0 +1,104 @@
+"""Grants and deny-rules: scope, created, expiry, uses, last use, and what they cover."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from rich.text import Text
+from textual.strip import Strip
+
+from console.tui.present import agent_text
+from console.tui.timefmt import clock_time
+from console.tui.widgets.line_list import LineList
+
+HEADER = f" {'ID':<13} {'EFFECT':<6} {'SCOPE':<8} {'CREATED':<19} {'EXPIRES':<19} {'USES':>5} {'LAST USED':<19} WHAT"
+
+
+class GrantsView(LineList):
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
+        "grants-view--allow",
+        "grants-view--deny",
+        "grants-view--inactive",
+        "grants-view--escape",
+        "grants-view--lookalike",
+        "grants-view--header",
+        "grants-view--empty",
+    }
+    DEFAULT_CSS = """
+    GrantsView > .grants-view--allow { color: $success; text-style: bold; }
+    GrantsView > .grants-view--deny { color: $error; text-style: bold; }
+    GrantsView > .grants-view--inactive { color: $text-muted; text-style: strike; }
+    GrantsView > .grants-view--escape { color: $error; text-style: reverse; }
+    GrantsView > .grants-view--lookalike { color: $warning; text-style: underline reverse; }
+    GrantsView > .grants-view--empty { color: $text-muted; text-style: italic; }
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: list[Mapping[str, Any]] = []
+        self.clock = clock
+        self.empty_message = "Loading…"
+
+    def set_rows(self, rows: list[Mapping[str, Any]]) -> None:
+        self.rows = rows
+        self.empty_message = "No grants yet. Approve for a session or always, or grant from the history."
+        self._cache.clear()
+        self.rows_changed(0)
+        if rows:
+            self.post_message(self.Highlighted(self, self.cursor))
+
+    def selected(self) -> Mapping[str, Any] | None:
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def row_key(self, index: int) -> Hashable:
+        g = self.rows[index]
+        return g.get("id"), g.get("uses"), g.get("last_used_at"), g.get("revoked_at"), self._active(g)
+
+    def _active(self, g: Mapping[str, Any]) -> bool:
+        expires = g.get("expires_at")
+        return not g.get("revoked_at") and (not expires or float(expires) > self.clock())
+
+    def render_line(self, y: int) -> Strip:
+        if not self.rows and y == 1:
+            width = self.scrollable_content_region.width
+            text = Text(f"  {self.empty_message}", self.get_component_rich_style("grants-view--empty"))
+            return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
+        return super().render_line(y)
+
+    def render_row(self, index: int, width: int, selected: bool) -> Strip:
+        g = self.rows[index]
+        get = self.get_component_rich_style
+        styles = {
+            "escape": get("grants-view--escape"),
+            "lookalike": get("grants-view--lookalike"),
+            "marker": get("line-list--dim"),
+            "dim": get("line-list--dim"),
+        }
+        active = self._active(g)
+        row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
+        row.append(f" {str(g.get('id', ''))[:13]:<13} ")
+        effect = str(g.get("effect", ""))
+        row.append(f"{effect:<6} ", get(f"grants-view--{effect}") if effect in ("allow", "deny") else None)
+        scope = str(g.get("scope", ""))
+        row.append(f"{scope:<8} ")
+        row.append(f"{clock_time(g.get('created_at')):<19} ")
+        expires = g.get("expires_at")
+        row.append(f"{clock_time(expires) if expires else 'never':<19} ")
+        row.append(f"{int(g.get('uses') or 0):>5} ")
+        row.append(f"{clock_time(g.get('last_used_at')) if g.get('last_used_at') else '-':<19} ")
+        if not active:
+            row.append("revoked " if g.get("revoked_at") else "expired ", get("grants-view--inactive"))
+        what = str(g.get("summary") or "") or f"fingerprint {str(g.get('fingerprint', ''))[:16]}…"
+        if g.get("session_id"):
+            what = f"[session {g['session_id']}] {what}"
+        room = max(8, width - row.cell_len)
+        piece, _ = agent_text(what, styles, limit=room)
+        if not active:
+            piece.stylize(get("grants-view--inactive"))
+        row.append_text(piece)
+        return Strip(list(row.render(self.app.console))).crop(0, width)

@@ -1,0 +1,143 @@
+"""The detail of the selected request: everything the operator needs to decide, inert.
+
+The text is built by :func:`console.tui.present.render_request`; this widget supplies
+the theme's styles, keeps the expand and full-fingerprint toggles, and reports after
+each paint what is on screen and whether any of it is cut, which is what the
+typed-ahead guard needs to know.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from console.tui.badges import Badge
+from console.tui.present import ROLES, DetailOptions, render_request
+
+
+class RequestDetail(VerticalScroll, can_focus=True):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"request-detail--{role}" for role in ROLES}
+    DEFAULT_CSS = """
+    RequestDetail { background: $surface; padding: 0 1; scrollbar-size-vertical: 1; }
+    RequestDetail > #detail-body { width: 1fr; }
+    RequestDetail > .request-detail--heading { color: $primary; text-style: bold; }
+    RequestDetail > .request-detail--label { color: $text-muted; }
+    RequestDetail > .request-detail--dim { color: $text-muted; }
+    RequestDetail > .request-detail--program { color: $foreground; text-style: bold underline; }
+    RequestDetail > .request-detail--escape { color: $error; text-style: reverse; }
+    RequestDetail > .request-detail--lookalike { color: $warning; text-style: reverse underline; }
+    RequestDetail > .request-detail--marker { color: $accent; text-style: italic; }
+    RequestDetail > .request-detail--escalation { color: $error; text-style: bold; }
+    RequestDetail > .request-detail--within { color: $success; }
+    RequestDetail > .request-detail--forbidden { color: $text-muted; }
+    RequestDetail > .request-detail--warning { color: $warning; text-style: bold; }
+    RequestDetail > .request-detail--added { color: $success; text-style: bold; }
+    RequestDetail > .request-detail--removed { color: $error; text-style: bold; }
+    RequestDetail > .request-detail--operator { color: $accent; text-style: bold; }
+    RequestDetail > .request-detail--redirect { color: $warning; }
+    RequestDetail > .request-detail--substitution { color: $warning; text-style: bold; }
+    RequestDetail > .request-detail--allow { color: $success; }
+    RequestDetail > .request-detail--deny { color: $error; }
+    RequestDetail > .request-detail--badge-unrestricted { background: $error; color: $background; text-style: bold; }
+    RequestDetail > .request-detail--badge-protected { background: $error; color: $background; text-style: bold; }
+    RequestDetail > .request-detail--badge-outside { background: $warning; color: $background; text-style: bold; }
+    RequestDetail > .request-detail--badge-network { background: $warning; color: $background; text-style: bold; }
+    RequestDetail > .request-detail--badge-environment { background: $accent; color: $background; }
+    RequestDetail > .request-detail--badge-other { background: $secondary; color: $foreground; }
+    """
+
+    class Shown(Message):
+        """The detail now shows ``key`` (None: nothing); ``truncated``: something is cut."""
+
+        def __init__(self, key: str | None, truncated: bool) -> None:
+            super().__init__()
+            self.key = key
+            self.truncated = truncated
+
+    def __init__(
+        self,
+        *,
+        max_chars: int = 2000,
+        max_lines: int = 40,
+        clock: Callable[[], float] = time.time,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.options = DetailOptions(max_chars=max_chars, max_lines=max_lines)
+        self.clock = clock
+        self.item: Mapping[str, Any] | None = None
+        self.badges: Sequence[Badge] = ()
+        self.previous: Sequence[Mapping[str, Any]] | None = None
+        self.truncated = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Select a request to see what it would do.", style="italic"), id="detail-body")
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", lambda _: self.refresh_detail(), init=False)
+
+    @property
+    def request_id(self) -> str | None:
+        return None if self.item is None else str(self.item.get("request_id"))
+
+    @property
+    def shown_key(self) -> str | None:
+        """Changes whenever what the operator sees of the request changes."""
+        if self.item is None:
+            return None
+        return f"{self.request_id}:{'expanded' if self.options.expanded else 'bounded'}"
+
+    def styles_map(self) -> dict[str, Style]:
+        return {role: self.get_component_rich_style(f"request-detail--{role}") for role in ROLES}
+
+    def show(
+        self,
+        item: Mapping[str, Any] | None,
+        badges: Sequence[Badge] = (),
+        previous: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        if item is None or self.item is None or item.get("request_id") != self.item.get("request_id"):
+            self.options.expanded = False
+            self.options.full_fingerprint = False
+            self.scroll_home(animate=False)
+        self.item = item
+        self.badges = badges
+        self.previous = previous
+        self.refresh_detail()
+
+    def set_previous(self, request_id: str, previous: Sequence[Mapping[str, Any]]) -> None:
+        if self.request_id == request_id:
+            self.previous = previous
+            self.refresh_detail()
+
+    def expand(self) -> None:
+        self.options.expanded = True
+        self.options.full_fingerprint = True
+        self.refresh_detail()
+
+    def toggle_fingerprint(self) -> None:
+        self.options.full_fingerprint = not self.options.full_fingerprint
+        self.refresh_detail()
+
+    def refresh_detail(self) -> None:
+        body = self.query_one("#detail-body", Static)
+        if self.item is None:
+            self.truncated = False
+            body.update(
+                Text("No request selected.", style=self.get_component_rich_style("request-detail--dim"))
+            )
+        else:
+            rendered = render_request(
+                self.item, self.badges, self.styles_map(), self.options, self.previous, now=self.clock()
+            )
+            self.truncated = rendered.truncated
+            body.update(rendered.text)
+        self.post_message(self.Shown(self.shown_key, self.truncated))

@@ -1,0 +1,180 @@
+"""Config, keymap and theme files: checked up front, with errors that say what to fix."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from console.tui.actions import ACTIONS, default_keys
+from console.tui.config import Config, ConfigError, config_path, load_config, parse_config
+from console.tui.keymaps import KeymapError, clashes, load_keymap_file, normalize_key, parse_keymap, resolve
+from console.tui.resources import bundled_dir
+from console.tui.settings import SettingsError, prepare
+from console.tui.themefiles import ThemeError, load_theme_file, parse_theme
+from console.tui.themes import load_themes, to_theme
+
+KEYMAPS = bundled_dir("keymaps")
+THEMES = bundled_dir("themes")
+
+
+def test_defaults():
+    cfg = parse_config("")
+    assert cfg.theme == "dark" and cfg.keymap == "default" and cfg.guard_idle_s == 0.5
+    assert cfg.notifications.toast and cfg.notifications.bell and cfg.notifications.desktop == "osc777"
+
+
+def test_full_config():
+    cfg = parse_config(
+        'theme = "light"\nkeymap = "vim"\n[guard]\nidle_s = 1\n[notifications]\nbell = false\ndesktop = "osc9"\n'
+        '[display]\nmax_chars = 500\nmax_lines = 10\n[keys]\napprove-once = "y"\n'
+    )
+    assert (cfg.theme, cfg.keymap, cfg.guard_idle_s, cfg.max_chars, cfg.max_lines) == (
+        "light",
+        "vim",
+        1.0,
+        500,
+        10,
+    )
+    assert not cfg.notifications.bell and cfg.notifications.desktop == "osc9"
+    assert cfg.keys == {"approve-once": "y"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("theme = 3", "theme: expected a string, got int 3"),
+        (
+            'colour = "x"',
+            "unknown key colour; allowed here: display, guard, keymap, keys, notifications, theme",
+        ),
+        ("[guard]\nidle_s = -1", "guard.idle_s: must be between 0 and 10"),
+        ("[guard]\nidle = 1", "unknown key guard.idle; allowed here: guard.idle_s"),
+        ('[notifications]\nbell = "yes"', "notifications.bell: expected true or false, got str 'yes'"),
+        (
+            '[notifications]\ndesktop = "growl"',
+            "notifications.desktop: unknown value 'growl'; allowed: \"osc777\"",
+        ),
+        ("[display]\nmax_chars = 1.5", "display.max_chars: expected a whole number"),
+        ("guard = 1", "guard: must be a table"),
+        ('theme = "../etc"', "theme: must be a theme or keymap name"),
+        ("theme = ", "not valid TOML"),
+    ],
+)
+def test_bad_config_says_where_and_why(text, message):
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, "/home/me/.config/agent-console/config.toml")
+    assert str(info.value).startswith("/home/me/.config/agent-console/config.toml: ")
+    assert message in str(info.value)
+
+
+def test_config_path_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert config_path("/x/c.toml", "/state") == (Path("/x/c.toml"), True)
+    assert config_path(None, "/state") == (Path("/state/config.toml"), False)
+    path, must = config_path(None, None)
+    assert path.name == "config.toml" and path.parent.name == "agent-console" and not must
+
+
+def test_missing_files(tmp_path):
+    assert load_config(tmp_path / "none.toml", must_exist=False) == Config(path=tmp_path / "none.toml")
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "none.toml", must_exist=True)
+
+
+# ---------------------------------------------------------------------- keymaps
+
+
+def test_every_action_has_a_unique_id_and_valid_keys():
+    ids = [a.id for a in ACTIONS]
+    assert len(ids) == len(set(ids))
+    for a in ACTIONS:
+        for key in a.keys.split(","):
+            assert normalize_key(key) == key, a.id
+
+
+def test_default_keymap_file_lists_exactly_the_defaults():
+    data = tomllib.loads((KEYMAPS / "default.toml").read_text())
+    assert data["keys"] == default_keys()
+
+
+@pytest.mark.parametrize("name", ["default", "vim", "emacs"])
+def test_bundled_keymaps_load_without_clashes(name):
+    keys = resolve(load_keymap_file(KEYMAPS / f"{name}.toml"))
+    assert set(keys) == set(default_keys())
+    assert clashes(keys) == []
+
+
+def test_vim_and_emacs_change_movement():
+    vim = resolve(load_keymap_file(KEYMAPS / "vim.toml"))
+    emacs = resolve(load_keymap_file(KEYMAPS / "emacs.toml"))
+    assert vim["cursor-first"].split(",")[0] == "g" and vim["command-palette"].startswith("colon")
+    assert emacs["cursor-down"].startswith("ctrl+n") and emacs["command-palette"] == "alt+x"
+
+
+def test_keymap_errors():
+    with pytest.raises(KeymapError, match="unknown binding id 'aprove-once'"):
+        parse_keymap('[keys]\naprove-once = "y"', "mine")
+    with pytest.raises(KeymapError, match="not a key name"):
+        parse_keymap('[keys]\napprove-once = "ctrl+"', "mine")
+    with pytest.raises(KeymapError, match="expected a key or a list"):
+        parse_keymap("[keys]\napprove-once = 3", "mine")
+    with pytest.raises(KeymapError, match="name = 'other' but the file is mine.toml"):
+        parse_keymap('name = "other"', "mine")
+
+
+def test_keymap_accepts_lists_and_punctuation():
+    km = parse_keymap('[keys]\nhelp = ["?", "f1"]\nfilter-queue = "/"', "mine")
+    assert km.keys == {"help": "question_mark,f1", "filter-queue": "slash"}
+
+
+def test_a_clash_names_both_actions():
+    with pytest.raises(KeymapError, match="a is bound to both approve-once and deny"):
+        resolve(None, {"deny": "a"})
+    # the same key in views that are never active together is fine
+    assert resolve(None, {"history-verdict": "a"})["history-verdict"] == "a"
+
+
+# ---------------------------------------------------------------------- themes
+
+
+def test_bundled_themes():
+    themes = load_themes([THEMES])
+    assert {"dark", "light", "high-contrast", "solarized"} <= set(themes)
+    assert themes["light"].dark is False
+
+
+def test_theme_errors(tmp_path):
+    with pytest.raises(ThemeError, match="primary is required"):
+        parse_theme("dark = true", "mine")
+    with pytest.raises(ThemeError, match="unknown key 'primay'"):
+        parse_theme('primary = "#fff"\nprimay = "#000"', "mine")
+    with pytest.raises(ThemeError, match="'nocolour' is not a colour"):
+        to_theme(parse_theme('primary = "nocolour"', "mine"))
+    path = tmp_path / "mine.toml"
+    path.write_text('primary = "#123456"\n[variables]\n"footer-key-foreground" = "#ff0000"\n')
+    theme = to_theme(load_theme_file(path))
+    assert theme.name == "mine" and theme.variables == {"footer-key-foreground": "#ff0000"}
+
+
+def test_user_themes_and_keymaps_come_from_the_config_directory(tmp_path):
+    (tmp_path / "themes").mkdir()
+    (tmp_path / "themes" / "mine.toml").write_text('primary = "#abcdef"\n')
+    (tmp_path / "keymaps").mkdir()
+    (tmp_path / "keymaps" / "mine.toml").write_text('[keys]\napprove-once = "y"\n')
+    cfg = parse_config('theme = "mine"\nkeymap = "mine"\n[keys]\ndeny = "N"', path=tmp_path / "config.toml")
+    settings = prepare(cfg)
+    assert settings.theme == "mine" and settings.keymap == "mine"
+    assert settings.keys["approve-once"] == "y" and settings.keys["deny"] == "N"
+
+
+def test_prepare_refuses_unknown_names():
+    with pytest.raises(
+        SettingsError, match="no theme 'neon'; available: dark, high-contrast, light, solarized"
+    ):
+        prepare(Config(), theme="neon")
+    with pytest.raises(SettingsError, match="no keymap 'qwerty'"):
+        prepare(Config(), keymap="qwerty")
+    with pytest.raises(SettingsError, match="bound to both"):
+        prepare(Config(keys={"deny": "a"}))
