@@ -484,8 +484,12 @@ def _tree(pid: int) -> list[psutil.Process]:
 
 
 def _signal_all(procs: list[psutil.Process], sig: int, leader: int, sandboxed: bool) -> None:
-    """Signal the snapshot (psutil refuses a reused pid), leaves first, and the group."""
-    for proc in reversed(procs):
+    """Signal the snapshot (psutil refuses a reused pid), parents first, and the group.
+
+    Parents first: a parent that handles TERM must have it pending before its children
+    die, or it may see them exit, finish normally, and never run its handler.
+    """
+    for proc in procs:
         if sig == signal.SIGTERM and sandboxed and proc.pid == leader:
             # The outer bwrap dies on TERM and takes the namespace with it at once;
             # the command gets its grace first.
