@@ -323,7 +323,7 @@ async def test_daemon_secrets_are_absent_inside(ws, cfg, sandbox_probe):
 
 
 async def test_private_temp_root_is_writable_and_removed_afterwards(ws, cfg, sandbox_probe):
-    script = 'echo cache > "$XDG_CACHE_HOME/c" && mktemp && ln -s / "$TMPDIR/root-link" && echo "$TMPDIR"'
+    script = 'mkdir -p "$XDG_CACHE_HOME/app" && echo cache > "$XDG_CACHE_HOME/app/c" && touch "$XDG_RUNTIME_DIR/sock" && mktemp && ln -s / "$TMPDIR/root-link" && echo "$TMPDIR"'
     result = await run(make_op(ws, ["/bin/sh", "-c", script]), cfg, sandbox_probe)
     assert result.outcome.kind is OutcomeKind.SUCCESS
     tmpdir = text(result).splitlines()[-1]

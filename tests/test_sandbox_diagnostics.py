@@ -73,7 +73,7 @@ def test_text_the_boundary_contradicts_is_not_a_denial(prepared, layout):
     lies = (
         f"touch: cannot touch '{writable}/f': Read-only file system\n"
         f"EPERM: operation not permitted, mkdir '{ws}/sub'\n"
-        f"OSError: [Errno 30] Read-only file system: '{p.temp_root.subdir('tmp')}/x'\n"
+        f"OSError: [Errno 30] Read-only file system: '{p.temp_root.tmp}/x'\n"
     ).encode()
     assert recognise([lies], p, str(ws)) == []
 
@@ -158,12 +158,12 @@ def test_environment_allowlist(tmp_path):
             "LC_ALL": "C",
             "MODE": "ci",
             "PATH": "/usr/bin:/bin",
-            "TEMP": root.subdir("tmp"),
+            "TEMP": root.tmp,
             "TERM": "xterm",
-            "TMP": root.subdir("tmp"),
-            "TMPDIR": root.subdir("tmp"),
-            "XDG_CACHE_HOME": root.subdir("cache"),
-            "XDG_RUNTIME_DIR": root.subdir("run"),
+            "TMP": root.tmp,
+            "TMPDIR": root.tmp,
+            "XDG_CACHE_HOME": root.path + "/cache",
+            "XDG_RUNTIME_DIR": root.path,
         }
         assert list(env) == sorted(env)
         with pytest.raises(ValueError, match="invalid name"):

@@ -23,10 +23,8 @@ def test_created_private_with_its_subdirectories(base):
     assert stat.S_ISDIR(st.st_mode)
     assert stat.S_IMODE(st.st_mode) == 0o700
     assert st.st_uid == os.geteuid()
-    assert sorted(os.listdir(root.path)) == ["cache", "run", "tmp"]
-    assert root.subdir("tmp") == os.path.join(root.path, "tmp")
-    with pytest.raises(ValueError, match="unknown temp subdirectory"):
-        root.subdir("../etc")
+    assert os.listdir(root.path) == ["tmp"]
+    assert root.tmp == os.path.join(root.path, "tmp")
     assert root.close()
     assert not os.path.exists(root.path)
     assert root.close()  # idempotent
@@ -43,7 +41,7 @@ def test_removes_what_a_command_left_without_following_its_links(base, tmp_path)
     precious.mkdir()
     (precious / "keep").write_text("keep")
     root = PrivateTempRoot(str(base))
-    tmp = root.subdir("tmp")
+    tmp = root.tmp
     os.symlink(precious, os.path.join(tmp, "link-to-dir"))
     os.symlink(precious / "keep", os.path.join(tmp, "link-to-file"))
     locked = os.path.join(tmp, "locked")
@@ -80,8 +78,7 @@ def test_replaced_directory_is_left_alone(base):
 
 def test_already_removed_is_fine(base):
     root = PrivateTempRoot(str(base))
-    for sub in ("tmp", "cache", "run"):
-        os.rmdir(os.path.join(root.path, sub))
+    os.rmdir(root.tmp)
     os.rmdir(root.path)
     assert root.close()
 
@@ -108,7 +105,8 @@ def test_sweep_removes_only_leftover_roots(base, tmp_path):
     target.mkdir()
     (target / "precious").write_text("keep")
     left = PrivateTempRoot(str(base))
-    open(os.path.join(left.subdir("cache"), "blob"), "w").close()
+    os.mkdir(os.path.join(left.path, "cache"))
+    open(os.path.join(left.path, "cache", "blob"), "w").close()
     os.symlink(target, base / "agent-console-run-symlinked")
     (base / "agent-console-run-file").write_text("")
     (base / "unrelated").mkdir()

@@ -10,6 +10,7 @@ lets a command write scratch files, and pointing them elsewhere would only break
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from console.contract.host import DEFAULT_TRUSTED_PATH
@@ -38,13 +39,16 @@ def inherited(name: str) -> bool:
 
 
 def private_variables(root: PrivateTempRoot) -> dict[str, str]:
-    tmp = root.subdir("tmp")
+    """TMPDIR and friends in ``root/tmp``; the root itself (0700, this user's, gone after
+    the run) is the runtime dir; the cache dir is made on first use, as the XDG base
+    directory spec has programs do. Few directories, because on some disks each one
+    created and removed costs milliseconds per run."""
     return {
-        "TMPDIR": tmp,
-        "TMP": tmp,
-        "TEMP": tmp,
-        "XDG_CACHE_HOME": root.subdir("cache"),
-        "XDG_RUNTIME_DIR": root.subdir("run"),
+        "TMPDIR": root.tmp,
+        "TMP": root.tmp,
+        "TEMP": root.tmp,
+        "XDG_CACHE_HOME": os.path.join(root.path, "cache"),
+        "XDG_RUNTIME_DIR": root.path,
     }
 
 

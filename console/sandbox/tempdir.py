@@ -18,8 +18,6 @@ import stat
 from collections.abc import Callable
 
 PREFIX = "agent-console-run-"
-# The private directories the child environment points into (see environment.py).
-SUBDIRS = ("tmp", "cache", "run")
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -53,8 +51,7 @@ class PrivateTempRoot:
                 st = os.fstat(fd)
                 if st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077:
                     raise TempRootError(f"{self.base}: a new directory is not private to this user")
-                for sub in SUBDIRS:
-                    os.mkdir(sub, 0o700, dir_fd=fd)
+                os.mkdir("tmp", 0o700, dir_fd=fd)
             finally:
                 os.close(fd)
         finally:
@@ -63,10 +60,10 @@ class PrivateTempRoot:
         self.path = os.path.join(self.base, name)
         self._identity = (st.st_dev, st.st_ino)
 
-    def subdir(self, name: str) -> str:
-        if name not in SUBDIRS:
-            raise ValueError(f"unknown temp subdirectory {name!r}; known: {', '.join(SUBDIRS)}")
-        return os.path.join(self.path, name)
+    @property
+    def tmp(self) -> str:
+        """The one subdirectory made up front, for TMPDIR (see environment.py)."""
+        return os.path.join(self.path, "tmp")
 
     @property
     def closed(self) -> bool:
