@@ -19,7 +19,18 @@ showed the operator (:func:`console.policy.diff.requested`):
 
 `unrestricted` runs without bwrap (as approved) but still with the minimal environment
 and the private temp root. Without a working sandbox nothing runs unless the policy
-allows degraded execution.
+allows degraded execution. Unconfined runs see everything the operator's account can,
+the console's state included: that is what `unrestricted` means, and why degraded
+execution is opt-in.
+
+Limits, by construction: a protected path that does not exist yet can be created (only
+existing paths can be mounted over; the watcher's tripwire reports it); a protected
+entry that is a symlink is not protected (a mount would land on its target); a pinned
+directory cannot be renamed or removed during the run; `process_control` and
+`host_visible_binding` are not granted inside the sandbox (the pid and net namespaces
+rule them out; only `unrestricted` has them); `network = "any"` shares the host's
+network namespace, abstract Unix sockets included; a write dir that contains the
+workspace does not make a read-only workspace writable (the more specific bind wins).
 
 :func:`prepare` does not spawn anything: the captured executor and the PTY sessions
 both start ``Prepared.argv`` their own way.
