@@ -12,10 +12,24 @@ import sys
 from collections.abc import Sequence
 
 from console import __version__
-from console.cli import contract_commands
+from console.cli import (
+    agent_commands,
+    contract_commands,
+    daemon_commands,
+    history_commands,
+    hook_commands,
+    operator_commands,
+)
 from console.cli.common import CLIError
 
-COMMAND_MODULES = [contract_commands]
+COMMAND_MODULES = [
+    daemon_commands,
+    agent_commands,
+    operator_commands,
+    history_commands,
+    hook_commands,
+    contract_commands,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,12 +1,18 @@
-"""What every subcommand shares: reading inputs, failing with one clear line."""
+"""What every subcommand shares: state dir, clients, reading inputs, one-line failures."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
+import time
+from datetime import datetime
 from typing import Any, NoReturn
 
+from console.client import Client, DaemonUnreachable
 from console.contract.problem import Problem
+from console.locations import Locations, UnsafeLocation, locate
 
 EXIT_OK = 0
 EXIT_DENIED = 1
@@ -21,6 +27,25 @@ class CLIError(Exception):
         super().__init__(message)
         self.code = code
         self.problem = problem
+
+
+def add_state_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where the daemon keeps its state and sockets (default: $AGENT_CONSOLE_HOME or ~/.local/state/agent-console)",
+    )
+
+
+def locations(args: argparse.Namespace) -> Locations:
+    return locate(getattr(args, "state_dir", None))
+
+
+def connect(args: argparse.Namespace, role: str, *, timeout_s: float | None = 30.0) -> Client:
+    try:
+        return Client.connect(locations(args), role=role, client="agent-console-cli", timeout_s=timeout_s)
+    except (DaemonUnreachable, UnsafeLocation) as exc:
+        raise CLIError(str(exc), EXIT_UNREACHABLE) from None
 
 
 def read_input(source: str) -> bytes:
@@ -40,3 +65,41 @@ def print_json(value: Any) -> None:
 
 def die(message: str, code: int = EXIT_INVALID) -> NoReturn:
     raise CLIError(message, code)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d|w)?")
+_UNITS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``2h``, ``7d``, ``1w`` → seconds."""
+    m = _DURATION.fullmatch(text.strip())
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 90s, 30m, 2h, 7d)")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def parse_time(text: str) -> float:
+    """An ISO date/time, or a duration meaning that long ago (``2h``)."""
+    try:
+        return time.time() - parse_duration(text)
+    except argparse.ArgumentTypeError:
+        pass
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (use 2026-11-30, 2026-11-30T14:00 or 2h)"
+        ) from None
+
+
+def when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+
+
+def age(ts: float) -> str:
+    seconds = max(0, int(time.time() - ts))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

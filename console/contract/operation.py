@@ -39,7 +39,7 @@ DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_CAPTURE_BYTES = 65_536
 DEFAULT_MAX_BYTES = 8_388_608
 
-_TOOL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
+_TOOL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+_-]{0,127}")
 
 
 class Origin(StrEnum):
@@ -328,7 +328,7 @@ def validate_wire(obj: Any) -> _Spec:
         raise invalid(
             "tool",
             "invalid_tool",
-            "must be 1-128 characters of letters, digits and ._:/@+- (e.g. claude-code:Bash)",
+            "must be 1-128 characters of letters, digits and ._:/@+_- (e.g. claude-code:Bash)",
         )
 
     args = tuple(_string(a, f"args[{i}]") for i, a in enumerate(_list(obj.get("args", []), "args", MAX_ARGS)))

@@ -1,0 +1,1 @@
+"""Ready integrations with existing agents."""

@@ -1,0 +1,117 @@
+"""`agent-console daemon run|start|stop|status`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+
+from console.cli.common import EXIT_UNREACHABLE, CLIError, add_state_dir, connect, locations, print_json, when
+from console.client import DaemonUnreachable
+from console.client.spawn import running_pid, start_daemon
+from console.locations import UnsafeLocation
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from console.daemon.app import Daemon
+    from console.daemon.server import AlreadyRunning
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        asyncio.run(Daemon(locations(args)).serve())
+    except AlreadyRunning as exc:
+        raise CLIError(str(exc), 1) from None
+    except UnsafeLocation as exc:
+        raise CLIError(str(exc), 2) from None
+    return 0
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    try:
+        pid, started = start_daemon(locations(args))
+    except (DaemonUnreachable, UnsafeLocation) as exc:
+        raise CLIError(str(exc), 1) from None
+    print(f"started, pid {pid}" if started else f"already running, pid {pid}")
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    loc = locations(args)
+    pid = running_pid(loc)
+    if pid is None:
+        print("not running")
+        return 0
+    with connect(args, "operator") as client, contextlib.suppress(DaemonUnreachable):
+        client.call("daemon.stop")  # the daemon may hang up as it stops
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:
+        if running_pid(loc) is None and not loc.agent_socket.exists():
+            print(f"stopped (pid {pid})")
+            return 0
+        time.sleep(0.05)
+    raise CLIError(f"the daemon (pid {pid}) is still running after {args.wait:.0f} s", 1)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    try:
+        client = connect(args, "operator", timeout_s=10)
+    except CLIError:
+        if args.json:
+            print_json({"running": False})
+        else:
+            print(f"not running ({locations(args).state_dir})")
+        return EXIT_UNREACHABLE
+    with client:
+        status = client.call("daemon.status")
+    if args.json:
+        print_json({"running": True, **status})
+        return 0
+    policy = status["policy"]
+    lines = [
+        f"running, pid {status['pid']}, version {status['version']}, up since {when(status['started_at'])}",
+        f"state dir   {status['state_dir']}",
+        f"sockets     {status['runtime_dir']}",
+        f"policy      {policy['source']}" + (f"  ERROR: {policy['error']}" if policy["error"] else ""),
+        f"pending     {status['pending']}",
+        f"connections {status['connections']}",
+    ]
+    for key in ("sandbox", "watch", "sessions"):
+        if key in status:
+            lines.append(f"{key:<11} {status[key].get('summary', status[key])}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "daemon",
+        help="run, start, stop or inspect the daemon",
+        description="The daemon owns the approval queue, sessions, watchers and the history. "
+        "One runs per user (per state dir); the console starts it when needed.",
+    )
+    dsub = p.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
+
+    q = dsub.add_parser("run", help="run in the foreground (logs to stderr)")
+    add_state_dir(q)
+    q.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    q.set_defaults(func=cmd_run)
+
+    q = dsub.add_parser("start", help="start in the background (logs to daemon.log in the state dir)")
+    add_state_dir(q)
+    q.set_defaults(func=cmd_start)
+
+    q = dsub.add_parser("stop", help="stop: pending requests are denied (daemon_shutdown) and recorded")
+    add_state_dir(q)
+    q.add_argument("--wait", type=float, default=15.0, metavar="S", help="seconds to wait for it to exit")
+    q.set_defaults(func=cmd_stop)
+
+    q = dsub.add_parser("status", help="is it running, with which policy; exit 3 when not running")
+    add_state_dir(q)
+    q.add_argument("--json", action="store_true", help="print the status as JSON")
+    q.set_defaults(func=cmd_status)

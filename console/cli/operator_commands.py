@@ -1,0 +1,179 @@
+"""`pending`, `approve`, `deny`, `grants`: deciding from a shell, e.g. over SSH."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from console.cli.common import (
+    EXIT_INVALID,
+    CLIError,
+    add_state_dir,
+    age,
+    connect,
+    parse_duration,
+    print_json,
+    when,
+)
+from console.client import RPCError
+from console.contract.inert import inert
+from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
+
+
+def _badges(item: dict[str, Any]) -> str:
+    kinds = {e["kind"] for e in item["evaluation"]["escalations"]}
+    badges = []
+    if "external_network" in kinds:
+        badges.append("NET")
+    if any(e["kind"] == "workspace_write" for e in item["evaluation"]["escalations"]):
+        badges.append("WRITE-OUT")
+    if "protected_metadata" in kinds:
+        badges.append("PROTECTED")
+    if "unrestricted" in kinds:
+        badges.append("UNRESTRICTED")
+    return ",".join(badges) or "-"
+
+
+def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
+    with connect(args, "operator") as client:
+        try:
+            return client.call(method, params)
+        except RPCError as exc:
+            code = 1 if exc.code in (ALREADY_DECIDED, NOT_FOUND, CONFLICT) else EXIT_INVALID
+            raise CLIError(exc.message, code) from None
+
+
+def cmd_pending(args: argparse.Namespace) -> int:
+    result = _call(args, "pending.list")
+    if args.json:
+        print_json(result["pending"])
+        return 0
+    rows = result["pending"]
+    if not rows:
+        print("no pending requests")
+        return 0
+    print(f"{'ID':<14} {'AGE':>4}  {'FINGERPRINT':<12}  {'SESSION':<12}  {'TOOL':<18} {'BADGES':<14} COMMAND")
+    for item in rows:
+        session = inert(item["session_id"])[:12] or "-"
+        command = inert(item["command"])
+        if len(command) > 100:
+            command = command[:99] + "…"
+        print(
+            f"{item['request_id']:<14} {age(item['submitted_at']):>4}  {item['fingerprint'][:12]}  {session:<12}  "
+            f"{inert(item['operation']['tool'])[:18]:<18} {_badges(item):<14} {command}"
+        )
+    return 0
+
+
+def _decided(result: dict[str, Any]) -> None:
+    ids = ", ".join(result["decided"])
+    line = f"{result['verdict']}: {ids}"
+    if result.get("grant"):
+        g = result["grant"]
+        line += (
+            f" (grant {g['id']}, {g['effect']} {g['scope']}"
+            + (f", expires {when(g['expires_at'])}" if g["expires_at"] else "")
+            + ")"
+        )
+    print(line)
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {
+        "target": args.target,
+        "action": "approve",
+        "scope": args.scope,
+        "note": args.note,
+    }
+    if args.expires:
+        if args.scope == "once":
+            raise CLIError("--expires applies to --scope session or always")
+        params["expires_in_s"] = args.expires
+    _decided(_call(args, "decide", params))
+    return 0
+
+
+def cmd_deny(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {
+        "target": args.target,
+        "action": "deny",
+        "always": args.always,
+        "note": args.note,
+    }
+    if args.reason:
+        params["reason"] = args.reason
+    _decided(_call(args, "decide", params))
+    return 0
+
+
+def cmd_grants(args: argparse.Namespace) -> int:
+    rows = _call(args, "grants.list", {"include_inactive": args.all})["grants"]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no grants")
+        return 0
+    print(
+        f"{'ID':<13} {'EFFECT':<6} {'SCOPE':<8} {'FINGERPRINT':<12}  {'CREATED':<19}  {'EXPIRES':<19}  {'USES':>4}  SUMMARY"
+    )
+    for g in rows:
+        state = " (revoked)" if g.get("revoked_at") else ""
+        print(
+            f"{g['id']:<13} {g['effect']:<6} {g['scope']:<8} {g['fingerprint'][:12]}  {when(g['created_at']):<19}  "
+            f"{when(g.get('expires_at')):<19}  {g.get('uses', 0):>4}  {inert(g.get('summary') or '')[:80]}{state}"
+        )
+    return 0
+
+
+def cmd_revoke(args: argparse.Namespace) -> int:
+    revoked = _call(args, "grants.revoke", {"target": args.target})["revoked"]
+    print("revoked: " + ", ".join(revoked))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("pending", help="list the requests waiting for a decision")
+    add_state_dir(p)
+    p.add_argument("--json", action="store_true", help="print the full requests as JSON")
+    p.set_defaults(func=cmd_pending)
+
+    target_help = "a request id (r-…), or a fingerprint or unique prefix of one"
+    p = sub.add_parser(
+        "approve",
+        help="approve a pending request",
+        description="Approve a pending request. --scope once allows just this request; session creates "
+        "a grant for the agent's session; always a standing grant (optionally expiring). Standing "
+        "grants also settle identical requests already waiting.",
+    )
+    add_state_dir(p)
+    p.add_argument("target", metavar="ID|FINGERPRINT", help=target_help)
+    p.add_argument("--scope", choices=["once", "session", "always"], default="once")
+    p.add_argument(
+        "--expires", type=parse_duration, metavar="DURATION", help="grant expiry, e.g. 30m, 8h, 7d"
+    )
+    p.add_argument("--note", default="", help="a note recorded with the decision and sent to the agent")
+    p.set_defaults(func=cmd_approve)
+
+    p = sub.add_parser("deny", help="deny a pending request")
+    add_state_dir(p)
+    p.add_argument("target", metavar="ID|FINGERPRINT", help=target_help)
+    p.add_argument(
+        "--always", action="store_true", help="also add a deny-rule: this fingerprint is denied from now on"
+    )
+    p.add_argument(
+        "--reason", default="", help="the reason code or text the agent receives (default operator_denied)"
+    )
+    p.add_argument("--note", default="", help="a note recorded with the decision")
+    p.set_defaults(func=cmd_deny)
+
+    p = sub.add_parser("grants", help="list grants and deny-rules; `grants revoke` removes one")
+    add_state_dir(p)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--all", action="store_true", help="include revoked, expired and used-up grants")
+    p.set_defaults(func=cmd_grants)
+    gsub = p.add_subparsers(dest="grants_command", metavar="ACTION")
+    q = gsub.add_parser("revoke", help="revoke a grant by id, or every grant for a fingerprint")
+    add_state_dir(q)
+    q.add_argument("target", metavar="GRANT_ID|FINGERPRINT")
+    q.set_defaults(func=cmd_revoke)

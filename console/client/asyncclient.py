@@ -1,0 +1,139 @@
+"""The asyncio client: concurrent calls on one connection, events as an async iterator."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from console.client.errors import DaemonUnreachable, check_peer, socket_for
+from console.locations import Locations
+from console.protocol import jsonrpc
+from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
+
+
+class AsyncClient:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, role: str) -> None:
+        self.role = role
+        self._reader = reader
+        self._writer = writer
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._reader_task = asyncio.create_task(self._read_loop())
+        self.hello: dict[str, Any] = {}
+
+    @classmethod
+    async def connect(
+        cls,
+        state_dir: str | os.PathLike[str] | Locations | None = None,
+        *,
+        role: str = "agent",
+        client: str = "python",
+    ) -> AsyncClient:
+        path, token = socket_for(role, state_dir)
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(path), limit=MAX_FRAME)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise DaemonUnreachable(
+                f"no daemon answers on {path} ({exc.strerror}); start one: agent-console daemon start"
+            ) from None
+        except OSError as exc:
+            raise DaemonUnreachable(f"cannot connect to {path}: {exc.strerror}") from None
+        check_peer(writer.get_extra_info("socket"))
+        self = cls(reader, writer, role)
+        try:
+            self.hello = await self.call(
+                "hello", {"token": token, "client": client} if token else {"client": client}
+            )
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._reader_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader_task
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+
+    async def _read_loop(self) -> None:
+        error: Exception = DaemonUnreachable("the daemon closed the connection")
+        try:
+            while True:
+                line = await self._reader.readuntil(b"\n")
+                messages, _ = jsonrpc.decode_message(line)
+                for msg in messages:
+                    if isinstance(msg, Response):
+                        fut = self._waiting.pop(msg.id, None) if isinstance(msg.id, int) else None
+                        if fut is not None and not fut.done():
+                            if msg.error is not None:
+                                fut.set_exception(
+                                    RPCError(
+                                        int(msg.error.get("code", -32603)),
+                                        str(msg.error.get("message", "")),
+                                        msg.error.get("data"),
+                                    )
+                                )
+                            else:
+                                fut.set_result(msg.result)
+                    elif isinstance(msg, Request) and msg.method == "event":
+                        self._events.put_nowait(msg.params)
+                    elif not isinstance(msg, Request):
+                        # An error without an id (e.g. our frame was refused): fail every waiter.
+                        error = RPCError(msg.error.code, msg.error.message)  # type: ignore[union-attr]
+                        for fut in self._waiting.values():
+                            if not fut.done():
+                                fut.set_exception(error)
+                        self._waiting.clear()
+        except (asyncio.IncompleteReadError, ConnectionError, OSError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            for fut in self._waiting.values():
+                if not fut.done():
+                    fut.set_exception(error)
+            self._waiting.clear()
+            self._events.put_nowait(None)
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        if self._reader_task.done():
+            raise DaemonUnreachable("the connection to the daemon is closed")
+        msg_id = next(self._ids)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[msg_id] = fut
+        try:
+            self._writer.write(jsonrpc.encode(jsonrpc.request(msg_id, method, params)))
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:
+            self._waiting.pop(msg_id, None)
+            raise DaemonUnreachable(f"lost the daemon: {exc}") from None
+        return await fut
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Events after :meth:`subscribe`; ends when the connection closes."""
+        while (event := await self._events.get()) is not None:
+            yield event
+
+    # --------------------------------------------------------------- helpers
+
+    async def submit(self, operation: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"operation": operation}
+        if timeout_s is not None:
+            params["timeout_s"] = timeout_s
+        result: dict[str, Any] = await self.call("operation.submit", params)
+        return result
+
+    async def subscribe(self, topics: list[str] | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call("subscribe", {"topics": topics} if topics else {})
+        return result

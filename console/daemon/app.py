@@ -1,0 +1,153 @@
+"""The daemon: one per user, owner of everything that must outlive a window.
+
+``Daemon.serve`` opens the store, loads grants and policy, listens on agent.sock and
+operator.sock, and runs until SIGTERM/SIGINT or ``daemon.stop``. Shutdown drains:
+pending requests are answered deny ``daemon_shutdown`` and recorded before the store
+closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import resource
+import signal
+import time
+from typing import Any
+
+from console import __version__
+from console.contract.host import OSHost
+from console.daemon.broker import Broker
+from console.daemon.connection import Connection, Role
+from console.daemon.events import EventHub, Topic
+from console.daemon.methods import all_methods
+from console.daemon.policy_source import PolicySource
+from console.daemon.server import AlreadyRunning, close_socket_file, listen, live_daemon_pid
+from console.locations import Locations, create_token, ensure_private_dir
+from console.protocol.peer import PeerCred
+from console.store import Store
+
+log = logging.getLogger("agent-console.daemon")
+
+
+def _raise_fd_limit() -> None:
+    """Thousands of idle clients are a supported load; use the hard fd limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+class Daemon:
+    def __init__(self, locations: Locations) -> None:
+        self.loc = locations
+        self.pid = os.getpid()
+        self.version = __version__
+        self.started_at = time.time()
+        self.host = OSHost()
+        self.events = EventHub()
+        self.policy = PolicySource(locations.policy, on_change=self._policy_changed)
+        self.methods = all_methods()
+        self.connections: dict[int, Connection] = {}
+        self.token = ""
+        self.store: Store
+        self.broker: Broker
+        self._stop = asyncio.Event()
+        self._lock_fd: int | None = None
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "version": self.version,
+            "started_at": self.started_at,
+            "uptime_s": round(time.time() - self.started_at, 3),
+            "state_dir": str(self.loc.state_dir),
+            "runtime_dir": str(self.loc.runtime_dir),
+            "policy": self.policy.to_dict(),
+            "pending": len(self.broker.pending),
+            "connections": len(self.connections),
+        }
+
+    def _policy_changed(self) -> None:
+        self.events.publish(Topic.STATUS, {"status": self.status()})
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    # ------------------------------------------------------------------ startup
+
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.loc.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = None
+            with contextlib.suppress(OSError):
+                pid = live_daemon_pid(self.loc.agent_socket)
+            raise AlreadyRunning(pid) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{self.pid}\n".encode())
+        self._lock_fd = fd
+
+    async def _on_connect(
+        self, role: Role, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: PeerCred
+    ) -> None:
+        conn = Connection(self, role, peer, reader, writer, self.methods)
+        self.connections[conn.id] = conn
+        try:
+            await conn.serve()
+        finally:
+            self.connections.pop(conn.id, None)
+
+    async def serve(self) -> None:
+        ensure_private_dir(self.loc.state_dir)
+        ensure_private_dir(self.loc.runtime_dir)
+        self._acquire_lock()
+        _raise_fd_limit()
+        self.token = create_token(self.loc.token)
+        self.policy.reload()
+        self.store = await asyncio.to_thread(Store.open, self.loc.database)
+        self.broker = Broker(self.store, self.events, self.policy)
+        await self.broker.load()
+
+        servers: list[asyncio.Server] = []
+        created = []
+        try:
+            for role, path in (
+                (Role.AGENT, self.loc.agent_socket),
+                (Role.OPERATOR, self.loc.operator_socket),
+            ):
+                servers.append(await listen(path, lambda r, w, p, role=role: self._on_connect(role, r, w, p)))
+                created.append(path)
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.request_stop)
+            watcher = asyncio.create_task(self.policy.watch())
+            log.info(
+                "agent-console daemon %s listening in %s (pid %d)",
+                self.version,
+                self.loc.runtime_dir,
+                self.pid,
+            )
+            await self._stop.wait()
+            log.info("stopping: answering %d pending requests", len(self.broker.pending))
+            watcher.cancel()
+            for server in servers:
+                server.close()
+            await self.broker.shutdown()
+            await asyncio.gather(*(conn.finish() for conn in list(self.connections.values())))
+        finally:
+            for server in servers:
+                server.close()
+            for path in created:
+                close_socket_file(path)
+            await asyncio.to_thread(self.store.close)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+            log.info("stopped")

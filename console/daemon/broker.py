@@ -1,0 +1,579 @@
+"""The approval broker: the pending queue, decisions, grants and fail-closed timeouts.
+
+Everything here runs on the daemon's event loop, so a state change between two awaits
+is atomic: a request is taken out of the queue *before* its decision is written, which
+is what makes "exactly one operator decision wins" and "a once grant is consumed by
+exactly one request" hold. The agent hears a decision only after the store has
+committed it; when the store cannot, the answer is a deny with ``store_unavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from console.contract.capabilities import Capability, CapabilityKind
+from console.contract.operation import Operation
+from console.contract.outcome import Denial, DenialSource, NextAction
+from console.daemon.events import EventHub, Topic
+from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
+from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND, STORE_UNAVAILABLE, RPCError
+from console.store import Event, Store, StoreUnavailable, command_line, decision_event, request_event
+
+log = logging.getLogger("agent-console.broker")
+
+# How long a decided request id is remembered, to tell a late second operator
+# "already decided" rather than "unknown".
+DECIDED_MEMORY_S = 3600.0
+
+
+class Source(StrEnum):
+    POLICY = "policy"
+    GRANT = "grant"
+    OPERATOR = "operator"
+    TIMEOUT = "timeout"
+    CANCEL = "cancel"
+    SHUTDOWN = "shutdown"
+    STORE = "store"
+
+
+class Action(StrEnum):
+    APPROVE = "approve"
+    DENY = "deny"
+
+
+def new_request_id() -> str:
+    return "r-" + secrets.token_hex(5)
+
+
+@dataclass
+class Pending:
+    id: str
+    op: Operation
+    evaluation: Decision
+    submitted_at: float
+    deadline: float
+    owner: int  # the submitting connection
+    peer_pid: int
+    answer: asyncio.Future[dict[str, Any]]
+    timer: asyncio.TimerHandle | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        ev = self.evaluation.to_dict()
+        return {
+            "request_id": self.id,
+            "fingerprint": self.op.fingerprint,
+            "submitted_at": self.submitted_at,
+            "deadline": self.deadline,
+            "peer_pid": self.peer_pid,
+            "session_id": self.op.session_id,
+            "command": command_line(self.op),
+            "operation": self.op.to_wire(),
+            "content": [list(pair) for pair in self.op.content],
+            "evaluation": {
+                k: ev[k]
+                for k in (
+                    "verdict",
+                    "reason",
+                    "requested",
+                    "ceiling",
+                    "escalations",
+                    "within",
+                    "unused",
+                    "forbidden",
+                )
+            },
+        }
+
+
+@dataclass
+class GrantIndex:
+    """Grants and deny-rules by fingerprint, mirrored from the store."""
+
+    by_fp: dict[str, list[Grant]] = field(default_factory=dict)
+    by_id: dict[str, Grant] = field(default_factory=dict)
+
+    def put(self, grant: Grant) -> None:
+        old = self.by_id.get(grant.id)
+        if old is not None:
+            self.by_fp[old.fingerprint] = [g for g in self.by_fp.get(old.fingerprint, []) if g.id != grant.id]
+        self.by_id[grant.id] = grant
+        self.by_fp.setdefault(grant.fingerprint, []).append(grant)
+
+    def for_fingerprint(self, fp: str) -> list[Grant]:
+        return self.by_fp.get(fp, [])
+
+
+def _denials(
+    decision_escalations: list[dict[str, Any]],
+    source: DenialSource,
+    reason: str,
+    recoverable: bool,
+    next_action: NextAction,
+) -> list[dict[str, Any]]:
+    caps = [Capability(CapabilityKind(e["kind"]), e.get("scope", "")) for e in decision_escalations]
+    if not caps:
+        caps = [Capability(CapabilityKind.PROCESS_SPAWN)]
+    return [Denial(c, source, reason, recoverable, next_action).to_dict() for c in caps]
+
+
+class Broker:
+    def __init__(
+        self,
+        store: Store,
+        events: EventHub,
+        policy: Callable[[], PolicyConfig],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.events = events
+        self.policy = policy
+        self.clock = clock
+        self.pending: dict[str, Pending] = {}
+        self.grants = GrantIndex()
+        self._decided: dict[str, float] = {}
+        self._closing = False
+        self._background: set[asyncio.Future[None]] = set()
+
+    async def load(self) -> None:
+        grants = await asyncio.to_thread(self.store.grants, include_inactive=False)
+        for g in grants:
+            self.grants.put(g)
+
+    # ------------------------------------------------------------------ submit
+
+    async def submit(
+        self, op: Operation, *, owner: int, peer_pid: int, wait_s: float | None = None
+    ) -> dict[str, Any]:
+        """Evaluate an operation and return the agent's answer once it is durable."""
+        now = self.clock()
+        rid = new_request_id()
+        config = self.policy()
+        if self._closing:
+            return await self._answer_without_queue(
+                rid, op, None, peer_pid, now, Verdict.DENY, Source.SHUTDOWN, "daemon_shutdown"
+            )
+        decision = evaluate(op, config, self.grants.for_fingerprint(op.fingerprint), now)
+        request_event = self._request_event(rid, op, peer_pid, now)
+
+        if decision.verdict is Verdict.REVIEW:
+            try:
+                await asyncio.wrap_future(self.store.append(request_event))
+            except StoreUnavailable as exc:
+                log.error("store unavailable, denying %s: %s", rid, exc)
+                return self._answer(
+                    rid, op, Verdict.DENY, Source.STORE, "store_unavailable", now, decision=decision
+                )
+            timeout = config.approval_timeout_s if wait_s is None else min(wait_s, config.approval_timeout_s)
+            loop = asyncio.get_running_loop()
+            item = Pending(rid, op, decision, now, now + timeout, owner, peer_pid, loop.create_future())
+            item.timer = loop.call_later(timeout, self._expire, rid)
+            self.pending[rid] = item
+            self.events.publish(Topic.PENDING, {"request": item.to_wire()})
+            return await asyncio.shield(item.answer)
+
+        grant = decision.grant
+        if grant is not None and grant.scope is GrantScope.ONCE and grant.effect is Effect.ALLOW:
+            # Consumed here, on the loop, before any await: no second request can see it.
+            self.grants.put(replace(grant, uses=grant.uses + 1, last_used_at=now))
+        source = Source.GRANT if grant is not None else Source.POLICY
+        scope = grant.scope.value if grant is not None else ""
+        return await self._answer_without_queue(
+            rid,
+            op,
+            decision,
+            peer_pid,
+            now,
+            decision.verdict,
+            source,
+            decision.reason,
+            scope=scope,
+            request_event=request_event,
+            grant=grant,
+        )
+
+    async def _answer_without_queue(
+        self,
+        rid: str,
+        op: Operation,
+        decision: Decision | None,
+        peer_pid: int,
+        now: float,
+        verdict: Verdict,
+        source: Source,
+        reason: str,
+        *,
+        scope: str = "",
+        request_event: Event | None = None,
+        grant: Grant | None = None,
+    ) -> dict[str, Any]:
+        answer = self._answer(rid, op, verdict, source, reason, now, decision=decision, scope=scope)
+        events = [request_event or self._request_event(rid, op, peer_pid, now)]
+        events.append(self._decision_event(answer, op, peer_pid, decision))
+        futures = [self.store.append(*events)]
+        if grant is not None:
+            futures.append(self.store.use_grant(grant.id, now))
+        try:
+            for f in futures:
+                await asyncio.wrap_future(f)
+        except StoreUnavailable as exc:
+            log.error("store unavailable, denying %s: %s", rid, exc)
+            return self._answer(
+                rid, op, Verdict.DENY, Source.STORE, "store_unavailable", now, decision=decision
+            )
+        self.events.publish(
+            Topic.DECIDED,
+            {
+                "request_id": rid,
+                "verdict": answer["verdict"],
+                "source": source.value,
+                "reason": reason,
+                "queued": False,
+            },
+        )
+        if grant is not None and grant.scope is GrantScope.ONCE:
+            self.events.publish(Topic.GRANTS, {"change": "used", "grant_id": grant.id})
+        return answer
+
+    # ------------------------------------------------------------------ decide
+
+    def find(self, target: str) -> list[Pending]:
+        """Pending requests named by request id or by a fingerprint (or its unique prefix)."""
+        if target in self.pending:
+            return [self.pending[target]]
+        if target.startswith("r-"):
+            if target in self._decided:
+                raise RPCError(ALREADY_DECIDED, f"request {target} was already decided")
+            raise RPCError(NOT_FOUND, f"no pending request {target}")
+        matches = [p for p in self.pending.values() if p.op.fingerprint.startswith(target)]
+        fps = {p.op.fingerprint for p in matches}
+        if len(fps) > 1:
+            raise RPCError(
+                CONFLICT,
+                f"fingerprint prefix {target} matches {len(fps)} different operations; give more digits",
+            )
+        if not matches:
+            raise RPCError(NOT_FOUND, f"no pending request with fingerprint {target}")
+        return matches
+
+    async def decide(
+        self,
+        target: str,
+        action: Action,
+        *,
+        scope: GrantScope = GrantScope.ONCE,
+        expires_in_s: float | None = None,
+        note: str = "",
+        reason: str = "",
+        always: bool = False,
+    ) -> dict[str, Any]:
+        """Apply an operator decision; standing grants also settle identical queued requests."""
+        items = self.find(target)
+        now = self.clock()
+        first = items[0]
+        grant: Grant | None = None
+        if action is Action.APPROVE and scope is not GrantScope.ONCE:
+            grant = Grant(
+                id="g-" + secrets.token_hex(5),
+                fingerprint=first.op.fingerprint,
+                scope=scope,
+                effect=Effect.ALLOW,
+                session_id=first.op.session_id if scope is GrantScope.SESSION else "",
+                created_at=now,
+                expires_at=now + expires_in_s if expires_in_s else None,
+                note=note,
+            )
+        elif action is Action.DENY and always:
+            grant = Grant(
+                id="g-" + secrets.token_hex(5),
+                fingerprint=first.op.fingerprint,
+                scope=GrantScope.ALWAYS,
+                effect=Effect.DENY,
+                created_at=now,
+                expires_at=now + expires_in_s if expires_in_s else None,
+                note=note or reason,
+            )
+        if grant is not None:
+            items = [
+                p
+                for p in self.pending.values()
+                if p.op.fingerprint == first.op.fingerprint
+                and grant.applies(p.op.fingerprint, p.op.session_id, now)
+            ] or [first]
+        elif target not in self.pending:
+            items = [first]  # a once decision by fingerprint settles the oldest only
+
+        # Take them out of the queue now: a second operator gets "already decided".
+        for p in items:
+            self._take(p.id, now)
+
+        if grant is not None:
+            try:
+                await asyncio.wrap_future(
+                    self.store.add_grant(grant, tool=first.op.tool, summary=command_line(first.op))
+                )
+            except StoreUnavailable as exc:
+                for p in items:
+                    self._settle(
+                        p,
+                        self._answer(
+                            p.id,
+                            p.op,
+                            Verdict.DENY,
+                            Source.STORE,
+                            "store_unavailable",
+                            now,
+                            decision=p.evaluation,
+                        ),
+                    )
+                raise RPCError(
+                    STORE_UNAVAILABLE, f"the decision could not be stored: {exc}; the request was denied"
+                ) from None
+            self.grants.put(grant)
+            self.events.publish(Topic.GRANTS, {"change": "added", "grant": grant.to_dict()})
+
+        verdict = Verdict.ALLOW if action is Action.APPROVE else Verdict.DENY
+        reason_code = "operator_approved" if action is Action.APPROVE else (reason or "operator_denied")
+        answers = []
+        for p in items:
+            answer = self._answer(
+                p.id,
+                p.op,
+                verdict,
+                Source.OPERATOR,
+                reason_code,
+                now,
+                decision=p.evaluation,
+                scope=(grant.scope.value if grant else scope.value)
+                if action is Action.APPROVE
+                else ("always" if always else ""),
+                note=note,
+                grant=grant,
+                submitted_at=p.submitted_at,
+            )
+            answers.append((p, answer))
+        try:
+            await asyncio.wrap_future(
+                self.store.append(
+                    *(self._decision_event(a, p.op, p.peer_pid, p.evaluation) for p, a in answers)
+                )
+            )
+        except StoreUnavailable as exc:
+            for p, _ in answers:
+                self._settle(
+                    p,
+                    self._answer(
+                        p.id,
+                        p.op,
+                        Verdict.DENY,
+                        Source.STORE,
+                        "store_unavailable",
+                        now,
+                        decision=p.evaluation,
+                    ),
+                )
+            raise RPCError(
+                STORE_UNAVAILABLE, f"the decision could not be stored: {exc}; the request was denied"
+            ) from None
+        for p, answer in answers:
+            self._settle(p, answer)
+        return {
+            "decided": [p.id for p, _ in answers],
+            "verdict": verdict.value,
+            "grant": grant.to_dict() if grant else None,
+        }
+
+    async def cancel(self, request_id: str, *, owner: int | None, reason: str = "cancelled") -> bool:
+        item = self.pending.get(request_id)
+        if item is None or (owner is not None and item.owner != owner):
+            return False
+        await self._close_pending(item, Source.CANCEL, reason)
+        return True
+
+    async def connection_closed(self, owner: int) -> None:
+        """An agent that goes away takes its pending requests with it (recorded)."""
+        for item in [p for p in self.pending.values() if p.owner == owner]:
+            await self._close_pending(item, Source.CANCEL, "agent_disconnected")
+
+    async def shutdown(self) -> None:
+        """Answer every pending request with deny ``daemon_shutdown``, durably."""
+        self._closing = True
+        items = list(self.pending.values())
+        await asyncio.gather(*(self._close_pending(p, Source.SHUTDOWN, "daemon_shutdown") for p in items))
+
+    def _expire(self, rid: str) -> None:
+        item = self.pending.get(rid)
+        if item is not None:
+            task = asyncio.ensure_future(self._close_pending(item, Source.TIMEOUT, "approval_timeout"))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _close_pending(self, item: Pending, source: Source, reason: str) -> None:
+        if item.id not in self.pending:
+            return
+        now = self.clock()
+        self._take(item.id, now)
+        answer = self._answer(
+            item.id,
+            item.op,
+            Verdict.DENY,
+            source,
+            reason,
+            now,
+            decision=item.evaluation,
+            submitted_at=item.submitted_at,
+        )
+        try:
+            await asyncio.wrap_future(
+                self.store.append(self._decision_event(answer, item.op, item.peer_pid, item.evaluation))
+            )
+        except StoreUnavailable as exc:
+            log.error("store unavailable while recording %s for %s: %s", reason, item.id, exc)
+            answer = self._answer(
+                item.id,
+                item.op,
+                Verdict.DENY,
+                Source.STORE,
+                "store_unavailable",
+                now,
+                decision=item.evaluation,
+            )
+        self._settle(item, answer)
+
+    def _take(self, rid: str, now: float) -> None:
+        item = self.pending.pop(rid)
+        if item.timer is not None:
+            item.timer.cancel()
+        self._decided[rid] = now
+        if len(self._decided) > 100_000:
+            cutoff = now - DECIDED_MEMORY_S
+            self._decided = {k: v for k, v in self._decided.items() if v >= cutoff}
+
+    def _settle(self, item: Pending, answer: dict[str, Any]) -> None:
+        if not item.answer.done():
+            item.answer.set_result(answer)
+        self.events.publish(
+            Topic.DECIDED,
+            {
+                "request_id": item.id,
+                "verdict": answer["verdict"],
+                "source": answer["source"],
+                "reason": answer["reason"],
+                "queued": True,
+            },
+        )
+
+    # ------------------------------------------------------------------ grants
+
+    async def add_grant(self, grant: Grant, *, tool: str = "", summary: str = "") -> Grant:
+        await asyncio.wrap_future(self.store.add_grant(grant, tool=tool, summary=summary))
+        self.grants.put(grant)
+        self.events.publish(Topic.GRANTS, {"change": "added", "grant": grant.to_dict()})
+        return grant
+
+    async def revoke(self, target: str) -> list[str]:
+        """Revoke a grant by id, or every active grant and deny-rule for a fingerprint (prefix)."""
+        now = self.clock()
+        if target in self.grants.by_id:
+            chosen = [self.grants.by_id[target]]
+        else:
+            chosen = [
+                g
+                for g in self.grants.by_id.values()
+                if g.fingerprint.startswith(target) and g.revoked_at is None
+            ]
+            if len({g.fingerprint for g in chosen}) > 1:
+                raise RPCError(
+                    CONFLICT, f"fingerprint prefix {target} matches several operations; give more digits"
+                )
+        chosen = [g for g in chosen if g.revoked_at is None]
+        if not chosen:
+            raise RPCError(NOT_FOUND, f"no active grant {target}")
+        revoked = []
+        for g in chosen:
+            if await asyncio.wrap_future(self.store.revoke_grant(g.id, now)):
+                self.grants.put(replace(g, revoked_at=now))
+                revoked.append(g.id)
+        self.events.publish(Topic.GRANTS, {"change": "revoked", "grant_ids": revoked})
+        return revoked
+
+    # ------------------------------------------------------------------ records
+
+    def _answer(
+        self,
+        rid: str,
+        op: Operation,
+        verdict: Verdict,
+        source: Source,
+        reason: str,
+        now: float,
+        *,
+        decision: Decision | None,
+        scope: str = "",
+        note: str = "",
+        grant: Grant | None = None,
+        submitted_at: float | None = None,
+    ) -> dict[str, Any]:
+        escalations = decision.to_dict()["escalations"] if decision else []
+        auth = None
+        if verdict is Verdict.ALLOW:
+            auth = authorize(
+                op,
+                source.value,
+                grant.id if grant else (decision.grant.id if decision and decision.grant else ""),
+            ).to_dict()
+        answer: dict[str, Any] = {
+            "request_id": rid,
+            "verdict": verdict.value,
+            "reason": reason,
+            "source": source.value,
+            "scope": scope,
+            "fingerprint": op.fingerprint,
+            "note": note,
+            "escalations": escalations,
+            "authorization": auth,
+            "decided_at": now,
+            "latency_ms": round((now - (submitted_at if submitted_at is not None else now)) * 1000, 3),
+        }
+        if verdict is Verdict.DENY:
+            if source is Source.POLICY or (source is Source.GRANT):
+                denial_source, next_action, recoverable = (
+                    DenialSource.CONFIGURED_POLICY,
+                    NextAction.CHANGE_COMMAND,
+                    False,
+                )
+            else:
+                denial_source, next_action = DenialSource.APPROVAL, NextAction.REQUEST_APPROVAL
+                recoverable = source in (Source.TIMEOUT, Source.CANCEL, Source.SHUTDOWN, Source.STORE)
+            answer["denials"] = _denials(escalations, denial_source, reason, recoverable, next_action)
+        else:
+            answer["denials"] = []
+        return answer
+
+    def _request_event(self, rid: str, op: Operation, peer_pid: int, now: float) -> Event:
+        return request_event(op, request_id=rid, at=now, peer_pid=peer_pid)
+
+    def _decision_event(
+        self, answer: dict[str, Any], op: Operation, peer_pid: int, decision: Decision | None
+    ) -> Event:
+        return decision_event(
+            op,
+            request_id=answer["request_id"],
+            at=answer["decided_at"],
+            verdict=answer["verdict"],
+            source=answer["source"],
+            scope=answer["scope"],
+            reason=answer["reason"],
+            note=answer["note"],
+            latency_ms=answer["latency_ms"],
+            peer_pid=peer_pid,
+            capability_diff=decision.diff.to_dict() if decision is not None else None,
+            denials=answer["denials"],
+            grant_id=(answer["authorization"] or {}).get("grant_id", ""),
+        )

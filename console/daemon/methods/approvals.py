@@ -1,0 +1,159 @@
+"""Submitting operations, the pending queue, operator decisions and grants."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+from console.contract.fingerprint import parse_fingerprint
+from console.contract.operation import parse
+from console.contract.problem import InvalidInput
+from console.daemon.broker import Action
+from console.daemon.connection import CallContext, Method
+from console.policy import Effect, Grant, GrantScope
+from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
+from console.protocol.params import Params
+
+MAX_EXPIRY_S = 10 * 365 * 86400.0
+
+
+def parse_operation(ctx: CallContext, obj: dict[str, Any]) -> Any:
+    try:
+        return parse(obj, ctx.daemon.host)
+    except InvalidInput as exc:
+        raise RPCError(
+            INVALID_PARAMS, f"invalid operation: {exc.problem}", {"problem": exc.problem.to_dict()}
+        ) from None
+
+
+def _watch_owner(ctx: CallContext) -> None:
+    """An agent's pending requests end with its connection (recorded as agent_disconnected)."""
+    conn = ctx.conn
+    if not conn.owns_requests:
+        conn.owns_requests = True
+        conn.on_close.append(lambda: ctx.daemon.broker.connection_closed(conn.id))
+
+
+async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
+    obj = p.obj("operation")
+    timeout = p.number("timeout_s", None, low=0.001, high=86_400)
+    p.done()
+    op = parse_operation(ctx, obj)
+    _watch_owner(ctx)
+    return await ctx.daemon.broker.submit(op, owner=ctx.conn.id, peer_pid=ctx.conn.peer.pid, wait_s=timeout)
+
+
+async def cancel(ctx: CallContext, p: Params) -> dict[str, Any]:
+    rid = p.text("request_id", max_len=64)
+    p.done()
+    owner = None if ctx.conn.role.value == "operator" else ctx.conn.id
+    if not await ctx.daemon.broker.cancel(rid, owner=owner):
+        raise RPCError(NOT_FOUND, f"no pending request {rid} of yours")
+    return {"cancelled": rid}
+
+
+async def pending_list(ctx: CallContext, p: Params) -> dict[str, Any]:
+    limit = p.integer("limit", 100_000, low=1, high=100_000)
+    after = p.text("after", "", max_len=64)
+    p.done()
+    items = ctx.daemon.broker.pending
+    out: list[dict[str, Any]] = []
+    started = not after
+    for rid, item in items.items():
+        if not started:
+            started = rid == after
+            continue
+        out.append(item.to_wire())
+        if len(out) >= limit:
+            break
+    return {"pending": out, "count": len(items)}
+
+
+async def request_get(ctx: CallContext, p: Params) -> dict[str, Any]:
+    rid = p.text("request_id", max_len=64)
+    p.done()
+    item = ctx.daemon.broker.pending.get(rid)
+    if item is not None:
+        return {"pending": True, "request": item.to_wire()}
+    detail = await asyncio.to_thread(ctx.daemon.store.request_detail, rid)
+    if detail is None:
+        raise RPCError(NOT_FOUND, f"no request {rid}")
+    return {"pending": False, "detail": detail}
+
+
+def _expiry(p: Params) -> float | None:
+    value = p.number("expires_in_s", None, low=1, high=MAX_EXPIRY_S)
+    return float(value) if value is not None else None
+
+
+async def decide(ctx: CallContext, p: Params) -> dict[str, Any]:
+    target = p.text("target", max_len=64)
+    action = p.choice("action", Action)
+    scope = p.choice("scope", GrantScope, GrantScope.ONCE)
+    expires = _expiry(p)
+    note = p.text("note", "", max_len=4096)
+    reason = p.text("reason", "", max_len=1024)
+    always = p.flag("always", False)
+    p.done()
+    if action is Action.DENY and scope is not GrantScope.ONCE:
+        raise RPCError(INVALID_PARAMS, "scope: applies to approvals; to deny every time use always=true")
+    return await ctx.daemon.broker.decide(
+        target, action, scope=scope, expires_in_s=expires, note=note, reason=reason, always=always
+    )
+
+
+async def grants_list(ctx: CallContext, p: Params) -> dict[str, Any]:
+    include_inactive = p.flag("include_inactive", False)
+    p.done()
+    grants = await asyncio.to_thread(ctx.daemon.store.grants, include_inactive=include_inactive)
+    return {"grants": [g.to_dict() for g in grants]}
+
+
+async def grants_add(ctx: CallContext, p: Params) -> dict[str, Any]:
+    """A standing grant or deny-rule without a pending request (e.g. from a past denial)."""
+    try:
+        fingerprint = parse_fingerprint(p.text("fingerprint", max_len=64))
+    except InvalidInput:
+        raise RPCError(INVALID_PARAMS, "fingerprint: must be 64 lowercase hexadecimal digits") from None
+    scope = p.choice("scope", GrantScope, GrantScope.ALWAYS)
+    effect = p.choice("effect", Effect, Effect.ALLOW)
+    session_id = p.text("session_id", "", max_len=256)
+    expires = _expiry(p)
+    note = p.text("note", "", max_len=4096)
+    tool = p.text("tool", "", max_len=128)
+    summary = p.text("summary", "", max_len=4096)
+    p.done()
+    if scope is GrantScope.SESSION and not session_id:
+        raise RPCError(INVALID_PARAMS, "session_id: a session grant needs the agent's session id")
+    now = ctx.daemon.broker.clock()
+    grant = Grant(
+        id="g-" + secrets.token_hex(5),
+        fingerprint=fingerprint,
+        scope=scope,
+        effect=effect,
+        session_id=session_id,
+        created_at=now,
+        expires_at=now + expires if expires else None,
+        note=note,
+    )
+    await ctx.daemon.broker.add_grant(grant, tool=tool, summary=summary)
+    return {"grant": grant.to_dict()}
+
+
+async def grants_revoke(ctx: CallContext, p: Params) -> dict[str, Any]:
+    target = p.text("target", max_len=64)
+    p.done()
+    return {"revoked": await ctx.daemon.broker.revoke(target)}
+
+
+METHODS = {
+    "operation.submit": Method(submit),
+    "operation.cancel": Method(cancel),
+    "pending.list": Method(pending_list, operator_only=True),
+    "request.get": Method(request_get, operator_only=True),
+    "decide": Method(decide, operator_only=True),
+    "grants.list": Method(grants_list, operator_only=True),
+    "grants.add": Method(grants_add, operator_only=True),
+    "grants.revoke": Method(grants_revoke, operator_only=True),
+}

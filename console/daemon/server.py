@@ -1,0 +1,98 @@
+"""The two Unix sockets: private directory, stale-socket handling, peer credentials.
+
+Security checks follow tmux: the runtime directory must be a real directory owned by us
+with mode 0700; each socket is created 0600; and every accepted connection's peer uid
+(``SO_PEERCRED``) must be ours, whatever the filesystem permissions say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import socket
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from console.locations import UnsafeLocation, check_socket_path
+from console.protocol.jsonrpc import MAX_FRAME
+from console.protocol.peer import PeerCred, peer_credentials
+
+log = logging.getLogger("agent-console.server")
+
+
+class AlreadyRunning(RuntimeError):
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(f"already running, pid {pid}" if pid else "already running")
+        self.pid = pid
+
+
+def live_daemon_pid(path: Path) -> int | None:
+    """The pid of the daemon listening at ``path``, or None when nothing answers there."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            return None
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
+                return None
+            raise
+        return peer_credentials(s).pid
+
+
+def prepare_socket_path(path: Path) -> None:
+    """Replace a stale socket; refuse a live one, or anything that is not a socket."""
+    check_socket_path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a socket"
+        raise UnsafeLocation(f"{path} exists and is {kind}; remove it and start again")
+    pid = live_daemon_pid(path)
+    if pid is not None:
+        raise AlreadyRunning(pid)
+    log.info("replacing stale socket %s", path)
+    path.unlink()
+
+
+async def listen(
+    path: Path, on_connect: Callable[[asyncio.StreamReader, asyncio.StreamWriter, PeerCred], object]
+) -> asyncio.Server:
+    prepare_socket_path(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(1024)
+    sock.setblocking(False)
+    my_uid = os.geteuid()
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raw = writer.get_extra_info("socket")
+        try:
+            peer = peer_credentials(raw)
+        except OSError:
+            writer.close()
+            return
+        if peer.uid != my_uid:
+            log.warning("refused a connection on %s from uid %d (pid %d)", path.name, peer.uid, peer.pid)
+            writer.close()
+            return
+        await on_connect(reader, writer, peer)  # type: ignore[misc]
+
+    return await asyncio.start_unix_server(accept, sock=sock, limit=MAX_FRAME)
+
+
+def close_socket_file(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()

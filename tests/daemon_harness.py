@@ -1,0 +1,142 @@
+"""A real daemon in a real process on real sockets, for tests.
+
+State dirs live under /tmp with short names: a Unix socket path must fit in 107 bytes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from console.client import Client
+from console.client.spawn import running_pid
+from console.locations import Locations, locate
+
+
+class DaemonProcess:
+    def __init__(self, state_dir: Path, policy: str | None = None) -> None:
+        self.state_dir = state_dir
+        self.loc: Locations = locate(state_dir)
+        self.proc: subprocess.Popen[bytes] | None = None
+        if policy is not None:
+            state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.loc.policy.write_text(policy)
+
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir.parent / (self.state_dir.name + ".log")
+
+    def start(self, timeout_s: float = 15.0) -> DaemonProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "console",
+                "daemon",
+                "run",
+                "--state-dir",
+                str(self.state_dir),
+                "--log-level",
+                "debug",
+            ],
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if running_pid(self.loc) == self.proc.pid and self.loc.operator_socket.exists():
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited with {self.proc.returncode}:\n{self.log()}")
+            time.sleep(0.02)
+        raise RuntimeError(f"daemon did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 15.0) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(5)
+
+    def operator(self, **kw) -> Client:
+        return Client.connect(self.loc, role="operator", **kw)
+
+    def agent(self, **kw) -> Client:
+        return Client.connect(self.loc, role="agent", **kw)
+
+    def cli(
+        self, *args: str, stdin: str | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "console", *args, "--state-dir", str(self.state_dir)],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+def short_tmp(prefix: str = "ac-") -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+
+
+@contextmanager
+def running_daemon(policy: str | None = None) -> Iterator[DaemonProcess]:
+    base = short_tmp()
+    d = DaemonProcess(base / "s", policy)
+    try:
+        yield d.start()
+    finally:
+        d.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def workspace(base: Path | None = None) -> Path:
+    root = (base or short_tmp("ws-")) / "project"
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / "src").mkdir()
+    (root / "README.md").write_text("hello\n")
+    return root
+
+
+def operation(ws: Path, **fields) -> dict:
+    op = {"kind": "process", "executable": "true", "workspace_root": str(ws)}
+    op.update(fields)
+    return op
+
+
+def wait_for(predicate, timeout_s: float = 10.0, interval_s: float = 0.02):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError("condition not met in time")
+
+
+__all__ = ["DaemonProcess", "operation", "running_daemon", "short_tmp", "wait_for", "workspace"]

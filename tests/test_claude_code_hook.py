@@ -1,0 +1,170 @@
+"""`agent-console hook claude-code` with the real daemon, as Claude Code calls it."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+from daemon_harness import running_daemon, wait_for, workspace
+
+from console.adapters.claude_code import operation_for, run_hook
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with running_daemon("approval_timeout_s = 30\n") as d:
+        yield d
+
+
+def hook_input(ws, tool, tool_input, session="sess-1", event="PreToolUse"):
+    return {
+        "session_id": session,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(ws),
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_input": tool_input,
+    }
+
+
+def run(daemon, payload, timeout="20", env=None):
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console",
+            "hook",
+            "claude-code",
+            "--timeout",
+            timeout,
+            "--state-dir",
+            str(daemon.state_dir),
+        ],
+        input=payload if isinstance(payload, str) else json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse"
+    return out
+
+
+def test_bash_maps_to_an_honest_unrestricted_shell_operation():
+    ws = workspace()
+    op = operation_for(
+        hook_input(ws, "Bash", {"command": "make test && git push", "description": "run tests"}), env={}
+    )
+    assert op["tool"] == "claude-code:Bash"
+    assert op["executable"] == "bash" and op["args"] == ["-c", "make test && git push"]
+    assert {"kind": "unrestricted"} in op["capabilities"]
+    assert op["justification"] == "run tests"
+    assert op["session_id"] == "sess-1"
+
+
+def test_project_dir_is_the_workspace():
+    ws = workspace()
+    op = operation_for(hook_input(ws / "src", "Bash", {"command": "ls"}), env={"CLAUDE_PROJECT_DIR": str(ws)})
+    assert op["workspace_root"] == str(ws) and op["cwd"] == str(ws / "src")
+
+
+def test_bash_waits_for_the_operator(daemon):
+    ws = workspace()
+    box = {}
+    t = threading.Thread(
+        target=lambda: box.update(out=run(daemon, hook_input(ws, "Bash", {"command": "curl x | sh"})))
+    )
+    t.start()
+    with daemon.operator() as op:
+        item = wait_for(lambda: op.call("pending.list")["pending"])[0]
+        assert item["operation"]["tool"] == "claude-code:Bash"
+        op.call("decide", {"target": item["request_id"], "action": "approve", "note": "once"})
+    t.join(30)
+    assert box["out"]["permissionDecision"] == "allow"
+
+
+def test_operator_deny_reaches_claude(daemon):
+    ws = workspace()
+    box = {}
+    t = threading.Thread(
+        target=lambda: box.update(out=run(daemon, hook_input(ws, "Bash", {"command": "rm -rf /"})))
+    )
+    t.start()
+    with daemon.operator() as op:
+        item = wait_for(lambda: op.call("pending.list")["pending"])[0]
+        op.call("decide", {"target": item["request_id"], "action": "deny", "reason": "never"})
+    t.join(30)
+    assert box["out"]["permissionDecision"] == "deny"
+    assert "never" in box["out"]["permissionDecisionReason"]
+
+
+def test_write_inside_the_workspace_is_allowed(daemon):
+    ws = workspace()
+    out = run(daemon, hook_input(ws, "Write", {"file_path": str(ws / "src" / "app.py"), "content": "x"}))
+    assert out["permissionDecision"] == "allow"
+    out = run(
+        daemon, hook_input(ws, "Edit", {"file_path": "README.md", "old_string": "a", "new_string": "b"})
+    )
+    assert out["permissionDecision"] == "allow"
+
+
+@pytest.mark.parametrize("path", [".env", ".git/hooks/pre-commit", "/etc/profile"])
+def test_write_protected_or_outside_goes_to_review(daemon, path):
+    ws = workspace()
+    target = path if path.startswith("/") else str(ws / path)
+    out = run(daemon, hook_input(ws, "Write", {"file_path": target, "content": "x"}), timeout="0.5")
+    assert out["permissionDecision"] == "deny"
+    assert "approval_timeout" in out["permissionDecisionReason"]
+
+
+def test_other_tools_are_left_to_claude_code(daemon):
+    out = run(daemon, hook_input(workspace(), "Read", {"file_path": "/etc/hosts"}))
+    assert out["permissionDecision"] == "ask"
+    out = run(daemon, hook_input(workspace(), "Bash", {"command": "ls"}, event="PostToolUse"))
+    assert out["permissionDecision"] == "ask"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "",
+        "not json",
+        "[]",
+        '{"tool_name": "Bash"}',
+        '{"tool_name":"Bash","tool_input":{"command":5},"cwd":"/tmp"}',
+        '{"a":1,"a":2}',
+    ],
+)
+def test_garbage_input_is_denied_not_crashed(daemon, payload):
+    assert run(daemon, payload)["permissionDecision"] == "deny"
+
+
+def test_unreachable_daemon_denies(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "console", "hook", "claude-code", "--state-dir", str(tmp_path / "nothing")],
+        input=json.dumps(hook_input(workspace(), "Bash", {"command": "ls"})),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 0
+    out = json.loads(r.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny" and "unreachable" in out["permissionDecisionReason"]
+
+
+def test_a_bug_inside_is_still_a_deny(monkeypatch):
+    import console.adapters.claude_code as cc
+
+    def boom(*a, **k):
+        raise ZeroDivisionError
+
+    monkeypatch.setattr(cc, "decide", boom)
+    out = io.StringIO()
+    assert run_hook(io.StringIO("{}"), out, state_dir=None) == 0
+    assert json.loads(out.getvalue())["hookSpecificOutput"]["permissionDecision"] == "deny"
