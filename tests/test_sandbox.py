@@ -589,7 +589,7 @@ async def test_missing_executable_is_recognised_without_any_capture(ws, cfg, san
 
 
 def test_bwraps_own_setup_failure_is_classified(ws, cfg, sandbox_probe, outside):
-    from console.sandbox.execute import _bwrap_failure
+    from console.sandbox.executor import _bwrap_failure
 
     write_dir = outside / "vanishing"
     write_dir.mkdir()

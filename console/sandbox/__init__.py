@@ -3,11 +3,11 @@
 The daemon calls :func:`probe` and :func:`sweep` once at start (in a thread), builds
 one :class:`SandboxConfig`, and for each approved operation awaits :func:`execute`.
 PTY sessions use :func:`prepare` and spawn ``Prepared.argv`` themselves. See plan.py
-for what the boundary grants and execute.py for statuses and outcome kinds.
+for what the boundary grants and executor.py for statuses and outcome kinds.
 """
 
 from console.sandbox.capture import OutputChunk, Stream, StreamResult
-from console.sandbox.execute import ExecResult, Status, Unauthorized, execute
+from console.sandbox.executor import ExecResult, Status, Unauthorized, execute
 from console.sandbox.plan import (
     Prepared,
     SandboxConfig,
@@ -15,7 +15,7 @@ from console.sandbox.plan import (
     SandboxUnavailable,
     prepare,
 )
-from console.sandbox.probe import SandboxProbe, probe
+from console.sandbox.probing import SandboxProbe, probe
 from console.sandbox.tempdir import PrivateTempRoot, TempRootError, sweep
 
 __all__ = [

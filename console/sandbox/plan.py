@@ -53,7 +53,7 @@ from console.policy.diff import requested
 from console.policy.patterns import ProtectedPaths
 from console.sandbox.bwrap import Bind, BindMode, Boundary, bwrap_argv, ordered
 from console.sandbox.environment import child_environment
-from console.sandbox.probe import BACKEND, SandboxProbe
+from console.sandbox.probing import BACKEND, SandboxProbe
 from console.sandbox.protected import ProtectedWalkError, find_protected
 from console.sandbox.tempdir import PrivateTempRoot, TempRootError
 

@@ -56,7 +56,7 @@ from console.policy.evaluate import Authorization
 from console.sandbox.capture import OutputChunk, Stream, StreamCapture, StreamResult
 from console.sandbox.diagnostics import recognise
 from console.sandbox.plan import Prepared, SandboxConfig, SandboxSetupError, prepare
-from console.sandbox.probe import BACKEND, SandboxProbe
+from console.sandbox.probing import BACKEND, SandboxProbe
 
 EXIT_NOT_FOUND = 127
 EXIT_SETUP_FAILURE = 126
