@@ -94,10 +94,19 @@ def test_migrates_a_version_1_database_with_its_rows(db: Path):
         assert raw(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         # The search index was built over the rows that predate it.
         assert [r.seq for r in s.history(HistoryQuery(search="old command")).records] == [2, 1]
-        assert s.add_grant(Grant(id="g", fingerprint="f" * 64, scope=GrantScope.ALWAYS)).result() == 3
+        # v4 moved indexing into the writer: no trigger, and new rows are indexed once.
+        triggers = {r[0] for r in raw(db).execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        assert "events_fts_insert" not in triggers
+        s.append(ev(3, command="old command 3")).result()
+        assert [r.seq for r in s.history(HistoryQuery(search="old command")).records] == [3, 2, 1]
+        assert (
+            raw(db).execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH 'command'").fetchone()[0]
+            == 3
+        )
+        assert s.add_grant(Grant(id="g", fingerprint="f" * 64, scope=GrantScope.ALWAYS)).result() == 4
         report = s.verify()
     assert report.ok, report.message
-    assert report.checked == 3
+    assert report.checked == 4
 
 
 def test_newer_schema_is_refused_clearly(db: Path):

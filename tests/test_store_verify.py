@@ -174,6 +174,8 @@ def test_truncation_found_at_open_is_recorded_and_keeps_being_reported(db: Path,
     c.execute("UPDATE meta SET value = ? WHERE key = 'head_hash'", (row(c, 17)["hash"],))
     c.close()
     with Store.open(db) as s:
+        assert len(s.open_notes) == 1
+        assert "newest 3 rows were removed" in s.open_notes[0]
         # The store keeps working (the daemon must keep recording) ...
         assert s.append(ev(100)).result() == [19]
         # ... and the evidence is in the chain itself, so it is reported from now on.

@@ -55,6 +55,9 @@ EVENT_COLUMNS = ("kind", "at", *TEXT_COLUMNS, "peer_pid", "latency_ms", "body")
 # What the hash covers: the stored value of each of these columns.
 HASHED_COLUMNS = ("seq", *EVENT_COLUMNS)
 RECORD_COLUMNS = (*HASHED_COLUMNS, "prev_hash", "hash")
+# What search covers (the columns of the events_fts index), as positions in EVENT_COLUMNS.
+SEARCH_COLUMNS = ("command", "cwd", "justification", "reason", "note")
+SEARCH_POSITIONS = tuple(EVENT_COLUMNS.index(c) for c in SEARCH_COLUMNS)
 
 MAX_TEXT_CHARS = 1 << 20
 MAX_BODY_BYTES = 16 << 20
@@ -134,7 +137,7 @@ def _check_text(name: str, value: Any) -> str:
         raise ValueError(f"event field {name} must not contain NUL")
     if len(value) > MAX_TEXT_CHARS:
         raise ValueError(f"event field {name} is longer than {MAX_TEXT_CHARS} characters")
-    if _SURROGATE.search(value):
+    if not value.isascii() and _SURROGATE.search(value):
         raise ValueError(f"event field {name} contains a lone UTF-16 surrogate")
     return value
 
@@ -148,7 +151,7 @@ def _check_json(value: Any, depth: int = 0) -> None:
         if not math.isfinite(value):
             raise ValueError("event body holds a non-finite number")
     elif isinstance(value, str):
-        if _SURROGATE.search(value):
+        if not value.isascii() and _SURROGATE.search(value):
             raise ValueError("event body holds a lone UTF-16 surrogate")
     elif isinstance(value, dict):
         for key, item in value.items():

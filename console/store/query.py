@@ -16,11 +16,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.store.event import RECORD_COLUMNS, Record
+from console.store.event import RECORD_COLUMNS, SEARCH_COLUMNS, Record
 
 MAX_LIMIT = 5000
 MIN_TRIGRAM_CHARS = 3
-SEARCH_COLUMNS = ("command", "cwd", "justification", "reason", "note")
 
 
 @dataclass(frozen=True, slots=True)

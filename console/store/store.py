@@ -145,6 +145,8 @@ class Store:
     ) -> None:
         self.path = path
         self.readonly = readonly
+        # What opening noticed about the anchors (also recorded as `daemon` events).
+        self.open_notes: tuple[str, ...] = ()
         self._immutable = immutable
         self._head = head
         self._store_id = store_id
@@ -226,6 +228,7 @@ class Store:
         finally:
             conn.close()
         store = cls(path, head, store_id, found, max_batch, busy_timeout_s)
+        store.open_notes = tuple(n.note for n in notes)
         if notes:
             try:
                 store.append(*notes).result()

@@ -23,13 +23,17 @@ from typing import Any
 
 from console.store.chain import GENESIS, Anchor, HeadFile, row_hash
 from console.store.errors import StoreConflict, StoreUnavailable, unavailable
-from console.store.event import EVENT_COLUMNS, HASHED_COLUMNS
+from console.store.event import EVENT_COLUMNS, HASHED_COLUMNS, SEARCH_COLUMNS, SEARCH_POSITIONS
 
 log = logging.getLogger(__name__)
 
 _INSERT = (
     f"INSERT INTO events ({', '.join(HASHED_COLUMNS)}, prev_hash, hash) "  # noqa: S608
     f"VALUES ({', '.join('?' * (len(HASHED_COLUMNS) + 2))})"
+)
+_INDEX = (
+    f"INSERT INTO events_fts(rowid, {', '.join(SEARCH_COLUMNS)}) "  # noqa: S608
+    f"VALUES ({', '.join('?' * (len(SEARCH_COLUMNS) + 1))})"
 )
 # Errors that belong to one job (its input contradicts the store), not to the batch.
 _JOB_ERRORS = (StoreConflict, ValueError, TypeError, KeyError, sqlite3.IntegrityError)
@@ -42,6 +46,8 @@ class Tx:
         self.conn = conn
         self.seq = seq
         self.hash = hash_
+        # Search rows for the batch, indexed in one statement just before COMMIT.
+        self.search: list[tuple[Any, ...]] = []
 
     def append(self, rows: Sequence[tuple[Any, ...]]) -> list[int]:
         """Chain and insert encoded events (values of EVENT_COLUMNS); returns their seqs."""
@@ -55,6 +61,9 @@ class Tx:
             out.append((self.seq, *values, self.hash, digest))
             seqs.append(self.seq)
             self.hash = digest
+            texts = tuple(values[i] for i in SEARCH_POSITIONS)
+            if any(texts):
+                self.search.append((self.seq, *texts))
         self.conn.executemany(_INSERT, out)
         return seqs
 
@@ -253,14 +262,15 @@ class Writer:
         try:
             conn.execute("BEGIN IMMEDIATE")
             for job in jobs:
-                mark = (tx.seq, tx.hash)
+                mark = (tx.seq, tx.hash, len(tx.search))
                 conn.execute("SAVEPOINT job")
                 try:
                     value = job.fn(tx)
                 except _JOB_ERRORS as exc:
                     conn.execute("ROLLBACK TO job")
                     conn.execute("RELEASE job")
-                    tx.seq, tx.hash = mark
+                    tx.seq, tx.hash = mark[0], mark[1]
+                    del tx.search[mark[2] :]
                     if isinstance(exc, sqlite3.IntegrityError):
                         exc = StoreConflict(f"the history refused the change: {exc}")
                     results.append((job.future, False, exc))
@@ -273,6 +283,11 @@ class Writer:
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('head_seq', ?), ('head_hash', ?)",
                     (str(tx.seq), tx.hash),
                 )
+            if tx.search:
+                # Last statement before COMMIT: FTS5 flushes its pending terms at every later
+                # statement, so indexing the batch last makes it one flush.
+                conn.executemany(_INDEX, tx.search)
+            if appended:
                 self._head.write(Anchor(self._store_id, start_seq, start_hash, tx.seq, tx.hash))
             self._uncertain = (tx.seq, tx.hash)
             conn.execute("COMMIT")
