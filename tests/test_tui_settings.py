@@ -120,7 +120,7 @@ def test_keymap_errors():
         parse_keymap('[keys]\napprove-once = "ctrl+"', "mine")
     with pytest.raises(KeymapError, match="expected a key or a list"):
         parse_keymap("[keys]\napprove-once = 3", "mine")
-    with pytest.raises(KeymapError, match="name = 'other' but the file is mine.toml"):
+    with pytest.raises(KeymapError, match=r"name = 'other' but the file is mine\.toml"):
         parse_keymap('name = "other"', "mine")
 
 

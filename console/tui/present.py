@@ -152,6 +152,7 @@ def quoted_argv(argv: Sequence[str], styles: Styles, limit: int) -> tuple[Text, 
 class DetailOptions:
     max_chars: int = 2000
     max_lines: int = 40
+    max_arg_chars: int = 300
     expanded: bool = False
     full_fingerprint: bool = False
     with_previous: bool = True
@@ -243,10 +244,12 @@ def render_request(
             "⚠ the agent's text contains " + ", ".join(sorted(f.value for f in found)), styles["warning"]
         )
         out.append(" — shown escaped and highlighted", styles["dim"])
+    # The banner about cut text goes here, once the body below says whether anything was cut.
+    head, out = out, Text(end="")
 
     _section(out, "Command", styles)
     out.append("  ")
-    cmd, cut = quoted_argv(argv, styles, limit)
+    cmd, cut = quoted_argv(argv, styles, 10**9 if options.expanded else options.max_arg_chars)
     truncated |= cut
     out.append_text(cmd)
     out.append("\n")
@@ -417,8 +420,14 @@ def render_request(
             out.append(str(f.get("kind", "?")))
             out.append(" — " + str(f.get("reason", "")), styles["dim"])
             out.append("\n")
-
-    return Rendered(out, truncated)
+    if truncated:
+        head.append("\n")
+        head.append(
+            "✂ parts of this request are cut short — press x to expand; approval keys wait until you do",
+            styles["marker"],
+        )
+    head.append_text(out)
+    return Rendered(head, truncated)
 
 
 def render_previous(

@@ -53,15 +53,18 @@ def one_line(text: str, limit: int) -> tuple[str, bool]:
 
 
 def block(text: str, *, max_chars: int, max_lines: int, expanded: bool = False) -> Shown:
-    """Multi-line agent text: escaped, blank runs collapsed, and bounded unless ``expanded``."""
+    """Multi-line agent text: escaped, blank runs collapsed, and bounded unless ``expanded``.
+
+    Blank lines do not count against ``max_chars``: padding cannot push the real text
+    past the cut.
+    """
     found = frozenset(findings(text))
     truncated = False
-    source = text
-    if not expanded and len(source) > max_chars:
-        source = source[:max_chars]
-        truncated = True
+    hidden_chars = 0
     lines: list[Line] = []
     blank = 0
+    used = 0
+    offset = 0
 
     def close_blank_run() -> None:
         nonlocal blank
@@ -71,24 +74,33 @@ def block(text: str, *, max_chars: int, max_lines: int, expanded: bool = False) 
             lines.extend(Line("") for _ in range(blank))
         blank = 0
 
-    for raw in source.split("\n"):
+    for raw in text.split("\n"):
+        start = offset
+        offset += len(raw) + 1
         if not raw.strip():
             blank += 1
             continue
         close_blank_run()
+        if not expanded and used + len(raw) > max_chars:
+            keep = max_chars - used
+            if keep > 0:
+                lines.append(Line(inert(raw[:keep])))
+            truncated = True
+            hidden_chars = len(text) - start - max(keep, 0)
+            break
+        used += len(raw)
         lines.append(Line(inert(raw)))
-    # Trailing blank lines are padding: always name them, never show them as space.
-    if blank:
-        lines.append(Line(f"⟨{blank} empty lines⟩" if blank > 1 else "⟨empty line⟩", marker=True))
+    else:
+        # Trailing blank lines are padding: always name them, never show them as space.
+        if blank > 1:  # one trailing newline is ordinary
+            lines.append(Line(f"⟨{blank} empty lines⟩", marker=True))
     if not expanded and len(lines) > max_lines:
         hidden_lines = len(lines) - max_lines
         lines = lines[:max_lines]
         truncated = True
         lines.append(Line(f"⟨{hidden_lines} more lines hidden — expand to see all⟩", marker=True))
-    if truncated and len(text) > len(source):
-        lines.append(
-            Line(f"⟨{len(text) - len(source):,} more characters hidden — expand to see all⟩", marker=True)
-        )
+    if hidden_chars:
+        lines.append(Line(f"⟨{hidden_chars:,} more characters hidden — expand to see all⟩", marker=True))
     return Shown(tuple(lines), truncated, found)
 
 

@@ -1,0 +1,302 @@
+"""The console end to end: a real daemon, agents waiting in threads, keys pressed in the real app.
+
+Each test checks what the agent receives, what the daemon recorded, and what is on screen.
+"""
+
+from __future__ import annotations
+
+import pytest
+from daemon_harness import running_daemon, workspace
+from tui_harness import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
+
+from console.tui.screens.grants import GrantsScreen
+from console.tui.screens.history import HistoryScreen
+from console.tui.widgets.grants_view import GrantsView
+from console.tui.widgets.status_line import StatusLine
+
+SIZE = (130, 42)
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with running_daemon("approval_timeout_s = 120\n") as d:
+        yield d
+
+
+@pytest.fixture
+def ws():
+    return workspace()
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+def status(app) -> str:
+    return app.screen.query_one("#status", StatusLine).message
+
+
+async def test_approve_once_reaches_the_waiting_agent(daemon, ws, clock):
+    op, tag = tagged(ws)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("a")
+        answer = await agent.answer()
+        assert (answer["verdict"], answer["source"], answer["scope"]) == ("allow", "operator", "once")
+        assert answer["request_id"] == rid
+        await until(pilot, lambda: app.pending.get(rid) is None)
+        assert "approved once" in status(app)
+
+
+async def test_the_guard_ignores_an_approval_typed_ahead(daemon, ws, clock):
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        op, tag = tagged(ws)
+        agent = Agent(daemon, op)
+        rid = await pending_with(pilot, app, tag)
+        assert app.views["queue"].select_request(rid)
+        await until(pilot, lambda: app.views["queue"].detail.request_id == rid)
+        await pilot.press("a")  # no time on screen yet
+        assert "ignored: shown" in status(app)
+        await pilot.pause(0.3)
+        assert agent.waiting and app.pending.get(rid) is not None
+        clock.advance(1)
+        await pilot.press("a")
+        assert (await agent.answer())["verdict"] == "allow"
+
+
+async def test_truncated_text_must_be_expanded_before_approving(daemon, ws, clock):
+    op, tag = tagged(ws, justification="x" * 100_000)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        assert "more characters hidden" in screen_text(app) or app.views["queue"].detail.truncated
+        await pilot.press("a")
+        assert "press x to expand" in status(app)
+        assert agent.waiting
+        await pilot.press("x")
+        await pilot.press("a")  # expanding is a change: the guard waits again
+        assert "ignored" in status(app)
+        clock.advance(1)
+        await pilot.press("a")
+        assert (await agent.answer())["verdict"] == "allow"
+
+
+async def test_deny_with_a_note_tells_the_agent_why(daemon, ws, clock):
+    op, tag = tagged(ws)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen.CONTEXT == "modal")
+        await pilot.press(*"use the vendored copy")
+        await pilot.press("enter")
+        answer = await agent.answer()
+        assert (answer["verdict"], answer["reason"], answer["note"]) == (
+            "deny",
+            "operator_denied",
+            "use the vendored copy",
+        )
+
+
+async def test_plain_deny_needs_no_wait(daemon, ws, clock):
+    op, tag = tagged(ws)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        assert app.views["queue"].select_request(rid)
+        await until(pilot, lambda: app.views["queue"].detail.request_id == rid)
+        await pilot.press("d")
+        assert (await agent.answer())["verdict"] == "deny"
+
+
+async def test_approve_for_the_session_settles_the_next_one_and_shows_a_grant(daemon, ws, clock):
+    op, tag = tagged(ws, session_id="agent-s1")
+    first = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("s")
+        answer = await first.answer()
+        assert (answer["verdict"], answer["scope"]) == ("allow", "session")
+        again = await Agent(daemon, op).answer()
+        assert (again["verdict"], again["source"], again["reason"]) == ("allow", "grant", "grant_session")
+        await pilot.press("3")
+        await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
+        view = app.screen.query_one(GrantsView)
+        grant = await until(
+            pilot, lambda: next((g for g in view.rows if g["fingerprint"] == answer["fingerprint"]), None)
+        )
+        assert grant["scope"] == "session" and grant["session_id"] == "agent-s1"
+        await pilot.pause()
+        assert grant["id"] in screen_text(app)
+
+
+async def test_approve_always_with_an_expiry_then_revoke(daemon, ws, clock):
+    op, tag = tagged(ws)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("A")
+        await until(pilot, lambda: app.screen.CONTEXT == "modal")
+        await pilot.press(*"soon", "enter")
+        assert "not a duration" in screen_text(app)
+        await pilot.press(*["backspace"] * 4, "8", "h", "enter")
+        answer = await agent.answer()
+        assert (answer["verdict"], answer["scope"]) == ("allow", "always")
+        await pilot.press("3")
+        await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
+        view = app.screen.query_one(GrantsView)
+        grant = await until(
+            pilot, lambda: next((g for g in view.rows if g["fingerprint"] == answer["fingerprint"]), None)
+        )
+        assert 8 * 3600 - 60 < grant["expires_at"] - grant["created_at"] <= 8 * 3600
+        view.cursor = view.rows.index(grant)
+        await pilot.press("r")
+        await until(pilot, lambda: app.screen.CONTEXT == "confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: all(g["id"] != grant["id"] for g in view.rows))
+        asked = Agent(daemon, op)  # revoked: the operator is asked again
+        rid2 = await pending_with(pilot, app, tag)
+        assert rid2 != rid and asked.waiting
+        app.views["queue"].select_request(rid2)
+        await pilot.press("1", "d")
+        assert (await asked.answer())["verdict"] == "deny"
+
+
+async def test_deny_always_adds_a_deny_rule(daemon, ws, clock):
+    op, tag = tagged(ws)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("D")
+        assert (await agent.answer())["verdict"] == "deny"
+        again = await Agent(daemon, op).answer()
+        assert (again["verdict"], again["reason"]) == ("deny", "deny_rule")
+
+
+async def test_history_finds_a_decision_and_opens_it(daemon, ws, clock):
+    op, tag = tagged(ws, justification="needed for the release")
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("d")
+        await agent.answer()
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await pilot.press("slash", *tag, "enter")
+        screen = app.screen
+        await until(pilot, lambda: [r["request_id"] for r in screen.view.rows] == [rid])
+        assert tag in screen_text(app)
+        await pilot.press("v")  # verdict:allow hides the denial
+        await until(pilot, lambda: screen.view.rows == [] and "verdict:allow" in screen.search_box.value)
+        await pilot.press("v")
+        await until(pilot, lambda: [r["request_id"] for r in screen.view.rows] == [rid])
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen.CONTEXT == "entry" and app.screen.detail is not None)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "DENY" in text and "needed for the release" in text
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen.CONTEXT == "history")
+
+
+async def test_a_denial_in_the_history_becomes_a_grant(daemon, ws, clock):
+    op, tag = tagged(ws)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("d")
+        await agent.answer()
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await pilot.press("slash", *tag, "enter")
+        await until(pilot, lambda: [r["request_id"] for r in app.screen.view.rows] == [rid])
+        await pilot.press("g")
+        await until(pilot, lambda: app.screen.CONTEXT == "confirm")
+        await pilot.press("y")
+        again = await Agent(daemon, op).answer()
+        assert (again["verdict"], again["source"], again["reason"]) == ("allow", "grant", "grant_always")
+
+
+async def test_queue_filter_and_palette_jump(daemon, ws, clock):
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        op1, tag1 = tagged(ws)
+        op2, tag2 = tagged(ws, args=["--other"])
+        a1, a2 = Agent(daemon, op1), Agent(daemon, op2)
+        rid1 = await pending_with(pilot, app, tag1)
+        rid2 = await pending_with(pilot, app, tag2)
+        await pilot.press("slash", *tag2)
+        await until(pilot, lambda: [e.request_id for e in app.pending] == [rid2])
+        await pilot.press("escape")
+        await until(pilot, lambda: app.pending.index_of(rid1) is not None)
+        fp = app.pending.get(rid1).item["fingerprint"]
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: app.screen.id == "--command-palette")
+        await pilot.press(*fp[:10])
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        queue = app.views["queue"]
+        await until(pilot, lambda: queue.detail.request_id == rid1)
+        await pilot.press("d")
+        await pilot.press("down")
+        if queue.detail.request_id != rid2:
+            queue.select_request(rid2)
+        await pilot.pause()
+        await pilot.press("d")
+        assert (await a1.answer())["verdict"] == "deny"
+        assert (await a2.answer())["verdict"] == "deny"
+
+
+async def test_help_shows_the_keys_of_the_keymap_in_force(daemon, clock):
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await until(pilot, lambda: app.screen.CONTEXT == "help")
+        assert "keymap 'default'" in screen_text(app)
+        await pilot.press("escape")
+        app.use_keymap("vim")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: app.screen.CONTEXT == "help")
+        text = screen_text(app)
+        assert "keymap 'vim'" in text and "cursor-first" in text
+        await pilot.press("escape")
+        assert app.keys_in_force["cursor-last"].startswith("G")
+
+
+async def test_switching_theme_and_keymap_from_the_palette(daemon, clock):
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: app.screen.id == "--command-palette")
+        await pilot.press(*"Theme: light")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.theme == "light")
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: app.screen.id == "--command-palette")
+        await pilot.press(*"Keymap: emacs")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.keymap_name == "emacs")
+        await pilot.press("alt+x")  # emacs moved the palette
+        await until(pilot, lambda: app.screen.id == "--command-palette")
