@@ -143,6 +143,8 @@ async def test_read_only_client_cannot_type(manager, tmp_path):
     manager.attach(sid, "viewer", read_only=True)
     with pytest.raises(ReadOnlyClient):
         manager.write(sid, b"x", client_id="viewer")
+    with pytest.raises(ReadOnlyClient):
+        manager.resize(sid, 100, 30, "viewer")
     manager.write(sid, b"x", client_id="operator-pane")
 
 
@@ -193,7 +195,7 @@ async def test_utf8_character_split_across_reads_is_whole_in_the_recording(manag
     await manager.wait(sid, timeout=10)
     data = manager.read(sid, 0, 4096).data
     assert "price: € end".encode() in data
-    _, events = read_recording(manager._sessions[sid].dir / "output.cast")
+    _, events = read_recording(manager.recording_path(sid))
     outputs = [ev.data for ev in events if ev.code == "o"]
     assert any("€" in text for text in outputs)
     assert not any("\ufffd" in text for text in outputs)
@@ -214,7 +216,7 @@ async def test_recording_replays_to_the_same_final_screen(manager, tmp_path):
     manager.write(sid, "ünïcode ✓\r".encode(), client_id="pane")
     info = await manager.wait(sid, timeout=10)
     assert info.exit_code == 0
-    path = manager._sessions[sid].dir / "output.cast"
+    path = manager.recording_path(sid)
     header, events = read_recording(path)
     assert (header["width"], header["height"]) == (50, 12)
     kinds = {ev.code for ev in events}
@@ -232,7 +234,7 @@ async def test_input_is_recorded_only_when_asked(manager, tmp_path):
     sid = shell(manager, tmp_path, "read -r secret; echo done", record_input=True)
     manager.write(sid, b"hunter2\r")
     await manager.wait(sid, timeout=10)
-    _, events = read_recording(manager._sessions[sid].dir / "output.cast")
+    _, events = read_recording(manager.recording_path(sid))
     assert any(ev.code == "i" and "hunter2" in ev.data for ev in events)
 
 
@@ -241,7 +243,7 @@ async def test_replay_paints_from_cells_and_drops_program_escapes(manager, tmp_p
     sid = shell(manager, tmp_path, script)
     await manager.wait(sid, timeout=10)
     written: list[str] = []
-    replay(manager._sessions[sid].dir / "output.cast", write=written.append, sleep=lambda s: None)
+    replay(manager.recording_path(sid), write=written.append, sleep=lambda s: None)
     out = "".join(written)
     assert "visible" in out and "done" in out
     assert "]52;" not in out and "evil title" not in out and "?1049h" not in out

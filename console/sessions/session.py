@@ -119,6 +119,7 @@ class Session:
         self._last_output_mono = time.monotonic()
         self._stats = SessionStats(0.0, 0, 0, 0.0)
         self._known: frozenset[procs.ProcHandle] = frozenset()
+        self._meter = procs.UsageMeter()
         self._background: set[asyncio.Task[object]] = set()
         self.meta_dirty = False
         if not info.alive:
@@ -482,6 +483,9 @@ class Session:
 
     def resize(self, cols: int, rows: int, client_id: str) -> None:
         check_size(cols, rows)
+        att = self._attachments.get(client_id)
+        if att is not None and att.read_only:
+            raise ReadOnlyClient("this client is attached read-only")
         self._client_sizes[client_id] = (cols, rows)
         self._touch(client_id)
 
@@ -573,13 +577,21 @@ class Session:
             )
         return await self.wait()
 
-    def sample(self, table: procs.ProcessTable, now: float, idle_after_s: float) -> None:
-        """Once a second, from the manager's sampling task."""
+    def sample(self, table: procs.ProcessTable, now: float) -> None:
+        """CPU and memory, from the manager's shared /proc scan."""
         if self._leader is not None and not self._reaped:
-            use = procs.usage(table, self._leader.pid)
+            use = self._meter.sample(table, self._leader.pid)
             self._stats = SessionStats(use.cpu_percent, use.rss_bytes, use.processes, now)
             if use.handles:
                 self._known = use.handles
+
+    def quiet(self, output_within_s: float, cpu_percent: float) -> bool:
+        """No output lately and next to no CPU at the last sample."""
+        recent = time.monotonic() - self._last_output_mono < output_within_s
+        return not recent and self._stats.cpu_percent < cpu_percent and self._stats.sampled_at > 0
+
+    def check(self, idle_after_s: float) -> None:
+        """Idle detection and the program's title, once a second."""
         quiet = time.monotonic() - self._last_output_mono
         if self._info.status == "running" and quiet >= idle_after_s:
             self._set_status("idle")
