@@ -297,3 +297,28 @@ def test_policy_reload_and_broken_policy_keeps_last_good(tmp_path):
         assert "network" in msg and "keeping the last good policy" in msg
         with d.agent() as agent:
             assert agent.submit(operation(ws, **NET))["reason"] == "within_ceiling"
+
+
+def test_pending_list_pages_oldest_first(daemon, ws):
+    results = [
+        submit_in_thread(daemon, operation(ws, args=[f"page{i}"], **NET), timeout_s=20) for i in range(5)
+    ]
+    wait_pending(daemon, 5)
+    with daemon.operator() as op:
+        seen, params = [], {"limit": 2}
+        while True:
+            page = op.call("pending.list", params)
+            assert page["count"] == 5 and len(page["pending"]) <= 2
+            seen.extend(p["operation"]["args"][0] for p in page["pending"])
+            if not page["next"]:
+                break
+            params["after"] = page["next"]
+        assert sorted(seen) == [f"page{i}" for i in range(5)]
+        submitted = [p["submitted_at"] for p in op.call("pending.list")["pending"]]
+        assert submitted == sorted(submitted)
+        with pytest.raises(RPCError) as info:
+            op.call("pending.list", {"after": "r-gone"})
+        assert info.value.code == -32002
+        for p in op.call("pending.list")["pending"]:
+            op.call("decide", {"target": p["request_id"], "action": "deny"})
+    assert all(r()["verdict"] == "deny" for r in results)

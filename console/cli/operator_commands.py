@@ -43,12 +43,23 @@ def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None =
             raise CLIError(exc.message, code) from None
 
 
+def _all_pending(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with connect(args, "operator") as client:
+        params: dict[str, Any] = {"limit": 1000}
+        while True:
+            page = client.call("pending.list", params)
+            rows.extend(page["pending"])
+            if not page["next"]:
+                return rows
+            params["after"] = page["next"]
+
+
 def cmd_pending(args: argparse.Namespace) -> int:
-    result = _call(args, "pending.list")
+    rows = _all_pending(args)
     if args.json:
-        print_json(result["pending"])
+        print_json(rows)
         return 0
-    rows = result["pending"]
     if not rows:
         print("no pending requests")
         return 0

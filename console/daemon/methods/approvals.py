@@ -54,20 +54,24 @@ async def cancel(ctx: CallContext, p: Params) -> dict[str, Any]:
 
 
 async def pending_list(ctx: CallContext, p: Params) -> dict[str, Any]:
-    limit = p.integer("limit", 100_000, low=1, high=100_000)
+    """Oldest first, in pages: a 10,000-request queue would not fit one frame."""
+    limit = p.integer("limit", 200, low=1, high=1000)
     after = p.text("after", "", max_len=64)
     p.done()
     items = ctx.daemon.broker.pending
     out: list[dict[str, Any]] = []
-    started = not after
-    for rid, item in items.items():
-        if not started:
-            started = rid == after
-            continue
-        out.append(item.to_wire())
-        if len(out) >= limit:
-            break
-    return {"pending": out, "count": len(items)}
+    rids = iter(items)
+    if after:
+        if after not in items:
+            raise RPCError(NOT_FOUND, f"{after} is no longer pending; list again from the start")
+        for rid in rids:
+            if rid == after:
+                break
+    for rid in rids:
+        if len(out) == limit:
+            return {"pending": out, "count": len(items), "next": out[-1]["request_id"]}
+        out.append(items[rid].to_wire())
+    return {"pending": out, "count": len(items), "next": None}
 
 
 async def request_get(ctx: CallContext, p: Params) -> dict[str, Any]:
