@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 SCOPE_TITLES = {
     "app": "Everywhere",
-    "list": "Lists (queue, history, grants)",
+    "list": "Lists",
     "queue": "Queue",
     "history": "History",
     "entry": "History entry",

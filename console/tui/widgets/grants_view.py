@@ -10,10 +10,16 @@ from rich.text import Text
 from textual.strip import Strip
 
 from console.tui.present import agent_text
-from console.tui.timefmt import clock_time
+from console.tui.timefmt import age, clock_time
 from console.tui.widgets.line_list import LineList
 
-HEADER = f" {'ID':<13} {'EFFECT':<6} {'SCOPE':<8} {'CREATED':<19} {'EXPIRES':<19} {'USES':>5} {'LAST USED':<19} WHAT"
+HEADER = (
+    f" {'ID':<13} {'EFFECT':<6} {'SCOPE':<8} {'CREATED':<16} {'EXPIRES':<16} {'USES':>5} {'LAST USE':<9} WHAT"
+)
+
+
+def _minute(ts: float | None) -> str:
+    return clock_time(ts)[:16] if ts else "-"
 
 
 class GrantsView(LineList):
@@ -86,11 +92,12 @@ class GrantsView(LineList):
         row.append(f"{effect:<6} ", get(f"grants-view--{effect}") if effect in ("allow", "deny") else None)
         scope = str(g.get("scope", ""))
         row.append(f"{scope:<8} ")
-        row.append(f"{clock_time(g.get('created_at')):<19} ")
+        row.append(f"{_minute(g.get('created_at')):<16} ")
         expires = g.get("expires_at")
-        row.append(f"{clock_time(expires) if expires else 'never':<19} ")
+        row.append(f"{_minute(expires) if expires else 'never':<16} ")
         row.append(f"{int(g.get('uses') or 0):>5} ")
-        row.append(f"{clock_time(g.get('last_used_at')) if g.get('last_used_at') else '-':<19} ")
+        last = g.get("last_used_at")
+        row.append(f"{age(self.clock() - float(last)) + ' ago' if last else 'never':<9} ")
         if not active:
             row.append("revoked " if g.get("revoked_at") else "expired ", get("grants-view--inactive"))
         what = str(g.get("summary") or "") or f"fingerprint {str(g.get('fingerprint', ''))[:16]}…"

@@ -1,0 +1,133 @@
+"""SVG snapshots of the console's screens at a fixed size with fixed data and a frozen clock.
+
+Regenerate after an intended change with ``pytest tests/test_tui_snapshots.py --snapshot-update``
+and look at the SVGs in tests/__snapshots__/ before committing them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from tui_fixtures import NOW, ReplayClient
+
+from console.tui.app import ConsoleApp
+from console.tui.config import Config, Notifications
+from console.tui.settings import prepare
+
+SIZE = (120, 40)
+
+
+@pytest.fixture(autouse=True)
+def utc():
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if old is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = old
+    time.tzset()
+
+
+def make(theme: str = "dark", keymap: str = "default") -> ConsoleApp:
+    settings = prepare(
+        Config(notifications=Notifications(toast=False, bell=False, desktop="off")),
+        theme=theme,
+        keymap=keymap,
+    )
+
+    async def connect() -> ReplayClient:
+        return ReplayClient()
+
+    return ConsoleApp(settings, connect=connect, clock=lambda: NOW, monotonic=lambda: 0.0)  # type: ignore[arg-type]
+
+
+async def loaded(pilot) -> None:
+    app = pilot.app
+    for _ in range(200):
+        if app.pending.total and app.views["queue"].detail.previous is not None:
+            break
+        await pilot.pause(0.01)
+    await pilot.pause()
+
+
+def test_queue(snap_compare):
+    assert snap_compare(make(), terminal_size=SIZE, run_before=loaded)
+
+
+def test_detail_of_a_shell_chain_with_escalations(snap_compare):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        pilot.app.views["queue"].select_request("r-0000000004")
+        await pilot.pause(0.1)
+
+    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+
+def test_detail_of_hostile_text(snap_compare):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        pilot.app.views["queue"].select_request("r-0000000006")
+        await pilot.pause(0.1)
+
+    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+
+def test_detail_with_previous_decisions_diff(snap_compare):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        pilot.app.views["queue"].select_request("r-0000000009")
+        for _ in range(100):
+            if pilot.app.views["queue"].detail.previous:
+                break
+            await pilot.pause(0.01)
+        pilot.app.views["queue"].detail.scroll_to(y=14, animate=False)
+        await pilot.pause(0.1)
+
+    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+
+def test_history(snap_compare):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        await pilot.press("2")
+        for _ in range(200):
+            if pilot.app.screen.id == "history" and pilot.app.screen.view.rows:
+                break
+            await pilot.pause(0.01)
+        await pilot.pause(0.1)
+
+    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+
+def test_grants(snap_compare):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        await pilot.press("3")
+        for _ in range(200):
+            if pilot.app.screen.id == "grants" and pilot.app.screen.query_one("GrantsView").rows:
+                break
+            await pilot.pause(0.01)
+        await pilot.pause(0.1)
+
+    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+
+def test_help_with_the_vim_keymap(snap_compare):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause(0.1)
+
+    assert snap_compare(make(keymap="vim"), terminal_size=SIZE, run_before=run)
+
+
+def test_queue_in_the_light_theme(snap_compare):
+    assert snap_compare(make(theme="light"), terminal_size=SIZE, run_before=loaded)
+
+
+def test_queue_in_the_high_contrast_theme(snap_compare):
+    assert snap_compare(make(theme="high-contrast"), terminal_size=SIZE, run_before=loaded)
