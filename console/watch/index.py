@@ -25,9 +25,9 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from console.contract.outcome import ChangeKind
 from console.watch.baseline import Baselines
@@ -111,9 +111,9 @@ class DirNode:
     excluded: set[str] = field(default_factory=set)  # skipped dirs, symlinks to dirs, unreadable dirs
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """A change before it gets a sequence number and an attribution."""
+class Record(NamedTuple):
+    """A change before it gets a sequence number and an attribution (a tuple: a burst
+    makes tens of thousands of them)."""
 
     path: str
     kind: ChangeKind
@@ -202,17 +202,21 @@ class TreeIndex:
             del recent[first]
 
     def _record(
-        self, rel: str, kind: ChangeKind, st: os.stat_result | None, source: Source, now: float
+        self,
+        rel: str,
+        kind: ChangeKind,
+        st: os.stat_result | None,
+        source: Source,
+        now: float,
+        prot: str | None,
     ) -> Record:
         if kind is DELETED or st is None:
-            return Record(
-                rel, kind, self.match(rel), False, False, None, None, self._deleted_at(rel, now), source
-            )
+            return Record(rel, kind, prot, False, False, None, None, self._deleted_at(rel, now), source)
         is_dir = stat.S_ISDIR(st.st_mode)
         return Record(
             path=rel,
             kind=kind,
-            protected=self.match(rel),
+            protected=prot,
             is_dir=is_dir,
             symlink_escape=self._escapes(rel, st),
             size=None if is_dir else st.st_size,
@@ -298,10 +302,11 @@ class TreeIndex:
                     if stat.S_ISDIR(cst.st_mode):
                         node.subdirs.add(name)
                         self.dirs[child] = DirNode(cst.st_ino, cst.st_mtime_ns)
-                        if self.match(child) is not None:
+                        dprot = self.match(child)
+                        if dprot is not None:
                             self.prot[child] = key_of(cst)
                         if report:
-                            out.append(self._record(child, ADDED, cst, source, now))
+                            out.append(self._record(child, ADDED, cst, source, now, dprot))
                             self._remember(child, key_of(cst), now_mono)
                         stack.append(child)
                         continue
@@ -321,7 +326,7 @@ class TreeIndex:
                     else:
                         self.baselines.take_empty(child)
                 if report:
-                    out.append(self._record(child, ADDED, fst, source, now))
+                    out.append(self._record(child, ADDED, fst, source, now, prot))
                     self._remember(child, key_of(fst), now_mono)
 
     def _mark_unreadable(self, rel: str) -> None:
@@ -363,7 +368,7 @@ class TreeIndex:
                 node.excluded.discard(name)
                 self.plan_dirty = True
         self.prot.pop(rel, None)
-        out.append(self._record(rel, DELETED, None, source, now))
+        out.append(self._record(rel, DELETED, None, source, now, self.match(rel)))
         self._remember(rel, None, now_mono)
 
     def _drop_dir(self, rel: str, out: list[Record], source: Source, now: float, now_mono: float) -> None:
@@ -415,8 +420,18 @@ class TreeIndex:
 
     # -- the event stream ------------------------------------------------------------
 
-    def apply_raw(self, raw: Iterable[tuple[Any, str]], source: Source, out: list[Record]) -> None:
-        """Judge one batch of watchfiles changes (``(Change, absolute path)``)."""
+    def apply_raw(
+        self,
+        raw: Iterable[tuple[Any, str]],
+        source: Source,
+        out: list[Record],
+        urgent: Callable[[list[Record]], None] | None = None,
+    ) -> None:
+        """Judge one batch of watchfiles changes (``(Change, absolute path)``).
+
+        Protected paths are judged first and, with ``urgent``, handed over before the
+        rest of the batch: in a burst of thousands of files they do not wait for it.
+        """
         now, now_mono = time.time(), time.monotonic()
         self._expire_recent(now_mono)
         by_rel: dict[str, set[int]] = {}
@@ -425,8 +440,20 @@ class TreeIndex:
             if rel:
                 by_rel.setdefault(rel, set()).add(int(change))
         synced: set[str] = set()
+        rest: list[tuple[str, str | None]] = []
+        first: list[Record] = []
         for rel in sorted(by_rel):
-            self._apply_one(rel, by_rel[rel], source, out, now, now_mono, synced)
+            prot = self.match(rel)
+            if prot is None:
+                rest.append((rel, prot))
+            else:
+                self._apply_one(rel, by_rel[rel], source, first, now, now_mono, synced, prot)
+        if urgent is not None and first:
+            urgent(first)
+        else:
+            out.extend(first)
+        for rel, prot in rest:
+            self._apply_one(rel, by_rel[rel], source, out, now, now_mono, synced, prot)
 
     def _nearest_known(self, rel: str) -> str | None:
         """The closest indexed ancestor directory of ``rel``, or None when an ancestor is a
@@ -454,6 +481,7 @@ class TreeIndex:
         now: float,
         now_mono: float,
         synced: set[str],
+        prot: str | None,
     ) -> None:
         st = _lstat(self.abs(rel))
         key = key_of(st) if st is not None else None
@@ -479,11 +507,10 @@ class TreeIndex:
             elif name in pnode.excluded:
                 pnode.excluded.discard(name)
                 self.plan_dirty = True
-            elif RAW_ADDED in kinds and self.match(rel) is not None:
+            elif RAW_ADDED in kinds and prot is not None:
                 # Created and removed within one batch: a protected file that existed for a
                 # moment (a hook that ran and was deleted) is reported both ways.
                 when = self._deleted_at(rel, now)
-                prot = self.match(rel)
                 self.baselines.take_empty(rel)
                 out.append(Record(rel, ADDED, prot, False, False, None, None, when, source))
                 out.append(Record(rel, DELETED, prot, False, False, None, None, when, source))
@@ -504,11 +531,10 @@ class TreeIndex:
                 if node.ino != st.st_ino or RAW_ADDED in kinds:
                     self.sync_dir(rel, deep=True, source=source, out=out)
                 elif RAW_MODIFIED in kinds:
-                    prot = self.match(rel)
                     old = self.prot.get(rel)
                     if prot is not None and (old is None or _dir_key(old) != _dir_key(key)):
                         self.prot[rel] = key
-                        out.append(self._record(rel, MODIFIED, st, source, now))
+                        out.append(self._record(rel, MODIFIED, st, source, now, prot))
                 return
             if was_file:
                 self._drop_file(rel, out, source, now, now_mono)
@@ -517,7 +543,6 @@ class TreeIndex:
         if was_dir:
             self._drop_dir(rel, out, source, now, now_mono)
             was_file = False
-        prot = self.match(rel)
         if was_file:
             kind = MODIFIED
         else:
@@ -535,7 +560,7 @@ class TreeIndex:
         elif name in pnode.excluded:
             pnode.excluded.discard(name)
             self.plan_dirty = True
-        out.append(self._record(rel, kind, st, source, now))
+        out.append(self._record(rel, kind, st, source, now, prot))
 
     def _add_dir(self, rel: str, st: os.stat_result, out: list[Record], source: Source, now: float) -> None:
         parent, name = _split(rel)
@@ -544,9 +569,10 @@ class TreeIndex:
         pnode.files.discard(name)
         pnode.excluded.discard(name)
         self.dirs[rel] = DirNode(st.st_ino, st.st_mtime_ns)
-        if self.match(rel) is not None:
+        prot = self.match(rel)
+        if prot is not None:
             self.prot[rel] = key_of(st)
-        out.append(self._record(rel, ADDED, st, source, now))
+        out.append(self._record(rel, ADDED, st, source, now, prot))
         self._remember(rel, key_of(st), time.monotonic())
         self._populate(rel, report=True, baseline=False, out=out, source=source, now=now)
         self.plan_dirty = True
@@ -624,7 +650,7 @@ class TreeIndex:
                 if prot is not None:
                     self.prot[child] = key_of(fst)
                     self.baselines.take_empty(child)
-                out.append(self._record(child, ADDED, fst, source, now))
+                out.append(self._record(child, ADDED, fst, source, now, prot))
                 self._remember(child, key_of(fst), now_mono)
             for name in sorted(subdirs - node.subdirs):
                 child = _join(d, name)
@@ -676,7 +702,7 @@ class TreeIndex:
                 self.sync_dir(parent, deep=False, source=source, out=out, young=young)
             return
         self.prot[rel] = key
-        out.append(self._record(rel, MODIFIED, st, source, now))
+        out.append(self._record(rel, MODIFIED, st, source, now, self.match(rel)))
         self._remember(rel, key, now_mono)
 
     def rescan(self, out: list[Record], *, young: float | None = None) -> None:

@@ -17,6 +17,7 @@ so the root never goes silent.
 from __future__ import annotations
 
 import errno
+import itertools
 import logging
 import queue
 import threading
@@ -46,7 +47,7 @@ _BIG_BATCH = 4096
 
 @dataclass(frozen=True, slots=True)
 class Tuning:
-    debounce_ms: int = 300
+    debounce_ms: int = 150
     step_ms: int = 20
     rescan_interval_s: float = 2.0
     settle_s: float = 1.0
@@ -135,6 +136,7 @@ class RootWorker:
         self._restart_at: float | None = None
         self._next_rescan = 0.0
         self._last_apply_s = 0.0
+        self._last_batch_at = 0.0
         self._reasons: dict[DegradationCode, Degradation] = {}
         self._last_seen: dict[DegradationCode, float] = {}
         self._counts = _Counters()
@@ -217,19 +219,30 @@ class RootWorker:
             self._stop.wait(self.tuning.step_ms / 1000)
         now = time.monotonic()
         if self._restart_at is not None and now >= self._restart_at and not self._root_missing:
-            self._start_notifiers()
+            self._rescan()  # bring the index (and so the plan) up to date first
+            if self._restart_at is not None and not self._root_missing:
+                self._start_notifiers()
         elif self._notifiers and self.index.plan_dirty:
             self._replan()
         retry_inotify = now - self._polling_since >= self.tuning.retry_inotify_s
         if self._polling and not self.tuning.force_polling and self._notifiers and retry_inotify:
             self._polling = False
             self._start_notifiers()
-        if flushes or now >= self._next_rescan:
+        if flushes or self._rescan_due(now):
             self._rescan()
         for f in flushes:
             self._post(MarkerItem(f.done))
         self._expire_reasons()
         self._publish()
+
+    def _rescan_due(self, now: float) -> bool:
+        """Due on schedule, but put off while the event stream is busy (a burst): the
+        rescan would compete with it and find nothing it is not about to report. Never
+        put off for more than three intervals, so an overflow is still caught."""
+        if now < self._next_rescan:
+            return False
+        busy = now - self._last_batch_at < max(0.5, 2 * self.tuning.debounce_ms / 1000)
+        return not busy or now >= self._next_rescan + 3 * self.tuning.rescan_interval_s
 
     def _run_commands(self) -> list[_Flush]:
         flushes: list[_Flush] = []
@@ -298,10 +311,17 @@ class RootWorker:
     def _apply(self, changes: set[tuple[watchfiles.Change, str]], source: Source) -> None:
         t0 = time.monotonic()
         out: list[Record] = []
-        self.index.apply_raw(changes, source, out)
-        self._last_apply_s = time.monotonic() - t0
+        urgent: list[Record] = []
+
+        def hand_over(first: list[Record]) -> None:
+            urgent.extend(first)
+            self._post(RecordsItem(self.root, first, time.time()))
+
+        self.index.apply_raw(changes, source, out, urgent=hand_over)
+        self._last_batch_at = time.monotonic()
+        self._last_apply_s = self._last_batch_at - t0
         if source == "inotify":
-            for r in out:
+            for r in itertools.chain(urgent, out):
                 if r.is_dir and r.kind is ChangeKind.ADDED and len(self._unverified) < 100_000:
                     self._unverified[r.path] = t0
         if out:
@@ -328,11 +348,13 @@ class RootWorker:
                 n.gen.close()
             self._failed(exc)  # the old iterators, if any, keep watching until the retry
             return
+        old_watched = self._watched()
         old, self._notifiers, self._plan = self._notifiers, fresh, plan
         self._plan_identity = self._identity(plan)
-        for n, changes in primed:
+        source: Source = "poll" if self._polling else "inotify"
+        for _n, changes in primed:
             if changes:
-                self._apply(changes, "poll" if n.polling else "inotify")
+                self._apply(changes, source)
         for n in old:
             try:
                 changes = next(n.gen)
@@ -342,6 +364,7 @@ class RootWorker:
                 log.debug("draining a replaced watcher failed", exc_info=True)
             n.gen.close()
         self._counts.restarts += 1 if old else 0
+        self._cover_gap(old_watched, source)
         if self._polling:
             self._degrade(
                 "watch_limit",
@@ -351,6 +374,28 @@ class RootWorker:
             )
         else:
             self._clear("watch_limit")
+
+    def _watched(self) -> dict[tuple[str, bool], int]:
+        """(directory, whole?) -> inode of what the running iterators watch."""
+        if self._plan is None:
+            return {}
+        entries = [(p, False) for p in self._plan.alone] + [(p, True) for p in self._plan.whole]
+        return dict(zip(entries, self._plan_identity, strict=True))
+
+    def _cover_gap(self, old_watched: dict[tuple[str, bool], int], source: Source) -> None:
+        """A directory is blind between our walk of it and the moment notify watches it.
+        Now that it is watched, list what was not watched before again: whatever appeared
+        in between is reported here (and its late raw event, if any, is suppressed)."""
+        out: list[Record] = []
+        if not old_watched:
+            self.index.rescan(out)  # first start: everything since the initial walk
+            self._emit(out, counted=False)
+            return
+        for entry, ino in self._watched().items():
+            if old_watched.get(entry) != ino:
+                path, whole = entry
+                self.index.sync_dir(path, deep=whole, source=source, out=out)
+        self._emit(out, counted=False)
 
     def _identity(self, plan: Plan) -> tuple[int, ...]:
         # A planned directory deleted and recreated has the same path and a new inode:
@@ -398,6 +443,7 @@ class RootWorker:
         else:
             self._degrade("watcher_error", f"the event stream failed ({type(exc).__name__}); restarted it")
             log.warning("watchfiles failed: %s", type(exc).__name__)
+        self._plan = None  # the next start covers its gap like a first start
         self._schedule_restart()
 
     # -- rescans ------------------------------------------------------------------------

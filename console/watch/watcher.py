@@ -72,7 +72,7 @@ class WorkspaceWatcher:
         on_event: Callable[[FileEvent], None],
         on_status: Callable[[WatchStatus], None],
         rescan_interval_s: float = 2.0,
-        debounce_ms: int = 300,
+        debounce_ms: int = 150,
         step_ms: int = 20,
         settle_s: float = 1.0,
         poll_delay_ms: int = 250,
