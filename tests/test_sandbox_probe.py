@@ -106,3 +106,15 @@ async def test_degraded_runs_unconfined_and_says_so(ws, tmp_path):
     assert result.outcome.state is State.FAILED
     assert result.outcome.kind is OutcomeKind.ENFORCEMENT_DEGRADED
     assert result.exit_code == 4
+
+
+async def test_unconfined_exit_codes_and_signals_are_told_apart(ws, tmp_path):
+    unavailable = probe("/nonexistent/bwrap")
+    cfg = SandboxConfig(temp_base=str(tmp_path), allow_degraded=True)
+    for script, expected in (
+        ("exit 130", (Status.EXITED, 130, "")),
+        ("kill -TERM $$", (Status.SIGNALED, 143, "SIGTERM")),
+    ):
+        op = make_op(ws, ["/bin/sh", "-c", script])
+        result = await execute(op, authorize(op, "test"), cfg, unavailable)
+        assert (result.status, result.exit_code, result.signal) == expected

@@ -397,7 +397,7 @@ class _Run:
         p = self.prepared
         stdout = self.captures[Stream.STDOUT].result()
         stderr = self.captures[Stream.STDERR].result()
-        code, sig = _exit(returncode)
+        code, sig = _exit(returncode, p.sandboxed)
         if stop is None and p.sandboxed and code == 1 and not stdout.total_bytes:
             setup = _bwrap_failure(bytes(self.stderr_start), stderr.total_bytes)
             if setup is not None:
@@ -440,13 +440,17 @@ class _Run:
         )
 
 
-def _exit(returncode: int | None) -> tuple[int | None, str]:
-    """(exit code, signal name). A signal death is 128+N; bwrap reports it so itself."""
+def _exit(returncode: int | None, sandboxed: bool) -> tuple[int | None, str]:
+    """(exit code, signal name); a signal death is reported as 128+N.
+
+    bwrap itself reports its command's death by signal N as exit 128+N, so inside the
+    sandbox a command that exits 130 on purpose reads as SIGINT, as it would to a shell.
+    """
     if returncode is None:
         return None, ""
     if returncode < 0:
         return 128 - returncode, _signal_name(-returncode)
-    if 128 < returncode < 128 + 65:
+    if sandboxed and 128 < returncode < 128 + 65:
         return returncode, _signal_name(returncode - 128)
     return returncode, ""
 
