@@ -644,3 +644,27 @@ def test_the_sandbox_dies_with_the_daemon(ws, tmp_path):
     # Death propagates through the kernel (parent-death signal, then the namespace).
     _, alive = psutil.wait_procs(inside, timeout=10)
     assert alive == []
+
+
+async def test_temp_root_swapped_for_a_symlink_during_the_run_is_not_followed(
+    ws, cfg, sandbox_probe, tmp_path
+):
+    target = tmp_path / "precious"
+    target.mkdir()
+    (target / "keep").write_text("keep")
+    swapped: list[str] = []
+
+    def on_output(chunk: OutputChunk) -> None:
+        root = os.path.dirname(chunk.data.decode().strip())  # $TMPDIR is <root>/tmp
+        os.rename(root, root + ".moved")
+        os.symlink(target, root)
+        swapped.append(root)
+
+    # The swap happens while the run is in progress, always before the clean-up.
+    op = make_op(ws, ["/bin/sh", "-c", 'echo "$TMPDIR"'])
+    result = await run(op, cfg, sandbox_probe, on_output=on_output)
+    assert result.outcome.kind is OutcomeKind.SUCCESS
+    assert swapped
+    assert result.temp_root_removed is False
+    assert os.path.islink(swapped[0])
+    assert (target / "keep").read_text() == "keep"
