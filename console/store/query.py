@@ -8,6 +8,11 @@ Each query is planned by hand rather than left to SQLite's guesses: exactly one 
 drives it (a narrow key, else the search index, else tool or kind, else the primary
 key), always walked newest first so ``LIMIT`` stops early; every other filter is written
 as ``+column`` so SQLite cannot pick an index that would force a sort of every match.
+
+Two shapes have no index to drive them and scan rows newest first until the page is
+full: searches of one or two characters, and an ``until`` far in the past with no other
+narrowing filter. They are quick when matches are common; at a million rows a scan that
+finds nothing takes a few hundred milliseconds (see benchmarks/store.py).
 """
 
 from __future__ import annotations

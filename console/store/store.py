@@ -40,6 +40,7 @@ from console.store.writer import Tx, Writer, WriterStats
 log = logging.getLogger(__name__)
 
 DEFAULT_COUNT_CAP = 10_000
+WAL_SIZE_LIMIT = 32 << 20
 _EXPORT_CHUNK = 1000
 _GRANT_COLUMNS = ", ".join(checks.GRANT_FIELDS)
 
@@ -60,8 +61,9 @@ def _connect(
             conn.execute("PRAGMA query_only = ON")
             conn.execute("PRAGMA cache_size = -32768")
         else:
-            # Checkpoints run on their own thread so a commit never waits for one.
+            # The writer checkpoints between batches, so a commit never waits for one.
             conn.execute("PRAGMA wal_autocheckpoint = 0")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
     except BaseException:
         conn.close()
         raise
@@ -77,48 +79,6 @@ class StoreStats:
     jobs: int
     events: int
     largest_batch: int
-
-
-class _Checkpointer:
-    """Moves WAL pages into the database off the commit path, soon after commits."""
-
-    def __init__(self, connect: Any, interval_s: float = 0.05) -> None:
-        self._connect = connect
-        self._interval = interval_s
-        self._wake = threading.Event()
-        self._stop = False
-        self._thread = threading.Thread(target=self._loop, name="store-checkpoint", daemon=True)
-        self._thread.start()
-
-    def poke(self) -> None:
-        self._wake.set()
-
-    def close(self) -> None:
-        self._stop = True
-        self._wake.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        conn: sqlite3.Connection | None = None
-        while not self._stop:
-            self._wake.wait()
-            self._wake.clear()
-            if self._stop:
-                break
-            try:
-                if conn is None:
-                    conn = self._connect()
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            except sqlite3.Error as exc:
-                log.warning("history checkpoint failed: %s", exc)
-                if conn is not None:
-                    conn.close()
-                    conn = None
-            time.sleep(self._interval)
-        if conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            conn.close()
 
 
 class Store:
@@ -155,19 +115,14 @@ class Store:
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
-        self._checkpointer: _Checkpointer | None = None
         self._writer: Writer | None = None
         if head is not None and not readonly:
-            self._checkpointer = _Checkpointer(
-                lambda: _connect(path, busy_timeout_s=busy_timeout_s, reader=False)
-            )
             self._writer = Writer(
                 lambda: _connect(path, busy_timeout_s=busy_timeout_s, reader=False),
                 head,
                 store_id,
                 tail,
                 max_batch,
-                on_commit=self._checkpointer.poke,
             )
 
     # -- opening and closing ---------------------------------------------------------------
@@ -279,8 +234,6 @@ class Store:
             return
         if self._writer is not None:
             self._writer.close()
-        if self._checkpointer is not None:
-            self._checkpointer.close()
         with self._readers_lock:
             self._closed = True
             for conn in self._all_readers:

@@ -16,6 +16,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
@@ -113,7 +114,7 @@ class Writer:
         store_id: str,
         tail: tuple[int, str],
         max_batch: int,
-        on_commit: Callable[[], None] | None = None,
+        checkpoint_interval_s: float = 0.5,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
@@ -123,7 +124,9 @@ class Writer:
         self._store_id = store_id
         self.seq, self.hash = tail
         self._max_batch = max_batch
-        self._on_commit = on_commit
+        self._checkpoint_interval = checkpoint_interval_s
+        self._last_checkpoint = time.monotonic()
+        self._unchecked_commits = 0
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._submit_lock = threading.Lock()
         self._closed = False
@@ -178,7 +181,10 @@ class Writer:
                 if jobs:
                     self._run_batch(jobs)
                 if len(jobs) != len(batch):
+                    self._checkpoint("TRUNCATE")
                     break
+                if time.monotonic() - self._last_checkpoint >= self._checkpoint_interval:
+                    self._checkpoint("PASSIVE")
         except BaseException as exc:
             self._dead = StoreUnavailable("internal", f"the history writer stopped: {exc!r}")
             log.exception("history writer stopped")
@@ -190,6 +196,24 @@ class Writer:
                 except sqlite3.Error:
                     log.exception("closing the history writer connection")
                 self._conn = None
+
+    def _checkpoint(self, mode: str) -> None:
+        """Copy the WAL into the database, here, between batches.
+
+        Here no write can race it, so it completes and the next transaction starts the
+        WAL over (a checkpoint on another thread never catches up under steady writes,
+        and the WAL grows without bound). Callers of the batch just committed already
+        have their answers; the next batch waits, gathering more jobs meanwhile.
+        """
+        self._last_checkpoint = time.monotonic()
+        if self._unchecked_commits == 0 or self._conn is None:
+            return
+        try:
+            self._conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
+            self._unchecked_commits = 0
+        except sqlite3.Error as exc:
+            log.warning("history checkpoint failed: %s", exc)
+            self._drop_conn()
 
     def _drain(self) -> None:
         """Fail whatever is still queued (only after the loop itself broke)."""
@@ -307,6 +331,5 @@ class Writer:
         stats.jobs += len(jobs)
         stats.events += tx.seq - start_seq
         stats.largest_batch = max(stats.largest_batch, len(jobs))
-        if self._on_commit is not None:
-            self._on_commit()
+        self._unchecked_commits += 1
         return results
