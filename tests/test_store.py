@@ -320,6 +320,21 @@ def test_standing_grants_count_every_use_and_deny_rules_can_be_used_repeatedly(s
     assert uses == {"always": (3, 202.0), "deny-once": (2, 201.0)}
 
 
+def test_grant_calls_refuse_bad_arguments_clearly(store: Store):
+    store.add_grant(grant("g")).result()
+    for call in (
+        lambda: store.use_grant("g", float("nan")),
+        lambda: store.use_grant("g", "soon"),  # type: ignore[arg-type]
+        lambda: store.use_grant("", 1.0),
+        lambda: store.revoke_grant("g", float("inf")),
+        lambda: store.revoke_grant(None, 1.0),  # type: ignore[arg-type]
+    ):
+        with pytest.raises((TypeError, ValueError), match=r"grant_id|finite"):
+            call().result()
+    assert store.verify().ok
+    assert store.use_grant("g", 1.0).result() is True
+
+
 def test_revoke_grant(store: Store):
     store.add_grant(grant("g", GrantScope.SESSION, session_id="s1")).result()
     assert store.revoke_grant("g", 150.0).result() is True

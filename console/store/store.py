@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import math
 import os
 import queue
 import sqlite3
@@ -340,6 +341,10 @@ class Store:
             tx.append([encode(event)])
             return True
 
+        problem = _grant_call_problem(grant_id, at)
+        if problem is not None:
+            return _failed(problem)
+        at = float(at)
         return self._submit(job)
 
     def use_grant(self, grant_id: str, at: float, *, request_id: str = "") -> Future[bool]:
@@ -377,12 +382,10 @@ class Store:
             tx.append([encode(event)])
             return True
 
-        try:
-            if not isinstance(grant_id, str) or not isinstance(request_id, str):
-                raise TypeError("grant_id and request_id are strings")
-            at = float(at)
-        except (TypeError, ValueError) as exc:
-            return _failed(exc)
+        problem = _grant_call_problem(grant_id, at, request_id)
+        if problem is not None:
+            return _failed(problem)
+        at = float(at)
         return self._submit(job)
 
     # -- reads -------------------------------------------------------------------------------
@@ -607,6 +610,16 @@ def _parse_anchor(data: bytes | None) -> tuple[Anchor | None, str]:
         return Anchor.from_bytes(data), ""
     except ValueError as exc:
         return None, str(exc)
+
+
+def _grant_call_problem(grant_id: Any, at: Any, request_id: Any = "") -> Exception | None:
+    if not isinstance(grant_id, str) or not grant_id:
+        return TypeError("grant_id must be a non-empty string")
+    if not isinstance(request_id, str):
+        return TypeError("request_id must be a string")
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        return ValueError("at must be a finite number of seconds")
+    return None
 
 
 def _failed(exc: BaseException) -> Future[Any]:
