@@ -254,3 +254,15 @@ def test_net_changes_collapses_runs_per_path():
         (".git/hooks/x", A, True),
         (".git/hooks/x", D, True),
     ]
+
+
+async def test_flush_returns_after_every_earlier_change_was_delivered(tmp_path):
+    ws = workspace(tmp_path)
+    async with watching(ws) as (watcher, rec):
+        for i in range(200):
+            write(ws / "src" / f"n{i:03}.txt", str(i))
+        write(ws / ".git" / "hooks" / "pre-rebase", "#!/bin/sh\n")
+        await watcher.flush()
+        got = {e.path for e in rec.events}
+    assert {f"src/n{i:03}.txt" for i in range(200)} <= got
+    assert ".git/hooks/pre-rebase" in got

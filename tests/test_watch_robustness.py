@@ -201,6 +201,87 @@ async def test_a_20000_file_burst_loses_no_protected_change(tmp_path):
     assert all(added[p].protected == "**/*.pem" for p in protected if p.endswith(".pem"))
 
 
+# -- a real queue overflow -------------------------------------------------------------------
+
+OVERFLOW_CHILD = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    sys.path.insert(0, sys.argv[1])
+    from console.policy.config import PolicyConfig
+    from console.watch import Attributions, WorkspaceWatcher
+
+    def emit(obj):
+        sys.stdout.write(json.dumps(obj) + "\\n")
+        sys.stdout.flush()
+
+    async def main():
+        watcher = WorkspaceWatcher(
+            protected_for=lambda r: PolicyConfig().protected_paths, attributions=Attributions(),
+            on_event=lambda e: e.protected and emit({"event": e.to_dict()}), on_status=lambda s: None,
+            rescan_interval_s=0.3, settle_s=0.2, debounce_ms=100, step_ms=10,
+        )
+        await watcher.add_root(sys.argv[2])
+        emit({"ready": True})
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        emit({"status": watcher.status().to_dict()})
+        await watcher.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_kernel_queue_overflow_loses_no_protected_change(tmp_path):
+    """Stop the watcher's process, make far more changes than the kernel queues for an
+    inotify instance (fs.inotify.max_queued_events), protected ones last so that their
+    events are surely dropped, and let it run again: the rescan must report them."""
+    import signal
+
+    ws = workspace(tmp_path)
+    queue_len = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    child = subprocess.Popen(
+        [sys.executable, "-c", OVERFLOW_CHILD, str(REPO), str(ws)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert json.loads(child.stdout.readline()) == {"ready": True}
+        os.kill(child.pid, signal.SIGSTOP)
+        try:
+            # Alternating appends are never coalesced: one queued event each, in both the
+            # instance watching the root alone and the one watching src/ and .git/hooks/.
+            logs = [open(ws / d / n, "a") for d in (".", "src") for n in ("a.log", "b.log")]
+            for _ in range(queue_len):
+                for f in logs:
+                    f.write("x")
+                    f.flush()
+            for f in logs:
+                f.close()
+            with open(ws / ".env", "a") as f:
+                f.write("STOLEN=1\n")
+            write(ws / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nevil\n")
+        finally:
+            os.kill(child.pid, signal.SIGCONT)
+        seen: dict[str, dict] = {}
+        while len(seen) < 2:
+            line = child.stdout.readline()
+            assert line, "the watcher exited early"
+            ev = json.loads(line)["event"]
+            if ev["path"] in (".env", ".git/hooks/pre-commit"):
+                seen[ev["path"]] = ev
+        child.stdin.close()
+        status = json.loads(child.stdout.readline())["status"]["roots"][0]
+        assert child.wait(timeout=30) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert seen[".env"]["kind"] == "modified"
+    assert seen[".git/hooks/pre-commit"]["kind"] == "added"
+    assert {e["source"] for e in seen.values()} == {"rescan"}
+    assert "missed_events" in {r["code"] for r in status["reasons"]}
+
+
 # -- the inotify watch limit ---------------------------------------------------------------
 
 LIMIT_SCRIPT = textwrap.dedent(

@@ -75,7 +75,7 @@ def _same_state(a: Key | None, b: Key | None) -> bool:
     return a == b
 
 
-def _lstat(path: str) -> os.stat_result | None:
+def lstat_or_none(path: str) -> os.stat_result | None:
     try:
         return os.lstat(path)
     except OSError:
@@ -184,7 +184,7 @@ class TreeIndex:
 
     def _deleted_at(self, rel: str, now: float) -> float:
         # Removing an entry updates its directory's mtime: the best time we have.
-        parent = _lstat(self.abs(_split(rel)[0]))
+        parent = lstat_or_none(self.abs(_split(rel)[0]))
         if parent is not None and now - TRUST_WINDOW_S <= parent.st_mtime <= now + 1.0:
             return parent.st_mtime
         return now
@@ -279,7 +279,7 @@ class TreeIndex:
             node = self.dirs.get(rel)
             if node is None:
                 continue
-            st = _lstat(self.abs(rel)) if rel else stat_root(self.root)
+            st = lstat_or_none(self.abs(rel)) if rel else stat_root(self.root)
             if st is not None:
                 node.mtime_ns, node.ino = st.st_mtime_ns, st.st_ino
             node.listed_at = now
@@ -296,7 +296,7 @@ class TreeIndex:
                     if self.scope.skips_dir(child):
                         node.excluded.add(name)
                         continue
-                    cst = _lstat(self.abs(child))
+                    cst = lstat_or_none(self.abs(child))
                     if cst is None:
                         continue
                     if stat.S_ISDIR(cst.st_mode):
@@ -316,7 +316,7 @@ class TreeIndex:
                 prot = self.match(child)
                 if prot is None and not report:
                     continue
-                fst = _lstat(self.abs(child))
+                fst = lstat_or_none(self.abs(child))
                 if fst is None:
                     continue
                 if prot is not None:
@@ -346,7 +346,7 @@ class TreeIndex:
     def _retry_unreadable(self, out: list[Record], source: Source, now: float) -> None:
         for rel in sorted(self.unreadable):
             path = self.abs(rel)
-            st = _lstat(path)
+            st = lstat_or_none(path)
             parent, name = _split(rel)
             pnode = self.dirs.get(parent)
             if st is None or not stat.S_ISDIR(st.st_mode) or pnode is None:
@@ -483,7 +483,7 @@ class TreeIndex:
         synced: set[str],
         prot: str | None,
     ) -> None:
-        st = _lstat(self.abs(rel))
+        st = lstat_or_none(self.abs(rel))
         key = key_of(st) if st is not None else None
         seen = self.recent.get(rel)
         if seen is not None and _same_state(seen[0], key):
@@ -595,7 +595,7 @@ class TreeIndex:
             node = self.dirs.get(d)
             if node is None:
                 continue
-            st = _lstat(self.abs(d)) if d else stat_root(self.root)
+            st = lstat_or_none(self.abs(d)) if d else stat_root(self.root)
             if st is None or not stat.S_ISDIR(st.st_mode):
                 if d:
                     self._drop_dir(d, out, source, now, now_mono)
@@ -642,7 +642,7 @@ class TreeIndex:
                 self.plan_dirty = True
             for name in sorted(files - node.files):
                 child = _join(d, name)
-                fst = _lstat(self.abs(child))
+                fst = lstat_or_none(self.abs(child))
                 if fst is None or (young is not None and fst.st_ctime >= young):
                     continue
                 node.files.add(name)
@@ -654,7 +654,7 @@ class TreeIndex:
                 self._remember(child, key_of(fst), now_mono)
             for name in sorted(subdirs - node.subdirs):
                 child = _join(d, name)
-                cst = _lstat(self.abs(child))
+                cst = lstat_or_none(self.abs(child))
                 if cst is None or not stat.S_ISDIR(cst.st_mode):
                     continue
                 if young is not None and cst.st_ctime >= young:
@@ -668,7 +668,7 @@ class TreeIndex:
                 for name in sorted(subdirs & node.subdirs):
                     child = _join(d, name)
                     cnode = self.dirs.get(child)
-                    cst = _lstat(self.abs(child))
+                    cst = lstat_or_none(self.abs(child))
                     if cnode is not None and cst is not None and cst.st_ino != cnode.ino:
                         self._drop_dir(child, out, source, now, now_mono)
                         if stat.S_ISDIR(cst.st_mode):
@@ -682,7 +682,7 @@ class TreeIndex:
         old = self.prot.get(rel)
         if old is None:
             return
-        st = _lstat(self.abs(rel))
+        st = lstat_or_none(self.abs(rel))
         if st is None:
             if young is not None and self._deleted_at(rel, now) >= young:
                 return
@@ -716,7 +716,7 @@ class TreeIndex:
             node = self.dirs.get(rel)
             if node is None:
                 continue
-            st = _lstat(self.abs(rel)) if rel else stat_root(self.root)
+            st = lstat_or_none(self.abs(rel)) if rel else stat_root(self.root)
             if st is None or not stat.S_ISDIR(st.st_mode) or st.st_ino != node.ino:
                 parent = _split(rel)[0]
                 if rel and parent in self.dirs:

@@ -33,7 +33,7 @@ from console.contract.outcome import ChangeKind
 from console.policy.patterns import ProtectedPaths
 from console.watch.baseline import Baselines
 from console.watch.events import Degradation, DegradationCode, RootStatus, Source
-from console.watch.index import Plan, Record, TreeIndex, _lstat, stat_root
+from console.watch.index import Plan, Record, TreeIndex, lstat_or_none, stat_root
 from console.watch.probe import kernel_dev, watched_inodes
 from console.watch.scope import DEFAULT_SKIP_IN_GIT, DEFAULT_SKIP_NAMES, Scope
 
@@ -195,7 +195,7 @@ class RootWorker:
         self._close_notifiers()
         while True:  # answer pending commands so nobody waits forever
             try:
-                self._commands.get_nowait().done()
+                self._post(MarkerItem(self._commands.get_nowait().done))
             except queue.Empty:
                 break
         self._state = "stopped"
@@ -370,7 +370,6 @@ class RootWorker:
                 "watch_limit",
                 "the inotify watch limit (fs.inotify.max_user_watches or max_user_instances) was "
                 f"reached; polling every {self.tuning.poll_delay_ms} ms instead",
-                transient=False,
             )
         else:
             self._clear("watch_limit")
@@ -457,9 +456,7 @@ class RootWorker:
                 self._root_missing = True
                 self._close_notifiers()
                 self.index.drop_all(out, "rescan")
-                self._degrade(
-                    "root_missing", "the workspace directory is gone; waiting for it", transient=False
-                )
+                self._degrade("root_missing", "the workspace directory is gone; waiting for it")
             self._emit(out, counted=False)
             self._next_rescan = t0 + min(self.tuning.rescan_interval_s, 0.5)
             return
@@ -504,7 +501,7 @@ class RootWorker:
         blind = 0
         for rel in due:
             node = self.index.dirs.get(rel)
-            st = _lstat(self.index.abs(rel))
+            st = lstat_or_none(self.index.abs(rel))
             if node is None or st is None or st.st_ino != node.ino:
                 continue
             if (kernel_dev(st.st_dev), st.st_ino) not in watched:
@@ -528,7 +525,7 @@ class RootWorker:
 
     # -- status -------------------------------------------------------------------------
 
-    def _degrade(self, code: DegradationCode, message: str, *, transient: bool = True) -> None:
+    def _degrade(self, code: DegradationCode, message: str) -> None:
         now = time.time()
         self._last_seen[code] = time.monotonic()
         old = self._reasons.get(code)

@@ -46,6 +46,16 @@ def normalize_root(root: str) -> str:
     return norm
 
 
+def _resolver(fut: asyncio.Future[None]) -> Callable[[], None]:
+    """A callback (run on the loop) that resolves ``fut`` unless it already is."""
+
+    def resolve() -> None:
+        if not fut.done():
+            fut.set_result(None)
+
+    return resolve
+
+
 def _relative(path: str) -> str:
     if not isinstance(path, str) or not path or path.startswith("/") or "\x00" in path:
         raise ValueError("path must be relative to the workspace root")
@@ -140,7 +150,7 @@ class WorkspaceWatcher:
         worker = RootWorker(root, protected, self._tuning, self._post, Baselines(root))
         self._workers[root] = worker
         self._ready[root] = ready
-        worker.start(lambda: ready.done() or ready.set_result(None))
+        worker.start(_resolver(ready))
         await asyncio.shield(ready)
 
     async def remove_root(self, root: str) -> None:
@@ -223,7 +233,7 @@ class WorkspaceWatcher:
         futures = []
         for w in workers:
             fut: asyncio.Future[None] = loop.create_future()
-            ask(w, lambda f=fut: f.done() or f.set_result(None))
+            ask(w, _resolver(fut))
             futures.append(fut)
         if futures:
             await asyncio.gather(*futures)

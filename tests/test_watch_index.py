@@ -1,0 +1,114 @@
+"""The stat index without the event stream: plans, rescans, judging raw batches."""
+
+from __future__ import annotations
+
+import os
+
+from test_watch_common import workspace, write
+
+from console.contract.outcome import ChangeKind
+from console.policy.config import DEFAULT_PROTECTED
+from console.policy.patterns import ProtectedPaths
+from console.watch.baseline import Baselines
+from console.watch.index import RAW_ADDED, RAW_DELETED, RAW_MODIFIED, TreeIndex
+from console.watch.scope import Scope
+
+
+def index_of(root) -> TreeIndex:
+    idx = TreeIndex(str(root), Scope(ProtectedPaths(DEFAULT_PROTECTED)), Baselines(str(root)))
+    assert idx.build(report=False, out=[], source="rescan")
+    return idx
+
+
+def test_plan_watches_skipped_and_symlinked_trees_never(tmp_path):
+    ws = workspace(tmp_path)
+    write(ws / "web" / "app" / "main.ts")
+    write(ws / "web" / "node_modules" / "x" / "i.js")
+    os.symlink("/", ws / "docs-link")
+    plan = index_of(ws).plan()
+    # Directories with something excluded below are watched alone...
+    assert set(plan.alone) == {"", ".git", "web"}
+    # ...and every other subtree whole.
+    assert set(plan.whole) == {".git/hooks", ".git/refs", "src", "web/app"}
+
+
+def test_a_tree_without_heavy_parts_is_one_recursive_watch(tmp_path):
+    write(tmp_path / "a" / "b.txt")
+    assert index_of(tmp_path).plan().whole == ("",)
+
+
+def test_rescan_finds_what_no_event_reported(tmp_path):
+    ws = workspace(tmp_path)
+    idx = index_of(ws)
+    write(ws / ".git" / "hooks" / "pre-commit", "#!/bin/sh\n")
+    write(ws / "src" / "pkg" / "deep" / "id_rsa", "key")
+    os.unlink(ws / "src" / "app.py")
+    with open(ws / ".env", "a") as f:
+        f.write("MORE=1\n")
+    out = []
+    idx.rescan(out)
+    got = {(r.path, r.kind) for r in out}
+    assert (".git/hooks/pre-commit", ChangeKind.ADDED) in got
+    assert ("src/pkg/deep/id_rsa", ChangeKind.ADDED) in got
+    assert ("src/app.py", ChangeKind.DELETED) in got
+    assert (".env", ChangeKind.MODIFIED) in got
+    assert all(r.source == "rescan" for r in out)
+    again = []
+    idx.rescan(again)
+    assert again == []  # idempotent: the index now holds the new state
+
+
+def test_young_changes_are_left_to_the_event_stream(tmp_path):
+    ws = workspace(tmp_path)
+    idx = index_of(ws)
+    write(ws / "src" / "fresh.txt")
+    out = []
+    idx.rescan(out, young=0.0)  # everything counts as young
+    assert out == []
+    idx.rescan(out)
+    assert [(r.path, r.kind) for r in out] == [("src/fresh.txt", ChangeKind.ADDED)]
+
+
+def test_a_raw_event_after_a_rescan_report_is_not_reported_twice(tmp_path):
+    ws = workspace(tmp_path)
+    idx = index_of(ws)
+    write(ws / "src" / "new.txt")
+    out = []
+    idx.rescan(out)
+    assert len(out) == 1
+    late = []
+    idx.apply_raw({(RAW_ADDED, str(ws / "src" / "new.txt"))}, "inotify", late)
+    assert late == []
+    write(ws / "src" / "new.txt", "changed")
+    idx.apply_raw({(RAW_MODIFIED, str(ws / "src" / "new.txt"))}, "inotify", late)
+    assert [(r.path, r.kind) for r in late] == [("src/new.txt", ChangeKind.MODIFIED)]
+
+
+def test_events_below_an_unknown_directory_report_the_whole_new_tree(tmp_path):
+    ws = workspace(tmp_path)
+    idx = index_of(ws)
+    write(ws / "new" / "a" / "b" / "server.pem", "k")
+    write(ws / "new" / "a" / "c.txt")
+    out = []
+    # Only the deepest event arrived (its parents' were lost): the tree is still found.
+    idx.apply_raw({(RAW_ADDED, str(ws / "new" / "a" / "b" / "server.pem"))}, "inotify", out)
+    got = {(r.path, r.kind, r.protected) for r in out}
+    assert ("new/a/b/server.pem", ChangeKind.ADDED, "**/*.pem") in got
+    assert ("new/a/c.txt", ChangeKind.ADDED, None) in got
+    assert ("new", ChangeKind.ADDED, None) in got
+
+
+def test_unknown_deletions_and_paths_outside_the_root_are_ignored(tmp_path):
+    ws = workspace(tmp_path)
+    idx = index_of(ws)
+    out = []
+    idx.apply_raw(
+        {
+            (RAW_DELETED, str(ws / "src" / "never-existed.txt")),
+            (RAW_ADDED, str(tmp_path / "elsewhere")),
+            (RAW_ADDED, str(ws) + "-sibling/x"),
+        },
+        "inotify",
+        out,
+    )
+    assert out == []
