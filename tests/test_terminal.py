@@ -217,3 +217,21 @@ def test_compress_keeps_the_text():
         pass
     assert s.compress()  # nothing more to do until new output
     assert s.text(scrollback=True) == before
+
+
+@pytest.mark.parametrize("cols", [40, 120, 200])
+def test_scrollback_keeps_at_least_the_lines_asked_for_and_is_capped(cols):
+    s = Screen(cols, 10, scrollback_lines=1000)
+    s.feed(b"".join(b"\x1b[3%dmline %05d\x1b[0m\r\n" % (i % 8, i) for i in range(6000)))
+    # At least what was asked; at most the backstop of twice that plus a thousand.
+    assert 1000 <= s.scrollback_rows <= 3000
+    assert s.text(scrollback=True).split("\n")[-1] == "line 05999"
+    s.resize(cols // 2, 10)  # caps follow the width
+    s.feed(b"".join(b"more %05d\r\n" % i for i in range(6000)))
+    assert 1000 <= s.scrollback_rows <= 3000
+
+
+def test_scrollback_bytes_cap_binds_when_smaller():
+    s = Screen(80, 10, scrollback_lines=10_000, scrollback_bytes=256 * 1024)
+    s.feed(b"".join(b"line %05d\r\n" % i for i in range(12000)))
+    assert s.scrollback_rows < 2000  # a few pages, not the 10,000 lines

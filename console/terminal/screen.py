@@ -16,12 +16,12 @@ from typing import Any, NamedTuple
 
 from pyghostty import Terminal
 
-from ._native import check, decoded_copy, ffi, lib, read_bytes, scroll_viewport, sized, union_fn
+from ._native import CELL, check, decoded_copy, ffi, lib, read_bytes, scroll_viewport, sized, union_fn
 from .render import Frame, RowRenderer
 
 # What a scrollback row costs libghostty-vt (measured: 9 bytes a cell plus the row),
 # and slack for pages being dropped whole; see `Screen._set_scrollback_caps`.
-BYTES_PER_CELL, BYTES_PER_ROW, PAGE_MARGIN_BYTES = 9, 64, 2 * 1024 * 1024
+BYTES_PER_CELL, BYTES_PER_ROW, PAGE_MARGIN_BYTES = 9, 64, 512 * 1024
 # Longest unfinished escape sequence a snapshot can carry across (see `snapshot`).
 CONTINUATION_MAX_BYTES = 256 * 1024
 # Pixel cell size reported to programs that ask (CSI 14/16 t); only ratios matter.
@@ -67,7 +67,7 @@ class Match(NamedTuple):
 class Screen:
     """A libghostty-vt terminal behind the small interface the console needs.
 
-    Scrollback keeps at least about `scrollback_lines` rows (up to a tenth more,
+    Scrollback keeps at least `scrollback_lines` rows (typically a fifth more,
     since memory is released a page at a time) and, when `scrollback_bytes` is
     given, no more than that much emulator memory.
 
@@ -269,8 +269,8 @@ class Screen:
             with decoded_copy(self._h) as copy:
                 leave = b"\x1b[?1049l"
                 lib.ghostty_terminal_vt_write(copy, leave, len(leave))
-                parts.append(_format_padded(copy, _PRIMARY_EXTRAS))
-        parts.append(_format_padded(self._h, _ALL_EXTRAS))
+                parts.append(_format_screen(copy, _PRIMARY_EXTRAS))
+        parts.append(_format_screen(self._h, _ALL_EXTRAS))
         title = _printable(self.title)
         if title:
             parts.append(b"\x1b]2;" + title.encode() + b"\x1b\\")
@@ -332,14 +332,15 @@ class Screen:
         every new row and feeding slows to a quarter (about 45 against 180 MB/s here,
         120 columns); a byte cap drops whole pages and keeps the fast path. So the
         byte cap does the work (a little over the requested lines, since pages are
-        dropped whole) and the line cap, at twice the request, is only a backstop.
+        dropped whole) and the line cap, at twice the request plus a thousand, is
+        only a backstop.
         Its default byte cap (about 10 kB, a thousand rows) is replaced too.
         """
         lines = self._scrollback_lines
         if lines == 0:
             by_lines = 0
         else:
-            by_lines = int(lines * (cols * BYTES_PER_CELL + BYTES_PER_ROW) * 1.1) + PAGE_MARGIN_BYTES
+            by_lines = int(lines * (cols * BYTES_PER_CELL + BYTES_PER_ROW) * 1.05) + PAGE_MARGIN_BYTES
         cap = by_lines if self._scrollback_bytes is None else min(self._scrollback_bytes, by_lines)
         self._set_size_t(lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_LINES, lines * 2 + 1000 if lines else 0)
         self._set_size_t(lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_BYTES, cap)
@@ -396,6 +397,19 @@ _NO_EXTRAS = (False,) * 12
 # What the formatter writes between the content and the cursor position (CUP): the
 # scrolling margins, DECSTBM then DECSLRM. Content never holds these.
 _MARGINS = re.compile(rb"(?:\x1b\[\d+;\d+r)?(?:\x1b\[\d+;\d+s)?$")
+# What the formatter writes first: the palette (OSC 4), then the modes (CSI h/l).
+_HEAD = re.compile(
+    rb"(?P<palette>(?:\x1b\]4;[^\x1b]*\x1b\\)*)"  # palette: OSC 4 per entry
+    rb"(?P<modes>(?:\x1b\[\??\d+[hl])*)"  # modes: CSI [?] n h/l
+    rb"(?P<tabs>(?:\x1b\[3g(?:\x1b\[\d+G\x1bH)*\x1b\[H)?)"  # tab stops, then cursor home
+)
+# Modes that change how text is written: insert (IRM), origin (DECOM), no autowrap.
+_ORIGIN_MODE = b"\x1b[?6h"
+_DEFERRED_MODES = (b"\x1b[4h", _ORIGIN_MODE, b"\x1b[?7l")
+# Print a space to complete a pending soft wrap, then erase it (BS, ECH): the row
+# below stays blank and the row above keeps its wrap flag.
+_LAND = b"\x1b[0m \x08\x1b[X"
+_ALT_SCREEN_MODES = (b"\x1b[?47h", b"\x1b[?1047h", b"\x1b[?1049h")
 
 
 def _format(handle: Any, extras: tuple[bool, ...], *, unwrap: bool, selection: Any = None) -> bytes:
@@ -415,29 +429,95 @@ def _format(handle: Any, extras: tuple[bool, ...], *, unwrap: bool, selection: A
         lib.ghostty_formatter_free(fmt[0])
 
 
-def _format_padded(handle: Any, extras: tuple[bool, ...]) -> bytes:
-    """The formatter's output with blank rows put back after the content.
+def _format_screen(handle: Any, extras: tuple[bool, ...]) -> bytes:
+    """VT bytes that rebuild the active screen of `handle` (with its scrollback) in a
+    fresh terminal. Built from formatter pieces, because the formatter's one-pass
+    output does not quite round-trip:
 
-    The formatter drops trailing blank rows, so fed to a fresh terminal the content
-    would sit lower (or, with scrollback, push fewer rows into history) than in the
-    original. Line feeds for the active area's blank rows below its last emitted row,
-    inserted between the content and the margins/cursor that follow it, restore the
-    alignment. `extras` must include the cursor, which marks where content ends.
+    - Rows: the active area is formatted row by row (no unwrapping), so every row,
+      blank ones included, lands where it was; a soft-wrapped row is continued by
+      letting the terminal wrap (instead of a line break), so the wrap, and with it
+      reflow on a later resize, survives. Scrollback is formatted as logical lines.
+    - Modes that change how text is written (insert, no autowrap, origin) are
+      emitted by the formatter before the content; they are moved after it, and
+      with origin mode the final cursor position is made relative to the margins.
+
+    `extras` must include the cursor, whose position (CUP) marks the content's end.
     """
-    full = _format(handle, extras, unwrap=True)
+    cols = _u16(handle, lib.GHOSTTY_TERMINAL_DATA_COLS)
     rows = _u16(handle, lib.GHOSTTY_TERMINAL_DATA_ROWS)
     x, y = _u16(handle, lib.GHOSTTY_TERMINAL_DATA_CURSOR_X), _u16(handle, lib.GHOSTTY_TERMINAL_DATA_CURSOR_Y)
-    cup = full.rfind(b"\x1b[%d;%dH" % (y + 1, x + 1))
-    if cup < 0:  # pragma: no cover - a formatter change; keep the unpadded bytes
+    full = _format(
+        handle, extras, unwrap=False, selection=_selection(handle, lib.GHOSTTY_POINT_TAG_ACTIVE, 0, rows - 1)
+    )
+    cup = original_cup = b"\x1b[%d;%dH" % (y + 1, x + 1)
+    at = full.rfind(cup)
+    if at < 0:  # pragma: no cover - a formatter change; keep the bytes as they are
         return full
-    window = max(0, cup - 32)
-    margins = _MARGINS.search(full, window, cup)
-    end = margins.start() if margins else cup
-    active = _format(handle, _NO_EXTRAS, unwrap=False, selection=_active_selection(handle))
-    if not active and not _size_t(handle, lib.GHOSTTY_TERMINAL_DATA_SCROLLBACK_ROWS):
-        return full
-    last_row = active.count(b"\r\n") if active else -1
-    return full[:end] + b"\r\n" * (rows - 1 - last_row) + full[end:]
+    head = _HEAD.match(full)
+    assert head is not None  # every group can match empty
+    modes = head.group("modes")
+    if not _is_alternate(handle):
+        # Mixed 47/1047/1049 use can leave a flag set on the primary screen; what
+        # counts is which screen is active.
+        for m in _ALT_SCREEN_MODES:
+            modes = modes.replace(m, b"")
+    deferred = [m for m in _DEFERRED_MODES if m in modes]
+    for m in deferred:
+        modes = modes.replace(m, b"")
+    margins = _MARGINS.search(full, max(0, at - 32), at)
+    end = margins.start() if margins else at
+    margin_seqs = full[end:at]
+    if _ORIGIN_MODE in deferred:
+        top = int(m.group(1)) if (m := re.search(rb"\x1b\[(\d+);\d+r", margin_seqs)) else 1
+        left = int(m.group(1)) if (m := re.search(rb"\x1b\[(\d+);\d+s", margin_seqs)) else 1
+        cup = b"\x1b[%d;%dH" % (max(1, y + 2 - top), max(1, x + 2 - left))
+
+    content: list[bytes] = []
+    prev: tuple[bool, bool] | None = None  # (row soft-wrapped, its last cell written)
+    history = _size_t(handle, lib.GHOSTTY_TERMINAL_DATA_SCROLLBACK_ROWS)
+    if history:
+        sel = _selection(handle, lib.GHOSTTY_POINT_TAG_SCREEN, 0, history - 1)
+        content.append(_format(handle, _NO_EXTRAS, unwrap=True, selection=sel))
+        prev = _row_end(handle, lib.GHOSTTY_POINT_TAG_SCREEN, cols, history - 1)
+    active = full[head.end() : end]
+    lines = active.split(b"\r\n") if active else []
+    lines += [b""] * (rows - len(lines))
+    for row, line in enumerate(lines):
+        if prev is not None:
+            wrapped, last_written = prev
+            if not wrapped:
+                content.append(b"\r\n")
+            elif last_written:
+                if not line:  # nothing to print on this row: land the wrap ourselves
+                    content.append(_LAND)
+            else:
+                # The wrapped row ends in a blank cell: print there to reach the
+                # wrap, land it, then blank that cell again with an insert (which,
+                # unlike an erase, keeps the row's wrap flag).
+                content.append(
+                    b"\x1b[0m\x1b[%dG " % cols + _LAND + b"\x1b[A\x1b[%dG\x1b[@\x1b[B\x1b[1G" % cols
+                )
+        content.append(line)
+        prev = _row_end(handle, lib.GHOSTTY_POINT_TAG_ACTIVE, cols, row)
+    return b"".join(
+        (
+            head.group("palette"),
+            modes,
+            head.group("tabs"),
+            *content,
+            margin_seqs,
+            *deferred,
+            cup,
+            full[at + len(original_cup) :],
+        )
+    )
+
+
+def _is_alternate(handle: Any) -> bool:
+    out = ffi.new("GhosttyTerminalScreen*")
+    check(lib.ghostty_terminal_get(handle, lib.GHOSTTY_TERMINAL_DATA_ACTIVE_SCREEN, out), "active screen")
+    return bool(out[0] == lib.GHOSTTY_TERMINAL_SCREEN_ALTERNATE)
 
 
 def _size_t(handle: Any, key: int) -> int:
@@ -452,17 +532,39 @@ def _u16(handle: Any, key: int) -> int:
     return int(out[0])
 
 
-def _active_selection(handle: Any) -> Any:
+def _grid_ref(handle: Any, tag: int, x: int, y: int) -> Any:
     fn = union_fn(
         "ghostty_terminal_grid_ref", "GhosttyResult(*)(GhosttyTerminal, GhosttyPointS, GhosttyGridRef*)"
     )
-    cols, rows = _u16(handle, lib.GHOSTTY_TERMINAL_DATA_COLS), _u16(handle, lib.GHOSTTY_TERMINAL_DATA_ROWS)
+    pt = ffi.new("GhosttyPointS*")
+    pt.tag = tag
+    pt.value.x, pt.value.y = x, y
+    ref = sized("GhosttyGridRef")
+    check(fn(handle, pt[0], ref), "grid_ref")
+    return ref
+
+
+def _selection(handle: Any, tag: int, first_row: int, last_row: int) -> Any:
+    """Whole rows `first_row`..`last_row` in coordinate system `tag`."""
+    cols = _u16(handle, lib.GHOSTTY_TERMINAL_DATA_COLS)
     sel = sized("GhosttySelection")
-    for field, (x, y) in (("start", (0, 0)), ("end", (cols - 1, rows - 1))):
-        pt = ffi.new("GhosttyPointS*")
-        pt.tag = lib.GHOSTTY_POINT_TAG_ACTIVE
-        pt.value.x, pt.value.y = x, y
-        ref = sized("GhosttyGridRef")
-        check(fn(handle, pt[0], ref), "grid_ref")
-        setattr(sel, field, ref[0])
+    sel.start = _grid_ref(handle, tag, 0, first_row)[0]
+    sel.end = _grid_ref(handle, tag, cols - 1, last_row)[0]
     return sel
+
+
+def _row_end(handle: Any, tag: int, cols: int, row: int) -> tuple[bool, bool]:
+    """(row is soft-wrapped, its last cell holds something the formatter wrote)."""
+    ref = _grid_ref(handle, tag, cols - 1, row)
+    raw_row = ffi.new("GhosttyRow*")
+    check(lib.ghostty_grid_ref_row(ref, raw_row), "grid_ref_row")
+    flag = ffi.new("bool*")
+    check(lib.ghostty_row_get(raw_row[0], lib.GHOSTTY_ROW_DATA_WRAP, flag), "row wrap")
+    if not flag[0]:
+        return False, False
+    cell = ffi.new("GhosttyCell*")
+    check(lib.ghostty_grid_ref_cell(ref, cell), "grid_ref_cell")
+    wide = (cell[0] >> CELL.wide_shift) & CELL.wide_mask
+    has_text = ffi.new("bool*")
+    check(lib.ghostty_cell_get(cell[0], lib.GHOSTTY_CELL_DATA_HAS_TEXT, has_text), "cell text")
+    return True, bool(has_text[0]) or wide == CELL.WIDE_SPACER_TAIL
