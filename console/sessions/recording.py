@@ -26,7 +26,7 @@ import msgspec
 from console.terminal import Screen
 from console.terminal.ansi import paint_screen
 
-FLUSH_BYTES = 256 * 1024
+FLUSH_BYTES = 64 * 1024
 
 
 class RecordingError(ValueError):
