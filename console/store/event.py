@@ -131,6 +131,8 @@ def record_from_row(row: tuple[Any, ...]) -> Record:
 
 
 def _check_text(name: str, value: Any) -> str:
+    if value == "":
+        return ""
     if not isinstance(value, str):
         raise TypeError(f"event field {name} must be a str")
     if "\x00" in value:
@@ -166,6 +168,32 @@ def _check_json(value: Any, depth: int = 0) -> None:
         raise TypeError(f"event body holds a {type(value).__name__}, which is not JSON")
 
 
+def _encode_body(value: Any) -> str:
+    """The body's canonical JSON text, refusing what JSON cannot say exactly.
+
+    Fast path in C: encode, decode, compare. Only when that round trip changes the value
+    (NaN, non-string keys, tuples, odd types) is the body walked, to accept tuples and
+    name what is wrong.
+    """
+    if not isinstance(value, Mapping):
+        raise TypeError("event body must be a mapping")
+    body = dict(value)
+    try:
+        data = canonical(body)
+        exact = _body_decoder.decode(data) == body
+    except (TypeError, ValueError, OverflowError, UnicodeError, msgspec.MsgspecError):
+        data, exact = b"", False
+    if not exact:
+        _check_json(body)
+        try:
+            data = canonical(body)
+        except (TypeError, ValueError, OverflowError, UnicodeError) as exc:
+            raise ValueError(f"event body cannot be written as JSON: {exc}") from None
+    if len(data) > MAX_BODY_BYTES:
+        raise ValueError(f"event body is larger than {MAX_BODY_BYTES} bytes")
+    return data.decode("utf-8")
+
+
 def _optional_number(name: str, value: Any, kind: type) -> Any:
     if value is None:
         return None
@@ -191,12 +219,7 @@ def encode(event: Event) -> tuple[Any, ...]:
     if at is None:
         raise TypeError("event field at must be a number")
     texts = tuple(_check_text(name, getattr(event, name)) for name in TEXT_COLUMNS)
-    if not isinstance(event.body, Mapping):
-        raise TypeError("event body must be a mapping")
-    _check_json(event.body)
-    body = canonical(dict(event.body)).decode("utf-8")
-    if len(body) > MAX_BODY_BYTES:
-        raise ValueError(f"event body is larger than {MAX_BODY_BYTES} bytes")
+    body = _encode_body(event.body)
     return (
         event.kind,
         at,
