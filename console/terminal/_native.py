@@ -93,7 +93,13 @@ def decoded_copy(handle: Any) -> Iterator[Any]:
     """A private copy of a terminal (both screens, scrollback, modes) via the binary
     snapshot codec, freed on exit. Used to read the primary screen while the
     alternate one is active, which the VT formatter cannot do on the live terminal."""
-    blob = read_bytes(lambda b, n, out: lib.ghostty_snapshot_encode_buf(handle, b, n, out), "snapshot encode")
+    ptr = ffi.new("uint8_t**")
+    size = ffi.new("size_t*")
+    check(lib.ghostty_snapshot_encode_alloc(handle, ffi.NULL, ptr, size), "snapshot encode")
+    try:
+        blob = ffi.buffer(ptr[0], size[0])[:]
+    finally:
+        lib.ghostty_free(ffi.NULL, ptr[0], size[0])
     dec = ffi.new("GhosttySnapshotDecoder*")
     check(lib.ghostty_snapshot_decoder_new_buf(ffi.NULL, dec, blob, len(blob)), "snapshot decoder")
     term = ffi.new("GhosttyTerminal*")

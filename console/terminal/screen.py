@@ -424,7 +424,16 @@ def _format(handle: Any, extras: tuple[bool, ...], *, unwrap: bool, selection: A
     fmt = ffi.new("GhosttyFormatter*")
     check(lib.ghostty_formatter_terminal_new(ffi.NULL, fmt, handle, opts[0]), "formatter_new")
     try:
-        return read_bytes(lambda b, n, out: lib.ghostty_formatter_format_buf(fmt[0], b, n, out), "format")
+        # One pass into a buffer the library allocates (the size-query form would
+        # format everything twice).
+        ptr = ffi.new("uint8_t**")
+        n = ffi.new("size_t*")
+        check(lib.ghostty_formatter_format_alloc(fmt[0], ffi.NULL, ptr, n), "format")
+        try:
+            return ffi.buffer(ptr[0], n[0])[:] if n[0] else b""
+        finally:
+            if ptr[0] != ffi.NULL:
+                lib.ghostty_free(ffi.NULL, ptr[0], n[0])
     finally:
         lib.ghostty_formatter_free(fmt[0])
 
