@@ -16,6 +16,7 @@ from console.cli import (
     agent_commands,
     contract_commands,
     daemon_commands,
+    exec_commands,
     history_commands,
     hook_commands,
     operator_commands,
@@ -25,6 +26,7 @@ from console.cli.common import CLIError
 COMMAND_MODULES = [
     daemon_commands,
     agent_commands,
+    exec_commands,
     operator_commands,
     history_commands,
     hook_commands,

@@ -6,6 +6,7 @@ import itertools
 import os
 import socket
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from console.client.errors import DaemonUnreachable, check_peer, socket_for
@@ -90,7 +91,14 @@ class Client:
                 raise DaemonUnreachable("the daemon closed the connection")
             self._buf += chunk
 
-    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        on_notification: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> Any:
+        """One call. Notifications that arrive meanwhile go to ``on_notification`` if given
+        (``exec`` output does), else events are queued for :meth:`next_event`."""
         msg_id = next(self._ids)
         try:
             self._sock.sendall(jsonrpc.encode(jsonrpc.request(msg_id, method, params)))
@@ -99,7 +107,9 @@ class Client:
         while True:
             messages, _ = jsonrpc.decode_message(self._read_frame())
             for msg in messages:
-                if isinstance(msg, Request) and msg.method == "event":
+                if isinstance(msg, Request) and on_notification is not None:
+                    on_notification(msg.method, msg.params)
+                elif isinstance(msg, Request) and msg.method == "event":
                     self._events.append(msg.params)
                 elif isinstance(msg, Response) and msg.id == msg_id:
                     if msg.error is not None:

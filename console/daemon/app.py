@@ -23,6 +23,7 @@ from console.contract.host import OSHost
 from console.daemon.broker import Broker
 from console.daemon.connection import Connection, Role
 from console.daemon.events import EventHub, Topic
+from console.daemon.execution import ExecutionService
 from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
 from console.daemon.server import AlreadyRunning, close_socket_file, listen, live_daemon_pid
@@ -55,6 +56,7 @@ class Daemon:
         self.token = ""
         self.store: Store
         self.broker: Broker
+        self.execution: ExecutionService
         self._stop = asyncio.Event()
         self._lock_fd: int | None = None
 
@@ -71,6 +73,7 @@ class Daemon:
             "policy": self.policy.to_dict(),
             "pending": len(self.broker.pending),
             "connections": len(self.connections),
+            "sandbox": self.execution.status(),
         }
 
     def _policy_changed(self) -> None:
@@ -115,6 +118,8 @@ class Daemon:
         self.store = await asyncio.to_thread(Store.open, self.loc.database)
         self.broker = Broker(self.store, self.events, self.policy)
         await self.broker.load()
+        self.execution = ExecutionService(self.loc, self.policy, self.store, self.events)
+        await self.execution.start()
 
         servers: list[asyncio.Server] = []
         created = []
@@ -141,6 +146,8 @@ class Daemon:
             for server in servers:
                 server.close()
             await self.broker.shutdown()
+            for item in list(self.execution.running.values()):
+                item.cancel.set()
             await asyncio.gather(*(conn.finish() for conn in list(self.connections.values())))
         finally:
             for server in servers:

@@ -82,6 +82,7 @@ class Connection:
         self.methods = methods
         self.authenticated = role is Role.AGENT
         self.owns_requests = False
+        self.owns_executions = False
         self.closed = asyncio.Event()
         self._out: asyncio.Queue[bytes | None] = asyncio.Queue(MAX_QUEUED_FRAMES)
         self._tasks: set[asyncio.Task[None]] = set()

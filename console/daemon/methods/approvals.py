@@ -27,7 +27,7 @@ def parse_operation(ctx: CallContext, obj: dict[str, Any]) -> Any:
         ) from None
 
 
-def _watch_owner(ctx: CallContext) -> None:
+def watch_owner(ctx: CallContext) -> None:
     """An agent's pending requests end with its connection (recorded as agent_disconnected)."""
     conn = ctx.conn
     if not conn.owns_requests:
@@ -40,7 +40,7 @@ async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
     timeout = p.number("timeout_s", None, low=0.001, high=86_400)
     p.done()
     op = parse_operation(ctx, obj)
-    _watch_owner(ctx)
+    watch_owner(ctx)
     return await ctx.daemon.broker.submit(op, owner=ctx.conn.id, peer_pid=ctx.conn.peer.pid, wait_s=timeout)
 
 
@@ -48,9 +48,9 @@ async def cancel(ctx: CallContext, p: Params) -> dict[str, Any]:
     rid = p.text("request_id", max_len=64)
     p.done()
     owner = None if ctx.conn.role.value == "operator" else ctx.conn.id
-    if not await ctx.daemon.broker.cancel(rid, owner=owner):
-        raise RPCError(NOT_FOUND, f"no pending request {rid} of yours")
-    return {"cancelled": rid}
+    if await ctx.daemon.broker.cancel(rid, owner=owner) or ctx.daemon.execution.cancel(rid, owner=owner):
+        return {"cancelled": rid}
+    raise RPCError(NOT_FOUND, f"no pending or running request {rid} of yours")
 
 
 async def pending_list(ctx: CallContext, p: Params) -> dict[str, Any]:

@@ -1,0 +1,147 @@
+"""`agent-console exec -- CMD ARG…`: ask, run in the daemon's sandbox, stream, exit like CMD."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import subprocess
+import sys
+from typing import Any
+
+from console.cli.common import EXIT_INVALID, EXIT_UNREACHABLE, CLIError, add_state_dir, connect, print_json
+from console.client import DaemonUnreachable, RPCError
+from console.contract.problem import Problem
+from console.protocol.jsonrpc import INVALID_PARAMS
+
+EXIT_TIMED_OUT = 124
+EXIT_DENIED = 126
+
+
+def default_workspace(cwd: str) -> str:
+    """The enclosing git work tree, else the current directory."""
+    try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return cwd
+    return top.stdout.strip() if top.returncode == 0 and top.stdout.strip() else cwd
+
+
+def build_operation(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.command:
+        raise CLIError("nothing to run: give the command after --, e.g. agent-console exec -- make test")
+    cwd = os.getcwd()
+    workspace = os.path.abspath(args.workspace) if args.workspace else default_workspace(cwd)
+    op: dict[str, Any] = {
+        "kind": "shell" if os.path.basename(args.command[0]) in ("sh", "bash", "zsh", "dash") else "process",
+        "tool": args.tool,
+        "executable": args.command[0],
+        "args": args.command[1:],
+        "workspace_root": workspace,
+        "cwd": cwd if (cwd == workspace or cwd.startswith(workspace.rstrip("/") + "/")) else ".",
+        "workspace_access": "read_only" if args.read_only else "write",
+        "write_dirs": [os.path.abspath(d) for d in args.write],
+        "network": "any" if args.network else "none",
+        "justification": args.justification,
+        "session_id": args.session or os.environ.get("AGENT_CONSOLE_SESSION", ""),
+    }
+    if args.timeout is not None:
+        op["timeout_ms"] = max(1, int(args.timeout * 1000))
+    return op
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    args.command = strip_dashes(args.command)
+    op = build_operation(args)
+    out, err = sys.stdout.buffer, sys.stderr.buffer
+
+    def on_notification(method: str, params: dict[str, Any]) -> None:
+        if method != "output" or args.json:
+            return
+        target = out if params.get("stream") == "stdout" else err
+        target.write(base64.b64decode(params.get("data_base64", "")))
+        target.flush()
+
+    try:
+        client = connect(args, "agent", timeout_s=None)
+    except CLIError as exc:
+        raise CLIError(f"{exc} (nothing runs without the daemon)", EXIT_UNREACHABLE) from None
+    try:
+        with client:
+            reply = client.call("operation.exec", {"operation": op}, on_notification=on_notification)
+    except RPCError as exc:
+        if exc.code == INVALID_PARAMS and isinstance(exc.data, dict) and "problem" in exc.data:
+            p = Problem(**exc.data["problem"])
+            raise CLIError(f"invalid operation: {p}", EXIT_INVALID, p) from None
+        raise CLIError(f"the daemon refused: {exc.message}", EXIT_INVALID) from None
+    except DaemonUnreachable as exc:
+        raise CLIError(
+            f"{exc} (the command's fate is unknown; see agent-console history)", EXIT_UNREACHABLE
+        ) from None
+
+    decision, result = reply["decision"], reply["result"]
+    if args.json:
+        print_json(reply)
+    if result is None:
+        sys.stderr.write(
+            f"agent-console: denied: {decision['reason']}"
+            + (f" — {decision['note']}" if decision.get("note") else "")
+            + "\n"
+        )
+        return EXIT_DENIED
+    for denial in result["denials"]:
+        cap = denial["capability"]
+        scope = f" ({cap['scope']})" if cap.get("scope") else ""
+        sys.stderr.write(
+            f"agent-console: sandbox denied {cap['kind']}{scope}: {denial['reason']}; ask for it with approval\n"
+        )
+    status = result["status"]
+    if status == "timed_out":
+        sys.stderr.write("agent-console: timed out; the sandbox was killed\n")
+        return EXIT_TIMED_OUT
+    if status == "output_limit":
+        sys.stderr.write("agent-console: output limit exceeded; the sandbox was killed\n")
+    if status == "not_started":
+        sys.stderr.write(f"agent-console: {result['outcome']['kind']}: {result['reason']}\n")
+    code = result["exit_code"]
+    return int(code) if code is not None else 1
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "exec",
+        help="ask, then run a command in the daemon's sandbox, streaming its output",
+        description="Build an operation from CMD ARG…, submit it, wait for the decision, run it in the "
+        "daemon's bubblewrap sandbox and stream stdout and stderr. Exits with the command's own "
+        "exit code; 126 when denied (reason on stderr), 124 when it timed out, 3 when the daemon "
+        "is unreachable.",
+        usage="agent-console exec [options] -- CMD [ARG ...]",
+    )
+    add_state_dir(p)
+    p.add_argument("--justification", default="", metavar="TEXT", help="why, shown to the operator")
+    p.add_argument(
+        "--workspace", metavar="DIR", help="workspace root (default: the git work tree, else the current dir)"
+    )
+    p.add_argument(
+        "--write", action="append", default=[], metavar="DIR", help="also allow writes to DIR (repeatable)"
+    )
+    p.add_argument("--read-only", action="store_true", help="do not ask to write the workspace")
+    p.add_argument("--network", action="store_true", help="ask for network access")
+    p.add_argument(
+        "--timeout", type=float, metavar="S", help="kill the command after S seconds (default 120)"
+    )
+    p.add_argument("--session", metavar="ID", help="the agent's session (default $AGENT_CONSOLE_SESSION)")
+    p.add_argument("--tool", default="agent-console:exec", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the decision and the full outcome as JSON instead of streaming",
+    )
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARG")
+    p.set_defaults(func=cmd_exec)
+
+
+def strip_dashes(argv: list[str]) -> list[str]:
+    return argv[1:] if argv and argv[0] == "--" else argv

@@ -1,0 +1,174 @@
+"""Running approved captured operations in the sandbox, for `operation.exec`.
+
+The probe runs once at start (its result is in `daemon status` and the console's
+header); the sandbox configuration follows the live policy. Output streams to the
+requesting connection as notifications while the command runs; the outcome is stored
+with the request before the agent hears it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from console.contract.operation import Operation
+from console.daemon.events import EventHub, Topic
+from console.daemon.policy_source import PolicySource
+from console.locations import Locations, ensure_private_dir
+from console.policy import Authorization
+from console.sandbox import ExecResult, OutputChunk, SandboxConfig, SandboxProbe, execute, probe, sweep
+from console.store import Store, StoreUnavailable, outcome_event
+
+log = logging.getLogger("agent-console.execution")
+
+
+@dataclass
+class Running:
+    request_id: str
+    op: Operation
+    owner: int
+    started_at: float
+    cancel: asyncio.Event
+
+
+def _stream_for_history(stream: dict[str, Any]) -> dict[str, Any]:
+    """The history keeps the text of a stream's head and tail, not the base64 twin."""
+    return {k: v for k, v in stream.items() if not k.endswith("_base64")}
+
+
+def outcome_record(result: ExecResult, changes: list[dict[str, Any]]) -> dict[str, Any]:
+    record = result.to_dict()
+    record["stdout"] = _stream_for_history(record["stdout"])
+    record["stderr"] = _stream_for_history(record["stderr"])
+    record["outcome"]["changes"] = changes
+    return record
+
+
+class ExecutionService:
+    def __init__(self, loc: Locations, policy: PolicySource, store: Store, events: EventHub) -> None:
+        self.loc = loc
+        self.policy = policy
+        self.store = store
+        self.events = events
+        self.probe: SandboxProbe | None = None
+        self.running: dict[str, Running] = {}
+        self._config: tuple[object, SandboxConfig] | None = None
+        # Set by the watcher integration: changes seen in a workspace between two times.
+        self.changes_between: Callable[[str, float, float], list[dict[str, Any]]] | None = None
+
+    @property
+    def temp_base(self) -> str:
+        return str(self.loc.state_dir / "tmp")
+
+    async def start(self) -> None:
+        ensure_private_dir(self.loc.state_dir / "tmp")
+        removed = await asyncio.to_thread(sweep, self.temp_base)
+        if removed:
+            log.info("removed %d temp roots left by a previous daemon", removed)
+        self.probe = await asyncio.to_thread(probe)
+        if self.probe.available:
+            log.info("sandbox: %s", self.summary())
+        else:
+            log.warning("sandbox unavailable: %s", self.probe.reason)
+
+    def summary(self) -> str:
+        p = self.probe
+        if p is None:
+            return "probing"
+        if not p.available:
+            degraded = " (policy allows degraded runs)" if self.policy().allow_degraded else ""
+            return f"UNAVAILABLE: {p.reason}{degraded}"
+        net = "network isolated" if p.network_isolated else "network NOT isolated"
+        return f"bubblewrap {p.version}, {net}"
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary(),
+            "probe": self.probe.to_dict() if self.probe else None,
+            "running": len(self.running),
+        }
+
+    def config(self) -> SandboxConfig:
+        policy = self.policy()
+        if self._config is None or self._config[0] is not policy:
+            cfg = SandboxConfig(
+                hidden_paths=tuple(map(str, self.loc.private_paths())),
+                temp_base=self.temp_base,
+                protected=policy.protected_paths,
+                allow_degraded=policy.allow_degraded,
+                inherit_env=dict(os.environ),
+            )
+            self._config = (policy, cfg)
+        return self._config[1]
+
+    async def run(
+        self,
+        request_id: str,
+        op: Operation,
+        authorization: dict[str, Any],
+        owner: int,
+        send_output: Callable[[dict[str, Any]], None],
+    ) -> tuple[dict[str, Any], ExecResult]:
+        """Execute an allowed operation; returns (the stored record, the raw result)."""
+        assert self.probe is not None, "start() first"
+        auth = Authorization(**authorization)
+        item = Running(request_id, op, owner, time.time(), asyncio.Event())
+        self.running[request_id] = item
+
+        def on_output(chunk: OutputChunk) -> None:
+            send_output(
+                {
+                    "request_id": request_id,
+                    "stream": chunk.stream,
+                    "offset": chunk.offset,
+                    "data_base64": base64.b64encode(chunk.data).decode("ascii"),
+                }
+            )
+
+        try:
+            result = await execute(
+                op, auth, self.config(), self.probe, on_output=on_output, cancel=item.cancel
+            )
+        finally:
+            self.running.pop(request_id, None)
+        ended = time.time()
+        changes = (
+            self.changes_between(op.workspace_root, item.started_at, ended) if self.changes_between else []
+        )
+        record = outcome_record(result, changes)
+        try:
+            await asyncio.wrap_future(
+                self.store.append(outcome_event(request_id=request_id, at=ended, outcome=record, op=op))
+            )
+        except StoreUnavailable as exc:
+            log.error("could not record the outcome of %s: %s", request_id, exc)
+            record["recorded"] = False
+        self.events.publish(
+            Topic.OUTCOMES,
+            {
+                "request_id": request_id,
+                "status": result.status.value,
+                "kind": result.outcome.kind.value,
+                "exit_code": result.exit_code,
+                "denials": record["denials"],
+            },
+        )
+        return record, result
+
+    def cancel(self, request_id: str, owner: int | None = None) -> bool:
+        item = self.running.get(request_id)
+        if item is None or (owner is not None and item.owner != owner):
+            return False
+        item.cancel.set()
+        return True
+
+    def cancel_owner(self, owner: int) -> None:
+        for item in list(self.running.values()):
+            if item.owner == owner:
+                item.cancel.set()
