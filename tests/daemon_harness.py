@@ -91,8 +91,12 @@ class DaemonProcess:
     def cli(
         self, *args: str, stdin: str | None = None, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
+        # The state dir goes before a `--` (after it, everything is the command to run).
+        args_ = list(args)
+        at = args_.index("--") if "--" in args_ else len(args_)
+        args_[at:at] = ["--state-dir", str(self.state_dir)]
         return subprocess.run(
-            [sys.executable, "-m", "console", *args, "--state-dir", str(self.state_dir)],
+            [sys.executable, "-m", "console", *args_],
             input=stdin,
             capture_output=True,
             text=True,

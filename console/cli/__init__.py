@@ -20,6 +20,7 @@ from console.cli import (
     history_commands,
     hook_commands,
     operator_commands,
+    session_commands,
 )
 from console.cli.common import CLIError
 
@@ -29,6 +30,7 @@ COMMAND_MODULES = [
     exec_commands,
     operator_commands,
     history_commands,
+    session_commands,
     hook_commands,
     contract_commands,
 ]

@@ -26,6 +26,7 @@ from console.daemon.events import EventHub, Topic
 from console.daemon.execution import ExecutionService
 from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
+from console.daemon.session_service import SessionService
 from console.daemon.server import AlreadyRunning, close_socket_file, listen, live_daemon_pid
 from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.peer import PeerCred
@@ -57,6 +58,7 @@ class Daemon:
         self.store: Store
         self.broker: Broker
         self.execution: ExecutionService
+        self.sessions: SessionService
         self._stop = asyncio.Event()
         self._lock_fd: int | None = None
 
@@ -74,6 +76,7 @@ class Daemon:
             "pending": len(self.broker.pending),
             "connections": len(self.connections),
             "sandbox": self.execution.status(),
+            "sessions": self.sessions.status(),
         }
 
     def _policy_changed(self) -> None:
@@ -120,6 +123,8 @@ class Daemon:
         await self.broker.load()
         self.execution = ExecutionService(self.loc, self.policy, self.store, self.events)
         await self.execution.start()
+        self.sessions = SessionService(self.loc, self.events, self.broker, self.execution)
+        await self.sessions.start()
 
         servers: list[asyncio.Server] = []
         created = []
@@ -149,6 +154,7 @@ class Daemon:
             for item in list(self.execution.running.values()):
                 item.cancel.set()
             await asyncio.gather(*(conn.finish() for conn in list(self.connections.values())))
+            await self.sessions.close()
         finally:
             for server in servers:
                 server.close()

@@ -83,6 +83,7 @@ class Connection:
         self.authenticated = role is Role.AGENT
         self.owns_requests = False
         self.owns_executions = False
+        self.session_owners: set[str] = set()  # session owners this connection acts for
         self.closed = asyncio.Event()
         self._out: asyncio.Queue[bytes | None] = asyncio.Queue(MAX_QUEUED_FRAMES)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -99,6 +100,10 @@ class Connection:
         except asyncio.QueueFull:
             log.warning("connection %d (pid %d) is not reading; disconnecting it", self.id, self.peer.pid)
             self.close()
+
+    def backlog(self) -> int:
+        """Frames queued for the peer and not yet written."""
+        return self._out.qsize()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.send(jsonrpc.notification(method, params))

@@ -68,6 +68,7 @@ class Recorder:
             "env": {k: env[k] for k in ("TERM", "SHELL") if k in env},
         }
         self._write(_ENCODE(header) + b"\n")
+        self.flush()  # a crash must never leave a recording without its header
 
     def output(self, data: bytes) -> None:
         text = self._out.decode(data)

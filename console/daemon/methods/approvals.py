@@ -7,7 +7,7 @@ import secrets
 from typing import Any
 
 from console.contract.fingerprint import parse_fingerprint
-from console.contract.operation import parse
+from console.contract.operation import Mode, parse
 from console.contract.problem import InvalidInput
 from console.daemon.broker import Action
 from console.daemon.connection import CallContext, Method
@@ -38,10 +38,20 @@ def watch_owner(ctx: CallContext) -> None:
 async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
     obj = p.obj("operation")
     timeout = p.number("timeout_s", None, low=0.001, high=86_400)
+    cols = p.integer("cols", 120, low=2, high=1000)
+    rows = p.integer("rows", 40, low=2, high=1000)
     p.done()
     op = parse_operation(ctx, obj)
     watch_owner(ctx)
-    return await ctx.daemon.broker.submit(op, owner=ctx.conn.id, peer_pid=ctx.conn.peer.pid, wait_s=timeout)
+    answer = await ctx.daemon.broker.submit(op, owner=ctx.conn.id, peer_pid=ctx.conn.peer.pid, wait_s=timeout)
+    if answer["verdict"] == "allow" and op.mode is not Mode.CAPTURED:
+        # An approved interactive or durable operation is a session: the agent gets its id.
+        try:
+            answer["session"] = ctx.daemon.sessions.start_for_operation(op, ctx.conn, cols, rows)
+        except RPCError as exc:
+            answer["session"] = None
+            answer["session_error"] = exc.message
+    return answer
 
 
 async def cancel(ctx: CallContext, p: Params) -> dict[str, Any]:

@@ -16,8 +16,12 @@ PROTOCOL_VERSION = 1
 async def hello(ctx: CallContext, p: Params) -> dict[str, Any]:
     token = p.text("token", "", max_len=256)
     p.text("client", "", max_len=128)
+    agent_session = p.text("session_id", "", max_len=256)
     p.done()
     conn = ctx.conn
+    if agent_session:
+        # An agent names its session to reach its durable sessions after a reconnect.
+        ctx.daemon.sessions.hold(conn, f"agent:{agent_session}")
     if conn.role is Role.OPERATOR and not conn.authenticated:
         if not token or not hmac.compare_digest(token, ctx.daemon.token):
             raise RPCError(

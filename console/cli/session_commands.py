@@ -1,0 +1,186 @@
+"""`agent-console sessions …`: list, create, capture, send, kill, replay, attach."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+from typing import Any
+
+from console.cli.common import CLIError, add_state_dir, age, connect, locations, print_json
+from console.client import RPCError
+from console.contract.inert import inert
+
+
+def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
+    with connect(args, "operator") as client:
+        try:
+            return client.call(method, params)
+        except RPCError as exc:
+            raise CLIError(exc.message, 1) from None
+
+
+def _mib(n: int | None) -> str:
+    return f"{n / (1 << 20):.1f}M" if n else "-"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    sessions = _call(args, "sessions.list")["sessions"]
+    if args.json:
+        print_json(sessions)
+        return 0
+    if not sessions:
+        print("no sessions")
+        return 0
+    print(f"{'ID':<14} {'STATUS':<18} {'AGE':>5} {'CPU':>6} {'MEM':>7}  {'OWNER':<22} TITLE / COMMAND")
+    for s in sessions:
+        stats = s.get("stats") or {}
+        cpu = f"{stats['cpu_percent']:.1f}%" if stats else "-"
+        label = s["title"] or " ".join(s["argv"])
+        print(
+            f"{s['id']:<14} {s['status_text']:<18} {age(s['created_at']):>5} {cpu:>6} {_mib(stats.get('rss_bytes')):>7}  "
+            f"{inert(s['owner'])[:22]:<22} {inert(label)[:80]}"
+        )
+    return 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise CLIError("nothing to run: agent-console sessions new [--title T] [--cwd DIR] -- CMD ...")
+    cols, rows = os.get_terminal_size() if sys.stdout.isatty() else (120, 40)
+    params = {
+        "argv": command,
+        "cwd": os.path.abspath(args.cwd or os.getcwd()),
+        "title": args.title,
+        "cols": cols,
+        "rows": rows,
+    }
+    info = _call(args, "sessions.new", params)["session"]
+    print(info["id"])
+    return 0
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    text = _call(args, "sessions.screen", {"session": args.id, "scrollback": args.scrollback})["text"]
+    # Screen text is a program's output: printable, but escaped all the same.
+    sys.stdout.write(inert(text, keep_newlines=True) + ("\n" if text and not text.endswith("\n") else ""))
+    return 0
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    text = args.text + ("\n" if args.enter else "")
+    n = _call(args, "sessions.input", {"session": args.id, "text": text})["written"]
+    print(f"sent {n} bytes")
+    return 0
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    info = _call(args, "sessions.kill", {"session": args.id, "grace_s": args.grace})["session"]
+    print(f"{info['id']}: {info['status_text']}")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    _call(args, "sessions.remove", {"session": args.id})
+    print(f"removed {args.id}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from console.sessions import RecordingError, replay
+
+    path = locations(args).sessions_dir / os.path.basename(args.id) / "output.cast"
+    if not path.is_file():
+        raise CLIError(f"no recording for session {args.id} in {path.parent}", 1)
+    try:
+        replay(path, speed=args.speed, write=lambda s: (sys.stdout.write(s), sys.stdout.flush()))
+    except RecordingError as exc:
+        raise CLIError(f"cannot replay {path}: {exc}", 1) from None
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    try:
+        from console.tui.launch import open_console
+    except ImportError:
+        raise CLIError("the console is not installed in this build", 1) from None
+    return open_console(args, session=args.id)
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    r = _call(args, "sessions.read", {"session": args.id, "offset": args.offset, "max_bytes": args.max_bytes})
+    if r["dropped_bytes"]:
+        print(
+            f"agent-console: {r['dropped_bytes']} bytes before offset {args.offset} were dropped",
+            file=sys.stderr,
+        )
+    sys.stdout.write(inert(base64.b64decode(r["data_base64"]).decode("utf-8", "replace"), keep_newlines=True))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "sessions",
+        help="interactive sessions the daemon keeps running",
+        description="Sessions run in PTYs owned by the daemon: they outlive the console and SSH connections.",
+    )
+    add_state_dir(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+    ssub = p.add_subparsers(dest="sessions_command", metavar="ACTION")
+
+    q = ssub.add_parser("new", help="start a session for yourself (unsandboxed, like a tmux window)")
+    add_state_dir(q)
+    q.add_argument("--title", default="")
+    q.add_argument("--cwd", metavar="DIR")
+    q.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD")
+    q.set_defaults(func=cmd_new)
+
+    q = ssub.add_parser("attach", help="open the console on a session")
+    add_state_dir(q)
+    q.add_argument("id")
+    q.add_argument("--theme")
+    q.add_argument("--keymap")
+    q.add_argument("--config")
+    q.set_defaults(func=cmd_attach)
+
+    q = ssub.add_parser("capture", help="print the screen's text (like tmux capture-pane)")
+    add_state_dir(q)
+    q.add_argument("id")
+    q.add_argument("--scrollback", action="store_true", help="include the scrollback")
+    q.set_defaults(func=cmd_capture)
+
+    q = ssub.add_parser("send", help="type TEXT into a session")
+    add_state_dir(q)
+    q.add_argument("id")
+    q.add_argument("text")
+    q.add_argument("--enter", action="store_true", help="press Enter after the text")
+    q.set_defaults(func=cmd_send)
+
+    q = ssub.add_parser("read", help="print raw output from an offset (escaped)")
+    add_state_dir(q)
+    q.add_argument("id")
+    q.add_argument("--offset", type=int, default=0)
+    q.add_argument("--max-bytes", type=int, default=65536)
+    q.set_defaults(func=cmd_read)
+
+    q = ssub.add_parser("kill", help="end a session: TERM to its processes, then KILL")
+    add_state_dir(q)
+    q.add_argument("id")
+    q.add_argument("--grace", type=float, default=3.0, metavar="S")
+    q.set_defaults(func=cmd_kill)
+
+    q = ssub.add_parser("remove", help="forget an ended session and delete its recording")
+    add_state_dir(q)
+    q.add_argument("id")
+    q.set_defaults(func=cmd_remove)
+
+    q = ssub.add_parser("replay", help="play a session's recording in this terminal")
+    add_state_dir(q)
+    q.add_argument("id")
+    q.add_argument("--speed", type=float, default=1.0, metavar="X")
+    q.set_defaults(func=cmd_replay)

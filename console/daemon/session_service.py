@@ -1,0 +1,263 @@
+"""Sessions as the daemon serves them: who owns what, sandboxing, attach streams, status.
+
+An approved ``interactive`` or ``durable`` operation becomes a session running in the
+sandbox (with its own PTY, so no ``--new-session``); the operator's own sessions
+(``sessions.new``) run unconfined, like a tmux window. An agent reaches only the
+sessions of its agent session: the owner is ``agent:<session_id>`` (or the connection
+when the operation named no session). When the last connection holding an owner
+closes, that owner's ``interactive`` sessions end; ``durable`` ones keep running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections import Counter
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from console.contract.operation import Operation
+from console.daemon.events import EventHub, Topic
+from console.locations import Locations
+from console.protocol.jsonrpc import NOT_FOUND, UNAVAILABLE, RPCError
+from console.sandbox import Prepared, SandboxSetupError, SandboxUnavailable, prepare
+from console.sessions import (
+    Ended,
+    Output,
+    Resized,
+    SessionError,
+    SessionEvent,
+    SessionInfo,
+    SessionManager,
+    Snapshot,
+    UnknownSession,
+)
+
+if TYPE_CHECKING:
+    from console.daemon.broker import Broker
+    from console.daemon.connection import Connection
+    from console.daemon.execution import ExecutionService
+
+log = logging.getLogger("agent-console.sessions")
+
+OPERATOR = "operator"
+# Stop pulling from an attachment while this many frames wait for the client: the
+# attachment then falls behind and resyncs with a snapshot, and the PTY never waits.
+MAX_BACKLOG_FRAMES = 64
+
+
+def owner_for(op: Operation, conn_id: int) -> str:
+    return f"agent:{op.session_id}" if op.session_id else f"agent:conn-{conn_id}"
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class SessionService:
+    def __init__(self, loc: Locations, events: EventHub, broker: Broker, execution: ExecutionService) -> None:
+        self.events = events
+        self.broker = broker
+        self.execution = execution
+        self.manager = SessionManager(loc.state_dir, on_event=self._on_event)
+        self._prepared: dict[str, Prepared] = {}
+        self._holders: Counter[str] = Counter()  # owner -> live connections holding it
+        self._forwarders: dict[tuple[int, str], asyncio.Task[None]] = {}
+
+    async def start(self) -> None:
+        await self.manager.start()
+
+    async def close(self) -> None:
+        for task in self._forwarders.values():
+            task.cancel()
+        await self.manager.close(kill=True)
+        for prepared in self._prepared.values():
+            prepared.close()
+
+    # ------------------------------------------------------------------ views
+
+    def awaiting_approval(self, info: SessionInfo) -> bool:
+        if not info.owner.startswith("agent:") or info.owner.startswith("agent:conn-"):
+            return False
+        agent_session = info.owner.removeprefix("agent:")
+        return any(p.op.session_id == agent_session for p in self.broker.pending.values())
+
+    def to_wire(self, info: SessionInfo) -> dict[str, Any]:
+        out = asdict(info)
+        out["status_text"] = (
+            "awaiting approval" if info.alive and self.awaiting_approval(info) else info.status_text
+        )
+        out["sandboxed"] = info.id in self._prepared
+        try:
+            stats = self.manager.stats(info.id)
+            out["stats"] = asdict(stats)
+        except SessionError:
+            out["stats"] = None
+        return out
+
+    def status(self) -> dict[str, Any]:
+        infos = self.manager.list()
+        alive = sum(1 for i in infos if i.alive)
+        return {
+            "summary": f"{alive} running, {len(infos) - alive} ended",
+            "running": alive,
+            "total": len(infos),
+        }
+
+    def _on_event(self, event: SessionEvent) -> None:
+        if event.kind in ("exited", "lost", "removed"):
+            prepared = self._prepared.pop(event.session.id, None)
+            if prepared is not None:
+                prepared.close()
+        self.events.publish(Topic.SESSIONS, {"change": event.kind, "session": self.to_wire(event.session)})
+
+    # ------------------------------------------------------------------ ownership
+
+    def hold(self, conn: Connection, owner: str) -> None:
+        """``conn`` acts for ``owner`` until it closes."""
+        if owner in conn.session_owners:
+            return
+        conn.session_owners.add(owner)
+        self._holders[owner] += 1
+        if len(conn.session_owners) == 1:
+            conn.on_close.append(lambda: self._release(conn))
+
+    async def _release(self, conn: Connection) -> None:
+        for key in [k for k in self._forwarders if k[0] == conn.id]:
+            self._stop_forwarder(*key)
+        for owner in conn.session_owners:
+            self._holders[owner] -= 1
+            if self._holders[owner] <= 0:
+                del self._holders[owner]
+                ended = await self.manager.release_owner(owner)
+                if ended:
+                    log.info("ended %d interactive sessions of %s (its agent went away)", len(ended), owner)
+
+    def check_access(self, conn: Connection, session_id: str) -> SessionInfo:
+        try:
+            info = self.manager.get(session_id)
+        except UnknownSession:
+            raise RPCError(NOT_FOUND, f"no session {session_id}") from None
+        if conn.role.value != "operator" and info.owner not in conn.session_owners:
+            raise RPCError(NOT_FOUND, f"no session {session_id} of yours")
+        return info
+
+    # ------------------------------------------------------------------ creating
+
+    def start_for_operation(
+        self, op: Operation, conn: Connection, cols: int = 120, rows: int = 40
+    ) -> dict[str, Any]:
+        """Run an approved interactive/durable operation as a sandboxed session."""
+        probe = self.execution.probe
+        if probe is None:
+            raise RPCError(UNAVAILABLE, "the sandbox probe has not finished; try again")
+        try:
+            prepared = prepare(op, self.execution.config(), probe, terminal=True)
+        except (SandboxUnavailable, SandboxSetupError) as exc:
+            raise RPCError(UNAVAILABLE, f"the session could not be sandboxed: {exc}") from None
+        owner = owner_for(op, conn.id)
+        try:
+            info = self.manager.create(
+                prepared.argv,
+                cwd=prepared.cwd,
+                env=prepared.env,
+                title=op.justification[:200],
+                cols=cols,
+                rows=rows,
+                owner=owner,
+                mode=op.mode.value,  # type: ignore[arg-type]
+            )
+        except SessionError as exc:
+            prepared.close()
+            raise RPCError(UNAVAILABLE, f"the session could not start: {exc}") from None
+        self._prepared[info.id] = prepared
+        self.hold(conn, owner)
+        return self.to_wire(info)
+
+    def start_for_operator(
+        self, argv: list[str], cwd: str, title: str, cols: int, rows: int, env: dict[str, str] | None
+    ) -> dict[str, Any]:
+        try:
+            info = self.manager.create(
+                argv, cwd=cwd, env=env, title=title, cols=cols, rows=rows, owner=OPERATOR, mode="durable"
+            )
+        except SessionError as exc:
+            raise RPCError(-32602, str(exc)) from None
+        return self.to_wire(info)
+
+    # ------------------------------------------------------------------ attaching
+
+    def attach(self, conn: Connection, session_id: str, read_only: bool) -> dict[str, Any]:
+        client_id = f"conn-{conn.id}"
+        key = (conn.id, session_id)
+        self._stop_forwarder(*key)
+        att = self.manager.attach(session_id, client_id, read_only)
+        self._forwarders[key] = asyncio.create_task(self._forward(conn, att))
+        if not conn.session_owners:
+            conn.on_close.append(lambda: self._release(conn))
+        snap = att.snapshot
+        return {
+            "session": session_id,
+            "offset": snap.offset,
+            "cols": snap.cols,
+            "rows": snap.rows,
+            "snapshot_base64": b64(snap.data),
+        }
+
+    def detach(self, conn: Connection, session_id: str) -> None:
+        self._stop_forwarder(conn.id, session_id)
+
+    def _stop_forwarder(self, conn_id: int, session_id: str) -> None:
+        task = self._forwarders.pop((conn_id, session_id), None)
+        if task is not None:
+            task.cancel()
+        try:
+            self.manager.detach(session_id, f"conn-{conn_id}")
+        except SessionError:
+            pass
+
+    async def _forward(self, conn: Connection, att: Any) -> None:
+        sid = att.session_id
+        try:
+            async for event in att:
+                while conn.backlog() > MAX_BACKLOG_FRAMES and not conn.closed.is_set():
+                    await asyncio.sleep(0.01)
+                if conn.closed.is_set():
+                    return
+                if isinstance(event, Output):
+                    conn.notify(
+                        "session.output",
+                        {"session": sid, "offset": event.offset, "data_base64": b64(event.data)},
+                    )
+                elif isinstance(event, Snapshot):
+                    conn.notify(
+                        "session.snapshot",
+                        {
+                            "session": sid,
+                            "offset": event.offset,
+                            "cols": event.cols,
+                            "rows": event.rows,
+                            "snapshot_base64": b64(event.data),
+                        },
+                    )
+                elif isinstance(event, Resized):
+                    conn.notify(
+                        "session.resized",
+                        {"session": sid, "offset": event.offset, "cols": event.cols, "rows": event.rows},
+                    )
+                elif isinstance(event, Ended):
+                    conn.notify(
+                        "session.ended", {"session": sid, "offset": event.offset, "reason": event.reason}
+                    )
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("forwarding session %s to connection %d failed", sid, conn.id)
+        finally:
+            self._forwarders.pop((conn.id, sid), None)
+
+
+def unknown(exc: SessionError) -> RPCError:
+    return RPCError(NOT_FOUND if isinstance(exc, UnknownSession) else -32602, str(exc))
