@@ -26,8 +26,8 @@ from console.daemon.events import EventHub, Topic
 from console.daemon.execution import ExecutionService
 from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
-from console.daemon.session_service import SessionService
 from console.daemon.server import AlreadyRunning, close_socket_file, listen, live_daemon_pid
+from console.daemon.session_service import SessionService
 from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.peer import PeerCred
 from console.store import Store

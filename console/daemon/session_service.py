@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 from collections import Counter
 from dataclasses import asdict
@@ -212,10 +213,8 @@ class SessionService:
         task = self._forwarders.pop((conn_id, session_id), None)
         if task is not None:
             task.cancel()
-        try:
+        with contextlib.suppress(SessionError):
             self.manager.detach(session_id, f"conn-{conn_id}")
-        except SessionError:
-            pass
 
     async def _forward(self, conn: Connection, att: Any) -> None:
         sid = att.session_id
