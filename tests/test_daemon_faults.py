@@ -161,3 +161,34 @@ def test_unwritable_database_denies_with_store_unavailable():
     finally:
         d.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_requests_pending_at_a_crash_are_recorded_as_denied_after_restart():
+    base = short_tmp()
+    ws = workspace()
+    d = DaemonProcess(base / "s").start()
+    box = {}
+
+    def agent():
+        try:
+            with d.agent() as a:
+                box["answer"] = a.submit(operation(ws, network="any"))
+        except DaemonUnreachable as exc:
+            box["error"] = exc
+
+    t = threading.Thread(target=agent)
+    t.start()
+    with d.operator() as op:
+        rid = wait_for(lambda: op.call("pending.list")["pending"])[0]["request_id"]
+    d.kill9()
+    t.join(10)
+    assert "error" in box  # the agent heard "unreachable", never an allow
+    d2 = DaemonProcess(base / "s").start()
+    try:
+        with d2.operator() as op:
+            row = op.call("history.query", {"request_id": rid})["rows"][0]
+        assert (row["verdict"], row["source"], row["reason"]) == ("deny", "shutdown", "daemon_restarted")
+        assert d2.cli("history", "verify").returncode == 0
+    finally:
+        d2.stop()
+        shutil.rmtree(base, ignore_errors=True)

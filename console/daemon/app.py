@@ -30,7 +30,7 @@ from console.daemon.server import AlreadyRunning, close_socket_file, listen, liv
 from console.daemon.session_service import SessionService
 from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.peer import PeerCred
-from console.store import Store
+from console.store import Store, daemon_event
 
 log = logging.getLogger("agent-console.daemon")
 
@@ -119,8 +119,14 @@ class Daemon:
         self.token = create_token(self.loc.token)
         self.policy.reload()
         self.store = await asyncio.to_thread(Store.open, self.loc.database)
+        for note in self.store.open_notes:
+            log.warning("history store: %s", note)
         self.broker = Broker(self.store, self.events, self.policy)
         await self.broker.load()
+        await self.broker.settle_orphans()
+        await asyncio.wrap_future(
+            self.store.append(daemon_event(at=time.time(), note="started", body={"pid": self.pid}))
+        )
         self.execution = ExecutionService(self.loc, self.policy, self.store, self.events)
         await self.execution.start()
         self.sessions = SessionService(self.loc, self.events, self.broker, self.execution)
@@ -151,6 +157,10 @@ class Daemon:
             for server in servers:
                 server.close()
             await self.broker.shutdown()
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(
+                    self.store.append(daemon_event(at=time.time(), note="stopped", body={"pid": self.pid}))
+                )
             for item in list(self.execution.running.values()):
                 item.cancel.set()
             await asyncio.gather(*(conn.finish() for conn in list(self.connections.values())))

@@ -146,6 +146,47 @@ class Broker:
         for g in grants:
             self.grants.put(g)
 
+    async def settle_orphans(self) -> int:
+        """Record how requests left pending by a daemon that died ended: denied, never run.
+
+        Their agents lost the connection with the daemon, so they were told nothing but
+        "unreachable", which is a deny too; the history now says so.
+        """
+        orphans = await asyncio.to_thread(self.store.undecided_requests)
+        if not orphans:
+            return 0
+        now = self.clock()
+        columns = (
+            "request_id",
+            "fingerprint",
+            "tool",
+            "executable",
+            "command",
+            "cwd",
+            "workspace_root",
+            "session_id",
+            "justification",
+        )
+        events = [
+            Event(
+                kind="decision",
+                at=now,
+                verdict="deny",
+                source=Source.SHUTDOWN.value,
+                reason="daemon_restarted",
+                peer_pid=r.get("peer_pid"),
+                latency_ms=round((now - r["at"]) * 1000, 3),
+                body={"denials": [], "orphaned": True},
+                **{c: r[c] for c in columns},
+            )
+            for r in orphans
+        ]
+        await asyncio.wrap_future(self.store.append(*events))
+        log.warning(
+            "recorded %d requests left pending by a previous daemon as denied (daemon_restarted)", len(events)
+        )
+        return len(events)
+
     # ------------------------------------------------------------------ submit
 
     async def submit(
@@ -218,7 +259,7 @@ class Broker:
         events.append(self._decision_event(answer, op, peer_pid, decision))
         futures = [self.store.append(*events)]
         if grant is not None:
-            futures.append(self.store.use_grant(grant.id, now))
+            futures.append(self.store.use_grant(grant.id, now, request_id=rid))
         try:
             for f in futures:
                 await asyncio.wrap_future(f)

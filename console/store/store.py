@@ -502,6 +502,37 @@ class Store:
             "events": records,
         }
 
+    def grant_rows(self, *, include_inactive: bool = False, now: float | None = None) -> list[dict[str, Any]]:
+        """Grants as dicts, with the tool and command summary they were granted for
+        (what the grants screen and `agent-console grants` show)."""
+        grants = {g.id: g for g in self.grants(include_inactive=include_inactive, now=now)}
+        with self._reader("reading grants") as conn:
+            labels = dict(
+                (row[0], (row[1], row[2])) for row in conn.execute("SELECT id, tool, summary FROM grants")
+            )
+        out = []
+        for grant_id, g in grants.items():
+            tool, summary = labels.get(grant_id, ("", ""))
+            out.append({**g.to_dict(), "tool": tool, "summary": summary})
+        return out
+
+    def undecided_requests(self) -> list[dict[str, Any]]:
+        """Requests since the last daemon start that never got a decision: what was
+        pending when a daemon died. The next daemon records how they ended."""
+        with self._reader("finding undecided requests") as conn:
+            row = conn.execute(
+                "SELECT max(seq) FROM events WHERE kind = 'daemon' AND note = 'started'"
+            ).fetchone()
+            since = row[0] or 0
+            cols = ", ".join(f"r.{c}" for c in RECORD_COLUMNS)
+            rows = conn.execute(
+                f"SELECT {cols} FROM events AS r WHERE r.kind = 'request' AND r.seq > ? "  # noqa: S608
+                "AND NOT EXISTS (SELECT 1 FROM events AS d WHERE d.request_id = r.request_id AND d.kind = 'decision') "
+                "ORDER BY r.seq",
+                (since,),
+            ).fetchall()
+        return [record_from_row(r).to_dict() for r in rows]
+
     def previous_decisions(self, tool: str, executable: str, limit: int = 20) -> list[dict[str, Any]]:
         """The newest decisions for the same tool and executable, newest first, as dicts."""
         if not 1 <= limit <= 1000:

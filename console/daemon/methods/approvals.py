@@ -120,8 +120,7 @@ async def decide(ctx: CallContext, p: Params) -> dict[str, Any]:
 async def grants_list(ctx: CallContext, p: Params) -> dict[str, Any]:
     include_inactive = p.flag("include_inactive", False)
     p.done()
-    grants = await asyncio.to_thread(ctx.daemon.store.grants, include_inactive=include_inactive)
-    return {"grants": [g.to_dict() for g in grants]}
+    return {"grants": await asyncio.to_thread(ctx.daemon.store.grant_rows, include_inactive=include_inactive)}
 
 
 async def grants_add(ctx: CallContext, p: Params) -> dict[str, Any]:
