@@ -507,9 +507,9 @@ class Store:
         (what the grants screen and `agent-console grants` show)."""
         grants = {g.id: g for g in self.grants(include_inactive=include_inactive, now=now)}
         with self._reader("reading grants") as conn:
-            labels = dict(
-                (row[0], (row[1], row[2])) for row in conn.execute("SELECT id, tool, summary FROM grants")
-            )
+            labels = {
+                row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, tool, summary FROM grants")
+            }
         out = []
         for grant_id, g in grants.items():
             tool, summary = labels.get(grant_id, ("", ""))
