@@ -62,6 +62,9 @@ class QueueScreen(Screen[None]):
         self.guard: TypeAheadGuard | None = None
         self._previous: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
         self._shown_rid: str | None = None
+        self._detail_pending = False
+        self._view: QueueView | None = None
+        self._detail: RequestDetail | None = None
 
     def compose(self) -> ComposeResult:
         cfg = self.app.config
@@ -88,11 +91,15 @@ class QueueScreen(Screen[None]):
 
     @property
     def view(self) -> QueueView:
-        return self.query_one(QueueView)
+        if self._view is None:
+            self._view = self.query_one(QueueView)
+        return self._view
 
     @property
     def detail(self) -> RequestDetail:
-        return self.query_one(RequestDetail)
+        if self._detail is None:
+            self._detail = self.query_one(RequestDetail)
+        return self._detail
 
     def say(self, message: str, severity: str = "info") -> None:
         self.query_one(StatusLine).say(message, severity)
@@ -116,7 +123,10 @@ class QueueScreen(Screen[None]):
             if index is not None and index != view.cursor:
                 view.set_reactive(QueueView.cursor, index)
         view.rows_changed(first)
-        self._show_current()
+        # A burst of arrivals and departures redraws the detail once, after the rows.
+        if not self._detail_pending:
+            self._detail_pending = True
+            self.call_after_refresh(self._show_current)
 
     def select_request(self, request_id: str) -> bool:
         index = self.app.pending.index_of(request_id)
@@ -131,6 +141,7 @@ class QueueScreen(Screen[None]):
         return True
 
     def _show_current(self) -> None:
+        self._detail_pending = False
         entry = self.current()
         if entry is None:
             self._shown_rid = None

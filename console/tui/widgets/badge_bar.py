@@ -9,6 +9,7 @@ posts ``BadgeBar.Clicked(key)``.
 
 from __future__ import annotations
 
+import weakref
 from typing import ClassVar
 
 from rich.text import Text
@@ -23,7 +24,7 @@ class Badges:
 
     def __init__(self) -> None:
         self.items: dict[str, tuple[str, str]] = {}
-        self.on_change = lambda: None
+        self.bars: weakref.WeakSet[BadgeBar] = weakref.WeakSet()
 
     def set(self, key: str, label: str, variant: str = "default") -> None:
         if variant not in VARIANTS:
@@ -37,7 +38,8 @@ class Badges:
             return
         else:
             self.items[key] = (label, variant)
-        self.on_change()
+        for bar in list(self.bars):
+            bar.refresh()
 
     def get(self, key: str) -> str:
         return self.items.get(key, ("", ""))[0]
@@ -63,6 +65,9 @@ class BadgeBar(Widget):
         super().__init__(id=id)
         self.title = title
         self._spans: list[tuple[int, int, str]] = []
+
+    def on_mount(self) -> None:
+        self.badges.bars.add(self)
 
     @property
     def badges(self) -> Badges:

@@ -8,9 +8,6 @@ from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from console.tui.badges import badges
 from console.tui.present import (
@@ -23,18 +20,16 @@ from console.tui.present import (
     render_request,
 )
 from console.tui.widgets.request_detail import RequestDetail
+from console.tui.widgets.text_view import TextView
 
 
-class EntryView(VerticalScroll, can_focus=True):
+class EntryView(TextView):
     COMPONENT_CLASSES: ClassVar[set[str]] = {f"entry-view--{role}" for role in ROLES}
     # The same look as the queue's detail, under this widget's own names.
-    DEFAULT_CSS = (
-        "EntryView { background: $surface; padding: 0 1; }\nEntryView > Static { margin-bottom: 0; }\n"
-        + "\n".join(
-            line.replace("RequestDetail > .request-detail--", "EntryView > .entry-view--")
-            for line in RequestDetail.DEFAULT_CSS.splitlines()
-            if "RequestDetail > .request-detail--" in line
-        )
+    DEFAULT_CSS = "EntryView { background: $surface; padding: 0 1; }\n" + "\n".join(
+        line.replace("RequestDetail > .request-detail--", "EntryView > .entry-view--")
+        for line in RequestDetail.DEFAULT_CSS.splitlines()
+        if "RequestDetail > .request-detail--" in line
     )
 
     def __init__(self, *, max_chars: int = 2000, max_lines: int = 40, id: str | None = None) -> None:
@@ -42,11 +37,9 @@ class EntryView(VerticalScroll, can_focus=True):
         self.options = DetailOptions(max_chars=max_chars, max_lines=max_lines, with_previous=False)
         self.detail: Mapping[str, Any] | None = None
 
-    def compose(self) -> ComposeResult:
-        for part in ("request", "decision", "outcome", "files"):
-            yield Static(Text("Loading…") if part == "request" else "", id=f"entry-{part}")
-
     def on_mount(self) -> None:
+        super().on_mount()
+        self.set_text(Text("Loading…"))
         self.watch(self.app, "theme", lambda _: self.refresh_entry(), init=False)
 
     def styles_map(self) -> dict[str, Style]:
@@ -73,16 +66,18 @@ class EntryView(VerticalScroll, can_focus=True):
             text = rendered.text
         else:
             text = Text("The request itself is not in the history.", styles["dim"])
-        self.query_one("#entry-request", Static).update(text)
-        self.query_one("#entry-decision", Static).update(
-            render_decision(self.detail.get("decision"), styles, limit)
-        )
-        self.query_one("#entry-outcome", Static).update(
-            render_outcome(self.detail.get("outcome"), styles, limit)
-        )
-        self.query_one("#entry-files", Static).update(
-            render_files(self.detail.get("file_events") or [], styles, limit)
+        gap = Text("\n")
+        self.set_sections(
+            [
+                ("request", text),
+                ("", gap),
+                ("decision", render_decision(self.detail.get("decision"), styles, limit)),
+                ("", gap),
+                ("outcome", render_outcome(self.detail.get("outcome"), styles, limit)),
+                ("", gap),
+                ("files", render_files(self.detail.get("file_events") or [], styles, limit)),
+            ]
         )
 
     def jump_outcome(self) -> None:
-        self.scroll_to_widget(self.query_one("#entry-outcome"), animate=False, top=True)
+        self.scroll_to_anchor("outcome")

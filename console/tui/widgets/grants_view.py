@@ -72,13 +72,13 @@ class GrantsView(LineList):
     def render_line(self, y: int) -> Strip:
         if not self.rows and y == 1:
             width = self.scrollable_content_region.width
-            text = Text(f"  {self.empty_message}", self.get_component_rich_style("grants-view--empty"))
+            text = Text(f"  {self.empty_message}", self.component_style("grants-view--empty"))
             return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
         return super().render_line(y)
 
     def render_row(self, index: int, width: int, selected: bool) -> Strip:
         g = self.rows[index]
-        get = self.get_component_rich_style
+        get = self.component_style
         styles = {
             "escape": get("grants-view--escape"),
             "lookalike": get("grants-view--lookalike"),

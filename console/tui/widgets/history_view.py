@@ -119,12 +119,12 @@ class HistoryView(LineList):
     def render_line(self, y: int) -> Strip:
         if not self.rows and y == 1:
             width = self.scrollable_content_region.width
-            text = Text(f"  {self.empty_message}", self.get_component_rich_style("history-view--empty"))
+            text = Text(f"  {self.empty_message}", self.component_style("history-view--empty"))
             return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
         return super().render_line(y)
 
     def _styles(self) -> dict[str, Style]:
-        get = self.get_component_rich_style
+        get = self.component_style
         return {
             "escape": get("history-view--escape"),
             "lookalike": get("history-view--lookalike"),
@@ -134,7 +134,7 @@ class HistoryView(LineList):
 
     def render_row(self, index: int, width: int, selected: bool) -> Strip:
         r = self.rows[index]
-        get = self.get_component_rich_style
+        get = self.component_style
         styles = self._styles()
         row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
         row.append(f" {clock_time(r.get('at'))} ", get("history-view--time"))

@@ -24,6 +24,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from console.tui.bindings import bindings
+from console.tui.widgets.scrolling import set_virtual_size
 
 
 class LineList(ScrollView, can_focus=True):
@@ -72,6 +73,7 @@ class LineList(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self._cache: LRUCache[Hashable, Strip] = LRUCache(4096)
         self._style_generation = 0
+        self._style_lookup: dict[str, Style] = {}
 
     # ------------------------------------------------------------ for subclasses
 
@@ -85,11 +87,17 @@ class LineList(ScrollView, can_focus=True):
     def render_row(self, index: int, width: int, selected: bool) -> Strip:
         raise NotImplementedError
 
+    def component_style(self, name: str) -> Style:
+        """A component class's style, looked up once per theme (it is asked for every cell of every row)."""
+        style = self._style_lookup.get(name)
+        if style is None:
+            style = self._style_lookup[name] = self.get_component_rich_style(name)
+        return style
+
     def row_style(self, selected: bool) -> Style:
         if not selected:
-            return self.get_component_rich_style("line-list--row")
-        name = "line-list--cursor" if self.has_focus else "line-list--cursor-blurred"
-        return self.get_component_rich_style(name)
+            return self.component_style("line-list--row")
+        return self.component_style("line-list--cursor" if self.has_focus else "line-list--cursor-blurred")
 
     # ------------------------------------------------------------ Line API
 
@@ -109,7 +117,7 @@ class LineList(ScrollView, can_focus=True):
     def rows_changed(self, first: int = 0) -> None:
         """Rows from ``first`` on may differ (added, removed, re-filtered): repaint what shows."""
         count = self.row_count()
-        self.virtual_size = Size(self.scrollable_content_region.width, count)
+        set_virtual_size(self, Size(self.scrollable_content_region.width, count))
         if count and self.cursor >= count:
             self.cursor = count - 1
         top = self.scroll_offset.y
@@ -126,13 +134,14 @@ class LineList(ScrollView, can_focus=True):
         """The theme changed: every cached strip is stale."""
         self._style_generation += 1
         self._cache.clear()
+        self._style_lookup.clear()
         self.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
-        self.virtual_size = Size(self.scrollable_content_region.width, self.row_count())
+        set_virtual_size(self, Size(self.scrollable_content_region.width, self.row_count()))
 
     def on_mount(self) -> None:
-        self.virtual_size = Size(self.scrollable_content_region.width, self.row_count())
+        set_virtual_size(self, Size(self.scrollable_content_region.width, self.row_count()))
         self.watch(self.app, "theme", lambda _: self.restyle(), init=False)
 
     def on_focus(self) -> None:

@@ -66,7 +66,7 @@ class QueueView(LineList):
         return entry.request_id, age(self.clock() - entry.item.get("submitted_at", 0))
 
     def _styles(self) -> dict[str, Style]:
-        get = self.get_component_rich_style
+        get = self.component_style
         styles = {f"badge-{r}": get(f"queue-view--badge-{r}") for r in BADGE_ROLES}
         styles.update(
             escape=get("queue-view--escape"),
@@ -81,7 +81,7 @@ class QueueView(LineList):
             width = self.scrollable_content_region.width
             message = "  No pending requests. New ones appear here as the agent asks."
             return Strip(
-                [*Text(message, self.get_component_rich_style("queue-view--empty")).render(self.app.console)]
+                [*Text(message, self.component_style("queue-view--empty")).render(self.app.console)]
             ).adjust_cell_length(width, self.rich_style)
         return super().render_line(y)
 
@@ -90,7 +90,7 @@ class QueueView(LineList):
         item = entry.item
         styles = self._styles()
         base = self.row_style(selected)
-        get = self.get_component_rich_style
+        get = self.component_style
         row = Text(style=base, no_wrap=True, overflow="crop", end="")
         row.append(f" {age(self.clock() - item.get('submitted_at', 0)):>4} ", get("queue-view--age"))
         session, _ = agent_text(

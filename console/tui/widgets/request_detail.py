@@ -14,20 +14,17 @@ from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Static
 
 from console.tui.badges import Badge
 from console.tui.present import ROLES, DetailOptions, render_request
+from console.tui.widgets.text_view import TextView
 
 
-class RequestDetail(VerticalScroll, can_focus=True):
+class RequestDetail(TextView):
     COMPONENT_CLASSES: ClassVar[set[str]] = {f"request-detail--{role}" for role in ROLES}
     DEFAULT_CSS = """
     RequestDetail { background: $surface; padding: 0 1; scrollbar-size-vertical: 1; }
-    RequestDetail > #detail-body { width: 1fr; }
     RequestDetail > .request-detail--heading { color: $primary; text-style: bold; }
     RequestDetail > .request-detail--label { color: $text-muted; }
     RequestDetail > .request-detail--dim { color: $text-muted; }
@@ -77,12 +74,15 @@ class RequestDetail(VerticalScroll, can_focus=True):
         self.badges: Sequence[Badge] = ()
         self.previous: Sequence[Mapping[str, Any]] | None = None
         self.truncated = False
-
-    def compose(self) -> ComposeResult:
-        yield Static(Text("Select a request to see what it would do.", style="italic"), id="detail-body")
+        self._styles: dict[str, Style] | None = None
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _: self.refresh_detail(), init=False)
+        super().on_mount()
+        self.watch(self.app, "theme", lambda _: self._restyle(), init=False)
+
+    def _restyle(self) -> None:
+        self._styles = None
+        self.refresh_detail()
 
     @property
     def request_id(self) -> str | None:
@@ -96,7 +96,9 @@ class RequestDetail(VerticalScroll, can_focus=True):
         return f"{self.request_id}:{'expanded' if self.options.expanded else 'bounded'}"
 
     def styles_map(self) -> dict[str, Style]:
-        return {role: self.get_component_rich_style(f"request-detail--{role}") for role in ROLES}
+        if self._styles is None:
+            self._styles = {role: self.get_component_rich_style(f"request-detail--{role}") for role in ROLES}
+        return self._styles
 
     def show(
         self,
@@ -107,7 +109,7 @@ class RequestDetail(VerticalScroll, can_focus=True):
         if item is None or self.item is None or item.get("request_id") != self.item.get("request_id"):
             self.options.expanded = False
             self.options.full_fingerprint = False
-            self.scroll_home(animate=False)
+            self.scroll_to(y=0, animate=False, immediate=True)
         self.item = item
         self.badges = badges
         self.previous = previous
@@ -128,10 +130,9 @@ class RequestDetail(VerticalScroll, can_focus=True):
         self.refresh_detail()
 
     def refresh_detail(self) -> None:
-        body = self.query_one("#detail-body", Static)
         if self.item is None:
             self.truncated = False
-            body.update(
+            self.set_text(
                 Text("No request selected.", style=self.get_component_rich_style("request-detail--dim"))
             )
         else:
@@ -139,5 +140,5 @@ class RequestDetail(VerticalScroll, can_focus=True):
                 self.item, self.badges, self.styles_map(), self.options, self.previous, now=self.clock()
             )
             self.truncated = rendered.truncated
-            body.update(rendered.text)
+            self.set_text(rendered.text)
         self.post_message(self.Shown(self.shown_key, self.truncated))

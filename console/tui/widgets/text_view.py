@@ -1,0 +1,89 @@
+"""Read-only rich text drawn with the Line API: wrapped once per change, not once per frame.
+
+The request detail and the history entry are long, change often (every new selection)
+and may hold 100,000 characters once expanded. Wrapping happens when the text or the
+width changes; each frame then only looks up the visible lines. Sections keep their
+first line so a view can jump to one (the outcome of a history entry).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from console.tui.widgets.scrolling import set_virtual_size
+
+
+class TextView(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    TextView { background: $surface; padding: 0 1; overflow-x: hidden; overflow-y: auto; scrollbar-size-vertical: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._sections: list[tuple[str, Text]] = []
+        self._lines: list[Strip] = []
+        self._anchors: dict[str, int] = {}
+        self._wrapped_width = -1
+
+    def set_sections(self, sections: list[tuple[str, Text]]) -> None:
+        """Replace the content: named pieces of text, shown one after another."""
+        self._sections = sections
+        self._wrapped_width = -1
+        self._wrap()
+        self.refresh()
+
+    def set_text(self, text: Text) -> None:
+        self.set_sections([("", text)])
+
+    @property
+    def plain(self) -> str:
+        return "\n".join(text.plain for _, text in self._sections)
+
+    def anchor(self, name: str) -> int | None:
+        return self._anchors.get(name)
+
+    def _wrap(self) -> None:
+        width = self.scrollable_content_region.width
+        if width <= 0 or width == self._wrapped_width:
+            return
+        console = self.app.console
+        options = console.options.update(width=width, height=None, no_wrap=False, overflow="fold")
+        lines: list[Strip] = []
+        anchors: dict[str, int] = {}
+        for name, text in self._sections:
+            if name:
+                anchors[name] = len(lines)
+            for segments in console.render_lines(text, options, style=self.rich_style, pad=False):
+                lines.append(Strip(segments))
+        self._lines = lines
+        self._anchors = anchors
+        self._wrapped_width = width
+        set_virtual_size(self, Size(width, len(lines)))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._wrap()
+
+    def on_mount(self) -> None:
+        self._wrap()
+        self.watch(self.app, "theme", lambda _: self.rewrap(), init=False)
+
+    def rewrap(self) -> None:
+        self._wrapped_width = -1
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        self._wrap()
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        if index >= len(self._lines):
+            return Strip.blank(width, self.rich_style)
+        return self._lines[index].adjust_cell_length(width, self.rich_style)
+
+    def scroll_to_anchor(self, name: str) -> None:
+        line = self._anchors.get(name)
+        if line is not None:
+            self.scroll_to(y=line, animate=False, immediate=True)
