@@ -17,7 +17,7 @@ from console.policy.patterns import ProtectedPaths
 from console.watch import Attributions, FileEvent, WatchStatus, WorkspaceWatcher
 
 WAIT_S = 20.0
-FAST = {"rescan_interval_s": 0.3, "settle_s": 0.2, "debounce_ms": 100, "step_ms": 10}
+FAST = {"rescan_interval_s": 0.3, "settle_s": 0.5, "debounce_ms": 100, "step_ms": 10}
 
 
 class Recorder:

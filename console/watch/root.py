@@ -229,6 +229,8 @@ class RootWorker:
             self._polling = False
             self._start_notifiers()
         if flushes or self._rescan_due(now):
+            if self._notifiers and not flushes:
+                self._pull()  # take what the stream already holds, so the rescan does not race it
             self._rescan()
         for f in flushes:
             self._post(MarkerItem(f.done))
@@ -521,6 +523,7 @@ class RootWorker:
                 "missed_events",
                 f"the periodic rescan found {len(out)} change(s) that the event stream did not report",
             )
+            self._publish()  # whoever reads these events can already see why in the status
         self._post(RecordsItem(self.root, out, time.time()))
 
     # -- status -------------------------------------------------------------------------
