@@ -103,10 +103,36 @@ async def test_directory_deleted_and_recreated_is_still_watched(tmp_path):
             write(ws / ".git" / "hooks" / f"post-merge-{i}", "#!/bin/sh\n")
             later.append(await rec.wait_path(f"src/deep/er/later{i}.py", "added"))
             merge.append(await rec.wait_path(f".git/hooks/post-merge-{i}", "added"))
-    trace = [(e.seq, e.kind.value, e.path, e.source) for e in rec.events]
+    trace = "; ".join(f"{e.seq} {e.kind.value} {e.path} {e.source}" for e in rec.events)
     assert any(e.source == "inotify" for e in later), trace
     assert any(e.source == "inotify" for e in merge), trace
     assert merge[0].protected == ".git/hooks/**"
+
+
+async def test_a_directory_that_lost_its_watch_unnoticed_is_watched_again(tmp_path, monkeypatch):
+    from console.watch.index import TreeIndex
+
+    ws = workspace(tmp_path)
+    async with watching(ws, verify_interval_s=0.3) as (watcher, rec):
+        # The fault: a watched directory replaced while its events were lost and its inode
+        # number reused, so nothing the watcher saw says it changed. The kernel cannot be
+        # made to reuse an inode on demand, so the index is told to overlook the change.
+        monkeypatch.setattr(TreeIndex, "renew", lambda self, rel: None)
+        shutil.rmtree(ws / "src")
+        (ws / "src").mkdir()
+        write(ws / "src" / "x.txt")
+        await rec.wait_path("src/x.txt", "added")
+        await watcher.flush()
+        monkeypatch.undo()
+        # Only the kernel's list of watches shows that src/ is blind; once checked, later
+        # writes arrive as events again.
+        sources = []
+        for i in range(100):
+            write(ws / "src" / f"after{i}.txt")
+            sources.append((await rec.wait_path(f"src/after{i}.txt", "added")).source)
+            if sources[-1] == "inotify":
+                break
+    assert sources[-1] == "inotify", sources
 
 
 async def test_symlinks_out_of_the_workspace_are_flagged_and_not_followed(tmp_path):
@@ -224,13 +250,14 @@ OVERFLOW_CHILD = textwrap.dedent(
     async def main():
         watcher = WorkspaceWatcher(
             protected_for=lambda r: PolicyConfig().protected_paths, attributions=Attributions(),
-            on_event=lambda e: e.protected and emit({"event": e.to_dict()}), on_status=lambda s: None,
-            rescan_interval_s=0.3, settle_s=0.2, debounce_ms=100, step_ms=10,
+            on_event=lambda e: emit({"event": e.to_dict()}), on_status=lambda s: None,
+            rescan_interval_s=0.3, settle_s=0.2, debounce_ms=100, step_ms=10, verify_interval_s=0.5,
         )
         await watcher.add_root(sys.argv[2])
         emit({"ready": True})
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         emit({"status": watcher.status().to_dict()})
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
         await watcher.close()
 
     asyncio.run(main())
@@ -267,17 +294,40 @@ def test_a_kernel_queue_overflow_loses_no_protected_change(tmp_path):
             with open(ws / ".env", "a") as f:
                 f.write("STOLEN=1\n")
             write(ws / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nevil\n")
+            # And a watched directory replaced while nobody could say so (its inode number
+            # is often reused, so only the kernel's list of watches shows that it is blind).
+            shutil.rmtree(ws / "src")
+            (ws / "src").mkdir()
         finally:
             os.kill(child.pid, signal.SIGCONT)
-        seen: dict[str, dict] = {}
-        while len(seen) < 2:
+
+        def next_event() -> dict:
             line = child.stdout.readline()
             assert line, "the watcher exited early"
-            ev = json.loads(line)["event"]
+            return json.loads(line)["event"]
+
+        seen: dict[str, dict] = {}
+        while len(seen) < 2:
+            ev = next_event()
             if ev["path"] in (".env", ".git/hooks/pre-commit"):
                 seen[ev["path"]] = ev
+        child.stdin.write("status\n")
+        child.stdin.flush()
+        while True:
+            line = json.loads(child.stdout.readline())
+            if "status" in line:
+                status = line["status"]["roots"][0]
+                break
+        # The replaced directory is watched again: a later write arrives as an event.
+        sources = []
+        for i in range(40):
+            write(ws / "src" / f"after{i}.txt")
+            while (ev := next_event())["path"] != f"src/after{i}.txt":
+                pass
+            sources.append(ev["source"])
+            if ev["source"] == "inotify":
+                break
         child.stdin.close()
-        status = json.loads(child.stdout.readline())["status"]["roots"][0]
         assert child.wait(timeout=30) == 0
     finally:
         if child.poll() is None:
@@ -286,6 +336,7 @@ def test_a_kernel_queue_overflow_loses_no_protected_change(tmp_path):
     assert seen[".git/hooks/pre-commit"]["kind"] == "added"
     assert {e["source"] for e in seen.values()} == {"rescan"}
     assert "missed_events" in {r["code"] for r in status["reasons"]}
+    assert sources[-1] == "inotify", sources
 
 
 # -- the inotify watch limit ---------------------------------------------------------------

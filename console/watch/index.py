@@ -22,6 +22,7 @@ Everything here runs in the root's worker thread; nothing is thread-safe by itse
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import time
@@ -45,6 +46,8 @@ RACY_S = 1.0
 TRUST_WINDOW_S = 60.0
 
 Key = tuple[int, int, int, int, int, int, int, int, int]
+
+_generations = itertools.count(1)
 
 
 def key_of(st: os.stat_result) -> Key:
@@ -105,6 +108,10 @@ def _split(rel: str) -> tuple[str, str]:
 class DirNode:
     ino: int
     mtime_ns: int
+    # Which incarnation of the directory this is. A directory deleted and recreated
+    # often gets the same inode number back, but its inotify watch died with the old
+    # one: the generation changes whenever the directory may have been replaced.
+    gen: int = field(default_factory=lambda: next(_generations))
     listed_at: float = 0.0
     files: set[str] = field(default_factory=set)  # everything that is not a watched directory
     subdirs: set[str] = field(default_factory=set)  # watched directories
@@ -528,7 +535,8 @@ class TreeIndex:
                 return
             if was_dir:
                 node = self.dirs[rel]
-                if node.ino != st.st_ino or RAW_ADDED in kinds:
+                if node.ino != st.st_ino or RAW_ADDED in kinds or RAW_DELETED in kinds:
+                    self.renew(rel)
                     self.sync_dir(rel, deep=True, source=source, out=out)
                 elif RAW_MODIFIED in kinds:
                     old = self.prot.get(rel)
@@ -561,6 +569,19 @@ class TreeIndex:
             pnode.excluded.discard(name)
             self.plan_dirty = True
         out.append(self._record(rel, kind, st, source, now, prot))
+
+    def renew(self, rel: str) -> None:
+        """The directory may have been replaced: give it a new generation (its watch, if
+        it is watched on its own, must be started again) and refresh its protected key."""
+        node = self.dirs.get(rel)
+        if node is None:
+            return
+        node.gen = next(_generations)
+        self.plan_dirty = True
+        if rel in self.prot:
+            st = lstat_or_none(self.abs(rel))
+            if st is not None:
+                self.prot[rel] = key_of(st)
 
     def _add_dir(self, rel: str, st: os.stat_result, out: list[Record], source: Source, now: float) -> None:
         parent, name = _split(rel)
@@ -611,7 +632,7 @@ class TreeIndex:
                 continue
             settled = young is None or st.st_mtime < young
             if node.ino != st.st_ino:
-                self.plan_dirty = True  # replaced: a watch on the old one died with it
+                self.renew(d)
             node.mtime_ns = st.st_mtime_ns if settled else -1
             node.ino, node.listed_at = st.st_ino, now
             files: set[str] = set()

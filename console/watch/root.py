@@ -6,8 +6,9 @@ event loop: the thread judges each batch (``lstat``, patterns, walks of new
 directories) and hands finished records to the loop.
 
 watchfiles is driven through its public ``watch()`` iterator with our own filter and
-``yield_on_timeout``, so the thread can interleave two of them (directories watched
-alone and subtrees watched whole, see ``index.Plan``), its rescans and its commands.
+``yield_on_timeout``, so the thread can interleave up to three of them (directories
+watched alone, subtrees watched whole, subtrees added since; see ``index.Plan`` and
+``_sync_notifiers``), its rescans and its commands.
 When an iterator dies — a file name that is not UTF-8 ends it for good, a full inotify
 watch table ends it at start or later — the thread says why in the root's status,
 restarts it (as a polling watcher when the limit is the cause), and rescans at once,
@@ -33,7 +34,7 @@ from console.contract.outcome import ChangeKind
 from console.policy.patterns import ProtectedPaths
 from console.watch.baseline import Baselines
 from console.watch.events import Degradation, DegradationCode, RootStatus, Source
-from console.watch.index import Plan, Record, TreeIndex, lstat_or_none, stat_root
+from console.watch.index import Record, TreeIndex, lstat_or_none, stat_root
 from console.watch.probe import kernel_dev, watched_inodes
 from console.watch.scope import DEFAULT_SKIP_IN_GIT, DEFAULT_SKIP_NAMES, Scope
 
@@ -56,6 +57,7 @@ class Tuning:
     recover_after_s: float = 60.0
     retry_inotify_s: float = 300.0
     max_backoff_s: float = 5.0
+    verify_interval_s: float = 10.0
     skip_names: frozenset[str] = DEFAULT_SKIP_NAMES
     skip_in_git: frozenset[str] = DEFAULT_SKIP_IN_GIT
 
@@ -83,10 +85,15 @@ class MarkerItem:
 Item = RecordsItem | StatusItem | MarkerItem
 
 
+# "alone": directories watched non-recursively; "whole": subtrees watched recursively,
+# started once; "extra": subtrees that appeared since "whole" started.
+Role = Literal["alone", "whole", "extra"]
+
+
 @dataclass(slots=True)
 class _Notifier:
-    role: Literal["alone", "whole"]
-    paths: tuple[str, ...]
+    role: Role
+    entries: dict[str, int]  # watched directory -> its generation when the watch started
     polling: bool
     gen: Generator[set[tuple[watchfiles.Change, str]], None, None]
 
@@ -127,9 +134,9 @@ class RootWorker:
         self._stop = threading.Event()
         self._commands: queue.SimpleQueue[_Policy | _Flush] = queue.SimpleQueue()
         self._notifiers: list[_Notifier] = []
-        self._plan: Plan | None = None
-        self._plan_identity: tuple[int, ...] = ()
         self._unverified: dict[str, float] = {}
+        self._next_entry_check = 0.0
+        self._started = False
         self._polling = tuning.force_polling
         self._polling_since = 0.0
         self._root_missing = False
@@ -203,7 +210,7 @@ class RootWorker:
 
     def _begin(self) -> None:
         if self.index.build(report=False, out=[], source="rescan"):
-            self._start_notifiers()
+            self._sync_notifiers(restart_all=True)
         else:
             self._root_missing = True
             self._degrade("root_missing", "the workspace directory does not exist; waiting for it")
@@ -221,13 +228,15 @@ class RootWorker:
         if self._restart_at is not None and now >= self._restart_at and not self._root_missing:
             self._rescan()  # bring the index (and so the plan) up to date first
             if self._restart_at is not None and not self._root_missing:
-                self._start_notifiers()
+                # Only what died restarts, unless the mode changed (inotify <-> polling).
+                switched = any(n.polling != self._polling for n in self._notifiers)
+                self._sync_notifiers(restart_all=switched)
         elif self._notifiers and self.index.plan_dirty:
-            self._replan()
+            self._sync_notifiers()
         retry_inotify = now - self._polling_since >= self.tuning.retry_inotify_s
         if self._polling and not self.tuning.force_polling and self._notifiers and retry_inotify:
             self._polling = False
-            self._start_notifiers()
+            self._sync_notifiers(restart_all=True)
         if flushes or self._rescan_due(now):
             if self._notifiers and not flushes:
                 self._pull()  # take what the stream already holds, so the rescan does not race it
@@ -265,7 +274,7 @@ class RootWorker:
         # Paths that stay protected keep the baseline they had; new ones get theirs now.
         self.index = TreeIndex(self.root, self._scope(protected), self.baselines)
         if self.index.build(report=False, out=[], source="rescan") and self._notifiers:
-            self._start_notifiers()
+            self._sync_notifiers(restart_all=True)
         self._next_rescan = time.monotonic()
 
     # -- events ---------------------------------------------------------------------------
@@ -277,9 +286,9 @@ class RootWorker:
         parent = rel.rpartition("/")[0]
         return not (parent and self.index.scope.under_skipped(parent))
 
-    def _make(self, role: Literal["alone", "whole"], paths: tuple[str, ...]) -> _Notifier:
+    def _make(self, role: Role, entries: dict[str, int]) -> _Notifier:
         gen = watchfiles.watch(
-            *[self.index.abs(p) for p in paths],
+            *[self.index.abs(p) for p in entries],
             watch_filter=self._keep,
             debounce=self.tuning.debounce_ms,
             step=self.tuning.step_ms,
@@ -290,10 +299,10 @@ class RootWorker:
             raise_interrupt=False,
             force_polling=self._polling,
             poll_delay_ms=self.tuning.poll_delay_ms,
-            recursive=role == "whole",
+            recursive=role != "alone",
             ignore_permission_denied=False,
         )
-        return _Notifier(role, paths, self._polling, gen)
+        return _Notifier(role, entries, self._polling, gen)
 
     def _pull(self) -> None:
         for n in list(self._notifiers):
@@ -331,17 +340,45 @@ class RootWorker:
         if len(changes) >= _BIG_BATCH:
             self._next_rescan = min(self._next_rescan, time.monotonic() + self.tuning.settle_s)
 
-    def _start_notifiers(self) -> None:
-        """Start iterators for the current plan; the old ones run until the new ones are
-        up, then are drained, so a replan loses nothing."""
+    def _sync_notifiers(self, *, restart_all: bool = False) -> None:
+        """Make the running iterators match the plan, restarting as little as possible.
+
+        Starting a recursive watchfiles watcher walks its whole tree with the GIL held
+        (about 4 us per entry), so the big "whole" iterator is started once and kept:
+        subtrees that appear later (a new top-level directory, a replaced one) go to a
+        small "extra" iterator. The big one restarts only when one of its subtrees gained
+        a skipped directory (to stop spending watches on it), on failure, on a policy
+        change, or when switching between inotify and polling. New iterators start
+        before the old ones are drained and closed, so a restart loses nothing.
+        """
         self._restart_at = None
         plan = self.index.plan()
+        dirs = self.index.dirs
+        want_alone = {p: dirs[p].gen for p in plan.alone}
+        want_whole = {p: dirs[p].gen for p in plan.whole}
+        current = {} if restart_all else {n.role: n for n in self._notifiers}
+        specs: dict[Role, dict[str, int]] = {}
+        alone = current.get("alone")
+        if alone is None or alone.entries != want_alone:
+            specs["alone"] = want_alone
+        base = current.get("whole")
+        if base is None or any(p in dirs and p not in want_whole for p in base.entries):
+            specs["whole"] = want_whole
+            specs["extra"] = {}
+        else:
+            extra = current.get("extra")
+            covered = {*base.entries.items(), *(extra.entries.items() if extra else ())}
+            keep = {p: i for p, i in (extra.entries.items() if extra else ()) if want_whole.get(p) == i}
+            missing = {p: i for p, i in want_whole.items() if (p, i) not in covered}
+            if missing or (extra is not None and keep != extra.entries):
+                specs["extra"] = {**keep, **missing}
+        if not specs:
+            return
         fresh: list[_Notifier] = []
         try:
-            if plan.alone:
-                fresh.append(self._make("alone", plan.alone))
-            if plan.whole:
-                fresh.append(self._make("whole", plan.whole))
+            for role, entries in specs.items():
+                if entries:
+                    fresh.append(self._make(role, entries))
             primed = [(n, next(n.gen)) for n in fresh]
         except StopIteration:
             return
@@ -350,14 +387,15 @@ class RootWorker:
                 n.gen.close()
             self._failed(exc)  # the old iterators, if any, keep watching until the retry
             return
-        old_watched = self._watched()
-        old, self._notifiers, self._plan = self._notifiers, fresh, plan
-        self._plan_identity = self._identity(plan)
+        before = self._watched()
+        replaced = [n for n in self._notifiers if n.role in specs or restart_all]
+        kept = [n for n in self._notifiers if n not in replaced]
+        self._notifiers = kept + fresh
         source: Source = "poll" if self._polling else "inotify"
         for _n, changes in primed:
             if changes:
                 self._apply(changes, source)
-        for n in old:
+        for n in replaced:
             try:
                 changes = next(n.gen)
                 if changes:
@@ -365,8 +403,10 @@ class RootWorker:
             except Exception:  # it may be the one that failed; its successor covers it
                 log.debug("draining a replaced watcher failed", exc_info=True)
             n.gen.close()
-        self._counts.restarts += 1 if old else 0
-        self._cover_gap(old_watched, source)
+        if self._started:
+            self._counts.restarts += 1
+        self._started = True
+        self._cover_gap(before, source)
         if self._polling:
             self._degrade(
                 "watch_limit",
@@ -377,43 +417,29 @@ class RootWorker:
             self._clear("watch_limit")
 
     def _watched(self) -> dict[tuple[str, bool], int]:
-        """(directory, whole?) -> inode of what the running iterators watch."""
-        if self._plan is None:
-            return {}
-        entries = [(p, False) for p in self._plan.alone] + [(p, True) for p in self._plan.whole]
-        return dict(zip(entries, self._plan_identity, strict=True))
+        """(directory, recursively?) -> generation, for everything the iterators watch."""
+        return {(p, n.role != "alone"): ino for n in self._notifiers for p, ino in n.entries.items()}
 
-    def _cover_gap(self, old_watched: dict[tuple[str, bool], int], source: Source) -> None:
+    def _cover_gap(self, before: dict[tuple[str, bool], int], source: Source) -> None:
         """A directory is blind between our walk of it and the moment notify watches it.
         Now that it is watched, list what was not watched before again: whatever appeared
         in between is reported here (and its late raw event, if any, is suppressed)."""
         out: list[Record] = []
-        if not old_watched:
+        if not before:
             self.index.rescan(out)  # first start: everything since the initial walk
             self._emit(out, counted=False)
             return
         for entry, ino in self._watched().items():
-            if old_watched.get(entry) != ino:
+            if before.get(entry) != ino:
                 path, whole = entry
-                self.index.sync_dir(path, deep=whole, source=source, out=out)
+                if path in self.index.dirs:
+                    self.index.sync_dir(path, deep=whole, source=source, out=out)
         self._emit(out, counted=False)
-
-    def _identity(self, plan: Plan) -> tuple[int, ...]:
-        # A planned directory deleted and recreated has the same path and a new inode:
-        # its watch died with the old one, so the plan must be started again.
-        dirs = self.index.dirs
-        return tuple(dirs[p].ino if p in dirs else -1 for p in (*plan.alone, *plan.whole))
-
-    def _replan(self) -> None:
-        plan = self.index.plan()
-        if plan != self._plan or self._identity(plan) != self._plan_identity:
-            self._start_notifiers()
 
     def _close_notifiers(self) -> None:
         for n in self._notifiers:
             n.gen.close()
         self._notifiers = []
-        self._plan = None
 
     def _schedule_restart(self) -> None:
         now = time.monotonic()
@@ -444,7 +470,6 @@ class RootWorker:
         else:
             self._degrade("watcher_error", f"the event stream failed ({type(exc).__name__}); restarted it")
             log.warning("watchfiles failed: %s", type(exc).__name__)
-        self._plan = None  # the next start covers its gap like a first start
         self._schedule_restart()
 
     # -- rescans ------------------------------------------------------------------------
@@ -467,12 +492,12 @@ class RootWorker:
             self._clear("root_missing")
             self.index.build(report=True, out=out, source="rescan")
             self._emit(out, counted=False)
-            self._start_notifiers()
+            self._sync_notifiers(restart_all=True)
         elif st.st_ino != self.index.root_ino:
             self.index.root_ino = st.st_ino
             self.index.sync_dir("", deep=True, source="rescan", out=out)
             self._emit(out, counted=False)
-            self._start_notifiers()
+            self._sync_notifiers(restart_all=True)
         else:
             young = time.time() - max(
                 self.tuning.settle_s, 3 * self._last_apply_s + self.tuning.debounce_ms / 1000
@@ -488,31 +513,53 @@ class RootWorker:
         self._next_rescan = time.monotonic() + max(interval, 20 * took)
 
     def _verify_watches(self) -> None:
-        """Fall back to polling when directories that appeared are not really watched."""
-        if self._polling or not self._notifiers or self._restart_at is not None or not self._unverified:
+        """Check with the kernel that what should be watched is.
+
+        A directory that appeared inside a watched tree and has no watch means the
+        kernel refused it (the watch limit): fall back to polling. A planned directory
+        without a watch (deleted and recreated while events were lost, so nothing told
+        us) is started again. Reads /proc/self/fdinfo: new directories are checked once
+        settled, planned ones every ``verify_interval_s``.
+        """
+        if self._polling or not self._notifiers or self._restart_at is not None:
             return
-        cutoff = time.monotonic() - self.tuning.settle_s
-        due = [rel for rel, t in self._unverified.items() if t <= cutoff]
-        if not due:
+        now = time.monotonic()
+        due = [rel for rel, t in self._unverified.items() if t <= now - self.tuning.settle_s]
+        check_entries = now >= self._next_entry_check
+        if not due and not check_entries:
             return
         for rel in due:
             del self._unverified[rel]
         watched = watched_inodes()
         if watched is None:
             return
-        blind = 0
-        for rel in due:
+
+        def unwatched(rel: str) -> bool:
             node = self.index.dirs.get(rel)
             st = lstat_or_none(self.index.abs(rel))
             if node is None or st is None or st.st_ino != node.ino:
-                continue
-            if (kernel_dev(st.st_dev), st.st_ino) not in watched:
-                blind += 1
+                return False  # gone or changed since: the index will catch up first
+            return (kernel_dev(st.st_dev), st.st_ino) not in watched
+
+        blind = sum(1 for rel in due if unwatched(rel))
         if blind:
             log.warning("inotify refused watches for %d new directories; polling", blind)
             self._polling = True
-            self._polling_since = time.monotonic()
-            self._start_notifiers()
+            self._polling_since = now
+            self._sync_notifiers(restart_all=True)
+            return
+        if check_entries:
+            self._next_entry_check = now + self.tuning.verify_interval_s
+            dirs = self.index.dirs
+            live = {
+                p for n in self._notifiers for p, gen in n.entries.items() if p in dirs and dirs[p].gen == gen
+            }
+            dead = [p for p in sorted(live) if unwatched(p)]
+            for p in dead:
+                self.index.renew(p)
+            if dead:
+                log.info("%d watched directories had lost their watch; watching them again", len(dead))
+                self._sync_notifiers()
 
     def _emit(self, out: list[Record], *, counted: bool) -> None:
         if not out:

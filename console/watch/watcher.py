@@ -88,6 +88,7 @@ class WorkspaceWatcher:
         poll_delay_ms: int = 250,
         force_polling: bool = False,
         recover_after_s: float = 60.0,
+        verify_interval_s: float = 10.0,
         skip_names: frozenset[str] = DEFAULT_SKIP_NAMES,
         skip_in_git: frozenset[str] = DEFAULT_SKIP_IN_GIT,
         first_seq: int = 1,
@@ -99,8 +100,8 @@ class WorkspaceWatcher:
             raise ValueError("need 1 <= step_ms <= debounce_ms <= 10000")
         if not 10 <= poll_delay_ms <= 60_000:
             raise ValueError("poll_delay_ms must be between 10 and 60000")
-        if settle_s < 0 or recover_after_s < 0:
-            raise ValueError("settle_s and recover_after_s must not be negative")
+        if settle_s < 0 or recover_after_s < 0 or verify_interval_s <= 0:
+            raise ValueError("settle_s and recover_after_s must be >= 0, verify_interval_s > 0")
         if first_seq < 0 or chunk < 1:
             raise ValueError("first_seq must be >= 0 and chunk >= 1")
         self._protected_for = protected_for
@@ -115,6 +116,7 @@ class WorkspaceWatcher:
             poll_delay_ms=poll_delay_ms,
             force_polling=force_polling,
             recover_after_s=recover_after_s,
+            verify_interval_s=verify_interval_s,
             skip_names=frozenset(skip_names),
             skip_in_git=frozenset(skip_in_git),
         )
