@@ -68,6 +68,7 @@ class RecordsItem:
     root: str
     records: list[Record]
     at: float
+    urgent: bool = False  # protected changes: delivered ahead of queued ordinary ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +327,7 @@ class RootWorker:
 
         def hand_over(first: list[Record]) -> None:
             urgent.extend(first)
-            self._post(RecordsItem(self.root, first, time.time()))
+            self._post(RecordsItem(self.root, first, time.time(), urgent=True))
 
         self.index.apply_raw(changes, source, out, urgent=hand_over)
         self._last_batch_at = time.monotonic()

@@ -56,6 +56,10 @@ def _resolver(fut: asyncio.Future[None]) -> Callable[[], None]:
     return resolve
 
 
+def _urgent(item: Item) -> bool:
+    return isinstance(item, RecordsItem) and item.urgent
+
+
 def _relative(path: str) -> str:
     if not isinstance(path, str) or not path or path.startswith("/") or "\x00" in path:
         raise ValueError("path must be relative to the workspace root")
@@ -249,7 +253,16 @@ class WorkspaceWatcher:
             loop.call_soon_threadsafe(self._enqueue, item)
 
     def _enqueue(self, item: Item) -> None:
-        self._queue.append(item)
+        queue = self._queue
+        if isinstance(item, RecordsItem) and item.urgent:
+            # Ahead of ordinary records still waiting (a burst's), behind other urgent
+            # ones and behind the item being delivered.
+            pos = 1 if self._offset else 0
+            while pos < len(queue) and _urgent(queue[pos]):
+                pos += 1
+            queue.insert(pos, item)
+        else:
+            queue.append(item)
         if not self._draining:
             self._draining = True
             asyncio.get_running_loop().call_soon(self._drain)
