@@ -9,20 +9,21 @@ from __future__ import annotations
 import hashlib
 import posixpath
 
+from console.contract.host import Resolved
+
 
 class FakeHost:
     def __init__(self, files: dict[str, str] | None = None, missing: tuple[str, ...] = ()) -> None:
         self.files = dict(files or {})
         self.missing = set(missing)
 
-    def realpath(self, path: str) -> str:
-        return posixpath.normpath(path)
-
-    def is_dir(self, path: str) -> bool:
-        return path not in self.files and path not in self.missing and not path.startswith("/usr/bin/")
-
-    def is_executable_file(self, path: str) -> bool:
-        return path not in self.missing and (path in self.files or path.startswith("/usr/bin/"))
+    def resolve(self, path: str) -> Resolved:
+        path = posixpath.normpath(path)
+        if path in self.missing:
+            return Resolved(path, "missing")
+        if path in self.files or path.startswith("/usr/bin/"):
+            return Resolved(path, "exec")
+        return Resolved(path, "dir")
 
     def which(self, name: str) -> str | None:
         path = "/usr/bin/" + name

@@ -11,15 +11,21 @@ import hashlib
 import os
 import stat
 import time
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 DEFAULT_TRUSTED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+class Resolved(NamedTuple):
+    """A path made canonical, and what is there: dir, exec (an executable regular file),
+    file, other, or missing (then ``path`` is only lexically resolved)."""
+
+    path: str
+    kind: str
+
+
 class Host(Protocol):
-    def realpath(self, path: str) -> str: ...
-    def is_dir(self, path: str) -> bool: ...
-    def is_executable_file(self, path: str) -> bool: ...
+    def resolve(self, path: str) -> Resolved: ...
     def which(self, name: str) -> str | None: ...
     def file_sha256(self, path: str) -> str | None: ...
 
@@ -31,33 +37,58 @@ class OSHost:
     cannot make ``git`` mean a script it dropped somewhere.
     """
 
-    # A lookup is reused for this long (seconds) if the file is still an executable:
-    # PATH directories are root-owned and change rarely, and a scan costs a stat per entry.
+    # A lookup is reused for this long (seconds): PATH directories are root-owned and
+    # change rarely, a scan costs a stat per entry, and the caller resolves the result.
     WHICH_TTL = 2.0
+    # Canonical forms are reused this long. System calls are the bulk of validating an
+    # operation, and a decision binds the canonical path it saw: the sandbox runs exactly
+    # that path, so a symlink swapped meanwhile cannot redirect an approval.
+    RESOLVE_TTL = 1.0
 
     def __init__(self, trusted_path: str = DEFAULT_TRUSTED_PATH) -> None:
         self.trusted_path = trusted_path
         self._which: dict[str, tuple[float, str]] = {}
+        self._resolved: dict[str, tuple[float, Resolved]] = {}
 
-    def realpath(self, path: str) -> str:
-        # The kernel resolves an O_PATH descriptor in two syscalls where
-        # os.path.realpath walks every component; fall back for paths that do not exist.
+    def resolve(self, path: str) -> Resolved:
+        now = time.monotonic()
+        hit = self._resolved.get(path)
+        if hit is not None and now - hit[0] < self.RESOLVE_TTL:
+            return hit[1]
+        found = self._resolve(path)
+        if found.kind != "missing":  # something created a moment later must be seen
+            if len(self._resolved) > 4096:
+                self._resolved.clear()
+            self._resolved[path] = (now, found)
+        return found
+
+    @staticmethod
+    def _resolve(path: str) -> Resolved:
+        # The kernel resolves an O_PATH descriptor (open, fstat, readlink, close), where
+        # os.path.realpath walks every component and a stat follows.
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
-            return os.path.realpath(path)
+            return Resolved(os.path.realpath(path), "missing")
         try:
+            st = os.fstat(fd)
             resolved = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
-            return os.path.realpath(path)
+            return Resolved(os.path.realpath(path), "missing")
         finally:
             os.close(fd)
-        return resolved if resolved.startswith("/") else os.path.realpath(path)
+        if not resolved.startswith("/") or resolved.endswith(" (deleted)"):
+            return Resolved(os.path.realpath(path), "missing")
+        if stat.S_ISDIR(st.st_mode):
+            kind = "dir"
+        elif stat.S_ISREG(st.st_mode):
+            kind = "exec" if st.st_mode & 0o111 else "file"
+        else:
+            kind = "other"
+        return Resolved(resolved, kind)
 
-    def is_dir(self, path: str) -> bool:
-        return os.path.isdir(path)
-
-    def is_executable_file(self, path: str) -> bool:
+    @staticmethod
+    def is_executable_file(path: str) -> bool:
         try:
             st = os.stat(path)
         except OSError:
@@ -67,7 +98,7 @@ class OSHost:
     def which(self, name: str) -> str | None:
         now = time.monotonic()
         hit = self._which.get(name)
-        if hit is not None and now - hit[0] < self.WHICH_TTL and self.is_executable_file(hit[1]):
+        if hit is not None and now - hit[0] < self.WHICH_TTL:
             return hit[1]
         found = self._scan(name)
         if found is not None:

@@ -493,8 +493,8 @@ def script_argument(family: str, args: tuple[str, ...]) -> str | None:
 
 
 def _canonical_dir(host: Host, path: str, name: str) -> str:
-    real = host.realpath(path)
-    if not host.is_dir(real):
+    real, kind = host.resolve(path)
+    if kind != "dir":
         raise invalid(name, "not_a_directory", "must name an existing directory")
     return real
 
@@ -531,8 +531,8 @@ def resolve(spec: _Spec, host: Host) -> Operation:
         exe_path = found
     else:
         exe_path = exe if exe.startswith("/") else posixpath.join(cwd_real, exe)
-    exe_real = host.realpath(posixpath.normpath(exe_path))
-    if not host.is_executable_file(exe_real):
+    exe_real, exe_kind = host.resolve(posixpath.normpath(exe_path))
+    if exe_kind != "exec":
         raise invalid(
             "executable",
             "executable_not_found",
@@ -551,7 +551,7 @@ def resolve(spec: _Spec, host: Host) -> Operation:
     caps: list[Capability] = []
     for c in spec.capabilities:
         if c.kind in _PATH_SCOPED:
-            scope = host.realpath(posixpath.normpath(c.scope)) if c.scope else root
+            scope = host.resolve(posixpath.normpath(c.scope)).path if c.scope else root
             caps.append(Capability(c.kind, scope))
         else:
             caps.append(c)
@@ -563,7 +563,7 @@ def resolve(spec: _Spec, host: Host) -> Operation:
     if family is not None:
         script = script_argument(family, spec.args)
         if script:
-            script_path = host.realpath(posixpath.normpath(posixpath.join(cwd_real, script)))
+            script_path = host.resolve(posixpath.normpath(posixpath.join(cwd_real, script))).path
             if is_within(script_path, root):
                 content[script_path] = host.file_sha256(script_path)
 

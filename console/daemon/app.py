@@ -15,6 +15,7 @@ import logging
 import os
 import resource
 import signal
+import sys
 import time
 from typing import Any
 
@@ -116,6 +117,9 @@ class Daemon:
         ensure_private_dir(self.loc.runtime_dir)
         self._acquire_lock()
         _raise_fd_limit()
+        # The store's writer thread shares the GIL with the event loop; a short switch
+        # interval keeps a decision's answer from waiting out the writer's time slice.
+        sys.setswitchinterval(0.0005)
         self.token = create_token(self.loc.token)
         self.policy.reload()
         self.store = await asyncio.to_thread(Store.open, self.loc.database)

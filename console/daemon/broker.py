@@ -48,8 +48,27 @@ class Action(StrEnum):
     DENY = "deny"
 
 
-def new_request_id() -> str:
-    return "r-" + secrets.token_hex(5)
+class RequestIds:
+    """``r-<daemon start, base 36>-<counter>``: unique across restarts (one daemon per
+    state dir, started at most once a second), cheap, and sortable by age."""
+
+    def __init__(self, started: float) -> None:
+        self._prefix = "r-" + _base36(int(started)) + "-"
+        self._next = 0
+
+    def __call__(self) -> str:
+        self._next += 1
+        return self._prefix + _base36(self._next)
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if not n:
+            return out
 
 
 @dataclass
@@ -138,6 +157,7 @@ class Broker:
         self.pending: dict[str, Pending] = {}
         self.grants = GrantIndex()
         self._decided: dict[str, float] = {}
+        self.new_request_id = RequestIds(clock())
         self._closing = False
         self._background: set[asyncio.Future[None]] = set()
 
@@ -194,7 +214,7 @@ class Broker:
     ) -> dict[str, Any]:
         """Evaluate an operation and return the agent's answer once it is durable."""
         now = self.clock()
-        rid = new_request_id()
+        rid = self.new_request_id()
         config = self.policy()
         if self._closing:
             return await self._answer_without_queue(
@@ -561,7 +581,7 @@ class Broker:
         grant: Grant | None = None,
         submitted_at: float | None = None,
     ) -> dict[str, Any]:
-        escalations = decision.to_dict()["escalations"] if decision else []
+        escalations = decision.diff.as_dict["escalations"] if decision else []
         auth = None
         if verdict is Verdict.ALLOW:
             auth = authorize(
@@ -614,7 +634,15 @@ class Broker:
             note=answer["note"],
             latency_ms=answer["latency_ms"],
             peer_pid=peer_pid,
-            capability_diff=decision.diff.to_dict() if decision is not None else None,
+            # The operator saw the whole diff; a decision the policy or a grant made needs
+            # only what it settled (the request keeps the operation it derives from).
+            capability_diff=(
+                None
+                if decision is None
+                else decision.diff.as_dict
+                if answer["source"] == Source.OPERATOR
+                else {"escalations": decision.diff.as_dict["escalations"]}
+            ),
             denials=answer["denials"],
             grant_id=(answer["authorization"] or {}).get("grant_id", ""),
         )

@@ -9,7 +9,7 @@ unused — what the sandbox would still forbid is everything else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from console.contract.capabilities import Capability, CapabilityKind, normalize_capabilities
@@ -39,7 +39,7 @@ class DiffItem(NamedTuple):
         return {**self.capability.to_dict(), "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CapabilityDiff:
     requested: tuple[Capability, ...]
     ceiling: tuple[Capability, ...]
@@ -47,6 +47,11 @@ class CapabilityDiff:
     escalations: tuple[DiffItem, ...]
     unused: tuple[DiffItem, ...]
     forbidden: tuple[DiffItem, ...]
+
+    @cached_property
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form, built once (a decision is written, sent and shown): do not mutate."""
+        return self.to_dict()
 
     def to_dict(self) -> dict[str, Any]:
         return {

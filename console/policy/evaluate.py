@@ -73,7 +73,7 @@ class Decision:
     grant: Grant | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        diff = self.diff.to_dict()
+        diff = self.diff.as_dict
         return {
             "verdict": self.verdict.value,
             "reason": self.reason,

@@ -58,6 +58,9 @@ RECORD_COLUMNS = (*HASHED_COLUMNS, "prev_hash", "hash")
 # What search covers (the columns of the events_fts index), as positions in EVENT_COLUMNS.
 SEARCH_COLUMNS = ("command", "cwd", "justification", "reason", "note")
 SEARCH_POSITIONS = tuple(EVENT_COLUMNS.index(c) for c in SEARCH_COLUMNS)
+# Kinds left out of the search index: a request's text is repeated by its decision,
+# which is what history shows and searches; indexing both doubled the cost of a decision.
+UNSEARCHED_KINDS = frozenset({"request"})
 
 MAX_TEXT_CHARS = 1 << 20
 MAX_BODY_BYTES = 16 << 20

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.store.event import RECORD_COLUMNS, SEARCH_COLUMNS, Record
+from console.store.event import RECORD_COLUMNS, SEARCH_COLUMNS, UNSEARCHED_KINDS, Record
 
 MAX_LIMIT = 5000
 MIN_TRIGRAM_CHARS = 3
@@ -150,6 +150,8 @@ def build(q: HistoryQuery, *, ascending: bool, limit: int, select: str = _SELECT
         where.append(f"events_fts MATCH {param(fts_phrase(search))}")
     elif search:
         where.append(_like_any(params, search))
+        # Same rule as the index: a request is found through its decision.
+        where.extend(f"+e.kind <> {param(k)}" for k in sorted(UNSEARCHED_KINDS))
 
     for column, value in equal.items():
         if value:

@@ -24,7 +24,13 @@ from typing import Any
 
 from console.store.chain import GENESIS, Anchor, HeadFile, row_hash
 from console.store.errors import StoreConflict, StoreUnavailable, unavailable
-from console.store.event import EVENT_COLUMNS, HASHED_COLUMNS, SEARCH_COLUMNS, SEARCH_POSITIONS
+from console.store.event import (
+    EVENT_COLUMNS,
+    HASHED_COLUMNS,
+    SEARCH_COLUMNS,
+    SEARCH_POSITIONS,
+    UNSEARCHED_KINDS,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +69,7 @@ class Tx:
             seqs.append(self.seq)
             self.hash = digest
             texts = tuple(values[i] for i in SEARCH_POSITIONS)
-            if any(texts):
+            if any(texts) and values[0] not in UNSEARCHED_KINDS:
                 self.search.append((self.seq, *texts))
         self.conn.executemany(_INSERT, out)
         return seqs
