@@ -21,6 +21,7 @@ from console.cli import (
     hook_commands,
     operator_commands,
     session_commands,
+    watch_commands,
 )
 from console.cli.common import CLIError
 
@@ -31,6 +32,7 @@ COMMAND_MODULES = [
     operator_commands,
     history_commands,
     session_commands,
+    watch_commands,
     hook_commands,
     contract_commands,
 ]

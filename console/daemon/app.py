@@ -29,6 +29,7 @@ from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
 from console.daemon.server import AlreadyRunning, close_socket_file, listen, live_daemon_pid
 from console.daemon.session_service import SessionService
+from console.daemon.watch_service import WatchService
 from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.peer import PeerCred
 from console.store import Store, daemon_event
@@ -60,7 +61,9 @@ class Daemon:
         self.broker: Broker
         self.execution: ExecutionService
         self.sessions: SessionService
+        self.watch: WatchService
         self._stop = asyncio.Event()
+        self._background: set[asyncio.Future[None]] = set()
         self._lock_fd: int | None = None
 
     # ------------------------------------------------------------------ status
@@ -78,10 +81,14 @@ class Daemon:
             "connections": len(self.connections),
             "sandbox": self.execution.status(),
             "sessions": self.sessions.status(),
+            "watch": self.watch.status(),
         }
 
     def _policy_changed(self) -> None:
         self.events.publish(Topic.STATUS, {"status": self.status()})
+        task = asyncio.ensure_future(self.watch.policy_changed())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -131,10 +138,13 @@ class Daemon:
         await asyncio.wrap_future(
             self.store.append(daemon_event(at=time.time(), note="started", body={"pid": self.pid}))
         )
-        self.execution = ExecutionService(self.loc, self.policy, self.store, self.events)
+        self.watch = WatchService(self.policy, self.store, self.events)
+        self.execution = ExecutionService(self.loc, self.policy, self.store, self.events, self.watch)
         await self.execution.start()
-        self.sessions = SessionService(self.loc, self.events, self.broker, self.execution)
+        self.sessions = SessionService(self.loc, self.events, self.broker, self.execution, self.watch)
+        self.watch.sessions = self.sessions
         await self.sessions.start()
+        await self.watch.start()
 
         servers: list[asyncio.Server] = []
         created = []
@@ -169,6 +179,7 @@ class Daemon:
                 item.cancel.set()
             await asyncio.gather(*(conn.finish() for conn in list(self.connections.values())))
             await self.sessions.close()
+            await self.watch.close()
         finally:
             for server in servers:
                 server.close()

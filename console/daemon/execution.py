@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import logging
 import os
 import time
@@ -20,10 +21,11 @@ from typing import Any
 from console.contract.operation import Operation
 from console.daemon.events import EventHub, Topic
 from console.daemon.policy_source import PolicySource
+from console.daemon.watch_service import WatchService
 from console.locations import Locations, ensure_private_dir
 from console.policy import Authorization
 from console.sandbox import ExecResult, OutputChunk, SandboxConfig, SandboxProbe, execute, probe, sweep
-from console.store import Store, StoreUnavailable, outcome_event
+from console.store import Store, StoreUnavailable, command_line, outcome_event
 
 log = logging.getLogger("agent-console.execution")
 
@@ -42,25 +44,25 @@ def _stream_for_history(stream: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in stream.items() if not k.endswith("_base64")}
 
 
-def outcome_record(result: ExecResult, changes: list[dict[str, Any]]) -> dict[str, Any]:
+def outcome_record(result: ExecResult) -> dict[str, Any]:
     record = result.to_dict()
     record["stdout"] = _stream_for_history(record["stdout"])
     record["stderr"] = _stream_for_history(record["stderr"])
-    record["outcome"]["changes"] = changes
     return record
 
 
 class ExecutionService:
-    def __init__(self, loc: Locations, policy: PolicySource, store: Store, events: EventHub) -> None:
+    def __init__(
+        self, loc: Locations, policy: PolicySource, store: Store, events: EventHub, watch: WatchService
+    ) -> None:
         self.loc = loc
+        self.watch = watch
         self.policy = policy
         self.store = store
         self.events = events
         self.probe: SandboxProbe | None = None
         self.running: dict[str, Running] = {}
         self._config: tuple[object, SandboxConfig] | None = None
-        # Set by the watcher integration: changes seen in a workspace between two times.
-        self.changes_between: Callable[[str, float, float], list[dict[str, Any]]] | None = None
 
     @property
     def temp_base(self) -> str:
@@ -131,17 +133,25 @@ class ExecutionService:
                 }
             )
 
+        # The workspace is watched before the command starts, so all it changes is seen.
+        await self.watch.ensure_root(op.workspace_root)
+        self.watch.collect(request_id)
+        token = self.watch.begin(op.workspace_root, "operation", request_id, command_line(op), None)
         try:
             result = await execute(
                 op, auth, self.config(), self.probe, on_output=on_output, cancel=item.cancel
             )
         finally:
             self.running.pop(request_id, None)
+            try:
+                changes = await self.watch.changes_of(request_id, op.workspace_root)
+            finally:
+                self.watch.end(token)
         ended = time.time()
-        changes = (
-            self.changes_between(op.workspace_root, item.started_at, ended) if self.changes_between else []
+        result = dataclasses.replace(
+            result, outcome=dataclasses.replace(result.outcome, changes=tuple(changes))
         )
-        record = outcome_record(result, changes)
+        record = outcome_record(result)
         try:
             await asyncio.wrap_future(
                 self.store.append(outcome_event(request_id=request_id, at=ended, outcome=record, op=op))

@@ -34,11 +34,13 @@ from console.sessions import (
     Snapshot,
     UnknownSession,
 )
+from console.watch import AttributionToken
 
 if TYPE_CHECKING:
     from console.daemon.broker import Broker
     from console.daemon.connection import Connection
     from console.daemon.execution import ExecutionService
+    from console.daemon.watch_service import WatchService
 
 log = logging.getLogger("agent-console.sessions")
 
@@ -57,8 +59,17 @@ def b64(data: bytes) -> str:
 
 
 class SessionService:
-    def __init__(self, loc: Locations, events: EventHub, broker: Broker, execution: ExecutionService) -> None:
+    def __init__(
+        self,
+        loc: Locations,
+        events: EventHub,
+        broker: Broker,
+        execution: ExecutionService,
+        watch: WatchService,
+    ) -> None:
         self.events = events
+        self.watch = watch
+        self._tokens: dict[str, AttributionToken] = {}
         self.broker = broker
         self.execution = execution
         self.manager = SessionManager(loc.state_dir, on_event=self._on_event)
@@ -111,6 +122,9 @@ class SessionService:
             prepared = self._prepared.pop(event.session.id, None)
             if prepared is not None:
                 prepared.close()
+            token = self._tokens.pop(event.session.id, None)
+            if token is not None:
+                self.watch.end(token)
         self.events.publish(Topic.SESSIONS, {"change": event.kind, "session": self.to_wire(event.session)})
 
     # ------------------------------------------------------------------ ownership
@@ -173,8 +187,17 @@ class SessionService:
             prepared.close()
             raise RPCError(UNAVAILABLE, f"the session could not start: {exc}") from None
         self._prepared[info.id] = prepared
+        self._attribute(info, op.workspace_root)
         self.hold(conn, owner)
         return self.to_wire(info)
+
+    def _attribute(self, info: SessionInfo, root: str, *, watch: bool = True) -> None:
+        """Changes in ``root`` while the session runs are attributed to it."""
+        if watch:
+            self.watch.watch_soon(root)
+        self._tokens[info.id] = self.watch.begin(
+            root, "session", info.id, info.title or " ".join(info.argv), info.pid
+        )
 
     def start_for_operator(
         self, argv: list[str], cwd: str, title: str, cols: int, rows: int, env: dict[str, str] | None
@@ -185,6 +208,9 @@ class SessionService:
             )
         except SessionError as exc:
             raise RPCError(-32602, str(exc)) from None
+        # An operator's shell may start in a huge tree (home): attribute, but only start
+        # watching roots that operations or the policy name.
+        self._attribute(info, info.cwd, watch=False)
         return self.to_wire(info)
 
     # ------------------------------------------------------------------ attaching

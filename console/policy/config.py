@@ -66,6 +66,7 @@ class PolicyConfig:
     approval_timeout_s: float = 300.0
     tripwire: Tripwire = Tripwire.ALERT
     allow_degraded: bool = False
+    watch: tuple[str, ...] = ()  # workspace roots watched from the start
 
     @property
     def protected_paths(self) -> ProtectedPaths:
@@ -80,6 +81,7 @@ class PolicyConfig:
             "approval_timeout_s": self.approval_timeout_s,
             "tripwire": self.tripwire.value,
             "allow_degraded": self.allow_degraded,
+            "watch": list(self.watch),
         }
 
 
@@ -114,6 +116,7 @@ _KEYS = (
     "approval_timeout_s",
     "tripwire",
     "allow_degraded",
+    "watch",
 )
 
 
@@ -142,6 +145,12 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
     if not isinstance(allow_degraded, bool):
         raise PolicyError("allow_degraded", "must be true or false")
 
+    watch = data.get("watch", [])
+    if not isinstance(watch, list) or not all(isinstance(w, str) and w.startswith("/") for w in watch):
+        raise PolicyError("watch", 'must be a list of absolute directory paths, e.g. ["/home/me/project"]')
+    if len(watch) > 256:
+        raise PolicyError("watch", "at most 256 roots")
+
     return PolicyConfig(
         sandbox=_choice(data, "sandbox", SandboxMode, defaults.sandbox),
         network=_choice(data, "network", NetworkMode, defaults.network),
@@ -150,6 +159,7 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
         approval_timeout_s=float(timeout),
         tripwire=_choice(data, "tripwire", Tripwire, defaults.tripwire),
         allow_degraded=allow_degraded,
+        watch=tuple(watch),
     )
 
 

@@ -43,6 +43,7 @@ async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
     p.done()
     op = parse_operation(ctx, obj)
     watch_owner(ctx)
+    ctx.daemon.watch.watch_soon(op.workspace_root)
     answer = await ctx.daemon.broker.submit(op, owner=ctx.conn.id, peer_pid=ctx.conn.peer.pid, wait_s=timeout)
     if answer["verdict"] == "allow" and op.mode is not Mode.CAPTURED:
         # An approved interactive or durable operation is a session: the agent gets its id.

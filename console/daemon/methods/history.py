@@ -10,7 +10,18 @@ from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.protocol.params import Params
 from console.store import HistoryQuery
 
-KINDS = ("request", "decision", "outcome", "file_event", "grant", "grant_revoked", "grant_used", "daemon")
+KINDS = (
+    "request",
+    "decision",
+    "outcome",
+    "file_event",
+    "grant",
+    "grant_revoked",
+    "grant_used",
+    "daemon",
+    "tripwire",
+    "tripwire_resolved",
+)
 
 
 async def query(ctx: CallContext, p: Params) -> dict[str, Any]:

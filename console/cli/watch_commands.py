@@ -1,0 +1,64 @@
+"""`agent-console watch`: workspace changes as they happen, for people and for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from console.cli.common import add_state_dir, connect, when
+from console.client import DaemonUnreachable
+
+
+def _line(event: dict[str, Any]) -> str:
+    who = ", ".join(f"{a['kind']} {a['id']}" for a in event["attribution"]) or "unattributed"
+    mark = f"PROTECTED ({event['protected']}) " if event["protected"] else ""
+    escape = " [symlink out of the workspace]" if event.get("symlink_escape") else ""
+    return f"{when(event['at'])}  {mark}{event['kind']:<8} {event['display_path']}{escape}  — {who}"
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    with connect(args, "operator", timeout_s=None) as client:
+        if args.workspace:
+            for root in args.workspace:
+                client.call("watch.add", {"workspace_root": root})
+        client.subscribe(["watch"])
+        try:
+            while True:
+                event = client.next_event()
+                change = event.get("change")
+                if change == "events":
+                    for ev in event["events"]:
+                        if args.protected_only and not ev["protected"]:
+                            continue
+                        out.write((json.dumps(ev) if args.json else _line(ev)) + "\n")
+                    if event.get("dropped") and not args.protected_only and not args.json:
+                        out.write(f"... {event['dropped']} ordinary changes not shown (burst)\n")
+                elif change in ("alert", "tripwire", "tripwire_resolved"):
+                    if args.json:
+                        out.write(json.dumps({"type": change, **event}) + "\n")
+                    else:
+                        item = event.get("item", event)
+                        out.write(f"{change.upper()}: {item['summary']}\n")
+                out.flush()
+        except (KeyboardInterrupt, BrokenPipeError):
+            return 0
+        except DaemonUnreachable:
+            sys.stderr.write("agent-console: the daemon went away\n")
+            return 3
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="stream workspace changes (one JSON object per line with --json)",
+        description="Stream the changes the daemon sees in watched workspaces, with the protected "
+        "pattern that matched and the sessions or operations active then. Runs until interrupted.",
+    )
+    add_state_dir(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per line, for scripts")
+    p.add_argument("--protected-only", action="store_true", help="only changes to protected paths")
+    p.add_argument("--workspace", action="append", metavar="DIR", help="also start watching DIR (repeatable)")
+    p.set_defaults(func=cmd_watch)

