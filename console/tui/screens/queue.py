@@ -123,7 +123,10 @@ class QueueScreen(Screen[None]):
             if index is not None and index != view.cursor:
                 view.set_reactive(QueueView.cursor, index)
         view.rows_changed(first)
-        # A burst of arrivals and departures redraws the detail once, after the rows.
+        self._schedule_detail()
+
+    def _schedule_detail(self) -> None:
+        """A burst of arrivals, departures or key presses redraws the detail once, after the rows."""
         if not self._detail_pending:
             self._detail_pending = True
             self.call_after_refresh(self._show_current)
@@ -174,7 +177,8 @@ class QueueScreen(Screen[None]):
     # ------------------------------------------------------------ events
 
     def on_line_list_highlighted(self, event: LineList.Highlighted) -> None:
-        self._show_current()
+        # The cursor moves in this frame; the detail follows in the next.
+        self._schedule_detail()
 
     def on_request_detail_shown(self, event: RequestDetail.Shown) -> None:
         if self.guard is not None:
