@@ -19,9 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from tui_common import app_for, daemon, median, pct
-
 from textual.screen import Screen
+from tui_common import app_for, daemon, median, pct
 
 from console.client import AsyncClient
 from console.tui.widgets.request_detail import RequestDetail
@@ -47,14 +46,22 @@ PER_CONNECTION = 900  # the daemon refuses more than 1,000 calls in flight on on
 
 async def agent(state_dir: str, ws: str, n: int) -> None:
     """The agent process: ask ``n`` times and wait (the requests stay pending)."""
-    clients = [await AsyncClient.connect(state_dir, role="agent", client="bench-agent")
-               for _ in range(-(-n // PER_CONNECTION))]
+    clients = [
+        await AsyncClient.connect(state_dir, role="agent", client="bench-agent")
+        for _ in range(-(-n // PER_CONNECTION))
+    ]
     tasks = []
     for i in range(n):
         client = clients[i // PER_CONNECTION]
-        op = {"kind": "process", "executable": "true", "workspace_root": ws, "network": "any",
-              "args": [f"--n={i}", "--verbose"], "session_id": f"agent-{i % 7}",
-              "justification": f"request {i} of a long queue"}
+        op = {
+            "kind": "process",
+            "executable": "true",
+            "workspace_root": ws,
+            "network": "any",
+            "args": [f"--n={i}", "--verbose"],
+            "session_id": f"agent-{i % 7}",
+            "justification": f"request {i} of a long queue",
+        }
         tasks.append(asyncio.create_task(client.submit(op)))
         if i % 500 == 499:
             await asyncio.sleep(0.05)
@@ -89,7 +96,7 @@ async def presses(pilot, app, count: int) -> tuple[list[float], list[float]]:
         await pilot.press(key)
         # Let the frames happen without a poller competing for the loop, then read the clocks.
         await asyncio.sleep(0.15)
-        await until(lambda: queue.detail.request_id != before, "detail change")
+        await until(lambda before=before: queue.detail.request_id != before, "detail change")
         cursor_ms.append((next(p for p in paints if p >= t0) - t0) * 1000)
         shown = next(d for d in details if d >= t0)
         detail_ms.append((next(p for p in paints if p >= shown) - t0) * 1000)
@@ -104,8 +111,14 @@ async def run(pending: int, count: int) -> None:
 
         async def add(n: int) -> None:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, str(Path(__file__)), "--agent", str(loc.state_dir), str(ws), str(n),
-                stdout=subprocess.PIPE)
+                sys.executable,
+                str(Path(__file__)),
+                "--agent",
+                str(loc.state_dir),
+                str(ws),
+                str(n),
+                stdout=subprocess.PIPE,
+            )
             procs.append(proc)
             await proc.stdout.readline()
 
@@ -130,11 +143,15 @@ async def run(pending: int, count: int) -> None:
     ref_cursor, ref_detail = results["reference: 10 pending"]
     big_cursor, big_detail = results[f"{pending:,} pending"]
     print(f"key press → repaint, {count} presses (down/up), median / p90 ms")
-    print(f"  reference, 10 pending:      cursor {median(ref_cursor):6.2f} / {pct(ref_cursor, 90):6.2f}   "
-          f"detail {median(ref_detail):6.2f} / {pct(ref_detail, 90):6.2f}")
-    print(f"  {pending:,} pending:{' ' * (16 - len(f'{pending:,}'))}cursor {median(big_cursor):6.2f} / "
-          f"{pct(big_cursor, 90):6.2f}   detail {median(big_detail):6.2f} / {pct(big_detail, 90):6.2f}   "
-          f"({median(big_cursor) / median(ref_cursor):.2f}x reference)")
+    print(
+        f"  reference, 10 pending:      cursor {median(ref_cursor):6.2f} / {pct(ref_cursor, 90):6.2f}   "
+        f"detail {median(ref_detail):6.2f} / {pct(ref_detail, 90):6.2f}"
+    )
+    print(
+        f"  {pending:,} pending:{' ' * (16 - len(f'{pending:,}'))}cursor {median(big_cursor):6.2f} / "
+        f"{pct(big_cursor, 90):6.2f}   detail {median(big_detail):6.2f} / {pct(big_detail, 90):6.2f}   "
+        f"({median(big_cursor) / median(ref_cursor):.2f}x reference)"
+    )
     print(f"  target median <= 16 ms: {'met' if median(big_cursor) <= 16 else 'NOT met'}")
 
 

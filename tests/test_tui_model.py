@@ -194,3 +194,32 @@ def test_time_formats():
     assert parse_duration("8h") == 28800 and parse_duration("90") == 90
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration("soon")
+
+
+def test_the_logic_modules_do_not_load_textual():
+    import subprocess
+    import sys
+
+    modules = [
+        "actions",
+        "argdiff",
+        "badges",
+        "config",
+        "desktop",
+        "guard",
+        "historyquery",
+        "keymaps",
+        "pending",
+        "resources",
+        "shellsplit",
+        "themefiles",
+        "timefmt",
+        "untrusted",
+    ]
+    code = (
+        "import sys\n"
+        + "".join(f"import console.tui.{m}\n" for m in modules)
+        + "print(','.join(m for m in ('textual', 'rich') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
