@@ -18,9 +18,11 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import partial
+from typing import Any, ClassVar
 
 from textual.app import App
+from textual.binding import BindingType
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
@@ -40,6 +42,11 @@ from console.tui.widgets.line_list import LineList
 NOTIFY_COALESCE_S = 0.4
 
 
+def _same(screen: Screen[None]) -> Screen[None]:
+    """A mode's screen factory that hands out the one screen the app made for it."""
+    return screen
+
+
 def _settle_garbage_collector() -> None:
     """Move what start-up built out of the collector's way.
 
@@ -53,7 +60,7 @@ def _settle_garbage_collector() -> None:
 
 class ConsoleApp(App[None]):
     TITLE = "agent-console"
-    BINDINGS = bindings("app")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("app")
     COMMANDS = App.COMMANDS | {ConsoleCommands}
     CSS = """
     Screen { background: $background; }
@@ -92,7 +99,7 @@ class ConsoleApp(App[None]):
         self.theme = self.settings.theme
         self.set_keymap(self.keys_in_force)
         for name, screen in self.views.items():
-            self.add_mode(name, lambda screen=screen: screen)
+            self.add_mode(name, partial(_same, screen))
         self._update_tabs()
         self.badges.set("daemon", "connecting…", "muted")
         self.switch_mode("queue")

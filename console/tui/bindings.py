@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from console.tui.actions import ActionSpec, in_scope
 
@@ -14,5 +14,5 @@ def binding(spec: ActionSpec, *, priority: bool = False) -> Binding:
     )
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str) -> list[BindingType]:
     return [binding(spec, priority=spec.id == "command-palette") for spec in in_scope(scope)]

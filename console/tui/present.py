@@ -323,11 +323,11 @@ def render_request(
     justification = op.get("justification", "")
     _section(out, "Justification", styles, "the agent's words; not part of any decision")
     if justification:
-        shown = block(
+        shown_block = block(
             justification, max_chars=options.max_chars, max_lines=options.max_lines, expanded=options.expanded
         )
-        truncated |= shown.truncated
-        out.append_text(agent_block(shown, styles))
+        truncated |= shown_block.truncated
+        out.append_text(agent_block(shown_block, styles))
         out.append("\n")
     else:
         out.append("  (none given)\n", styles["dim"])

@@ -187,14 +187,13 @@ class _Splitter:
                 i = j
                 word_start = True
                 continue
-            op = next((o for o in _OPERATORS if s.startswith(o, i)), None)
-            if op is not None:
-                if op == ")" and end_char is None:
-                    pass  # a stray closer: show it as an operator all the same
+            # A stray ")" at the top level is shown as an operator all the same.
+            operator = next((o for o in _OPERATORS if s.startswith(o, i)), None)
+            if operator is not None:
                 flush()
-                parts.append(Part(PartKind.OPERATOR, op, depth))
-                i += len(op)
-                if op == "\n" and heredocs:
+                parts.append(Part(PartKind.OPERATOR, operator, depth))
+                i += len(operator)
+                if operator == "\n" and heredocs:
                     i = self._heredoc_bodies(i, heredocs, parts, depth)
                     heredocs.clear()
                 word_start = True

@@ -26,7 +26,7 @@ class EntryScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [*bindings("entry")]
     DEFAULT_CSS = "EntryScreen EntryView { height: 1fr; }"
 
-    app: ConsoleApp  # type: ignore[assignment]
+    app: ConsoleApp
 
     def __init__(self, request_id: str) -> None:
         super().__init__()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -25,13 +26,13 @@ if TYPE_CHECKING:
 
 class GrantsScreen(Screen[None]):
     CONTEXT = "grants"
-    BINDINGS = bindings("grants")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("grants")
     DEFAULT_CSS = """
     GrantsScreen #grants-header { height: 1; background: $panel; color: $text-muted; text-style: bold; }
     GrantsScreen GrantsView { height: 1fr; }
     """
 
-    app: ConsoleApp  # type: ignore[assignment]
+    app: ConsoleApp
 
     def __init__(self) -> None:
         super().__init__(id="grants")

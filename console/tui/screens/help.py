@@ -40,7 +40,7 @@ class HelpScreen(ModalScreen[None]):
                                   padding: 0 1; }
     """
 
-    app: ConsoleApp  # type: ignore[assignment]
+    app: ConsoleApp
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():

@@ -8,11 +8,12 @@ the rows themselves.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input
@@ -37,13 +38,13 @@ DEBOUNCE_S = 0.12
 
 class HistoryScreen(Screen[None]):
     CONTEXT = "history"
-    BINDINGS = bindings("history")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("history")
     DEFAULT_CSS = """
     HistoryScreen #history-search { height: 3; margin: 0 0; }
     HistoryScreen HistoryView { height: 1fr; }
     """
 
-    app: ConsoleApp  # type: ignore[assignment]
+    app: ConsoleApp
 
     def __init__(self) -> None:
         super().__init__(id="history")
@@ -147,7 +148,7 @@ class HistoryScreen(Screen[None]):
             page = await self.app.link.call("history.query", {**params, "limit": PAGE, "before_seq": older})
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"could not load more: {inert(str(exc))}", "error")
-            self.view.loading = False
+            self.view.fetching = False
             return
         if generation == self._generation:
             self.view.append_rows(page.get("rows", []), page.get("older"))

@@ -31,7 +31,7 @@ class TextPrompt(ModalScreen[str | None]):
     CONTEXT = "modal"
     """One line of input; ``check`` returns an error message or None. Escape cancels."""
 
-    BINDINGS = bindings("modal")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("modal")
     DEFAULT_CSS = PROMPT_CSS
 
     def __init__(

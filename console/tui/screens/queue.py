@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
@@ -45,7 +46,7 @@ def _check_expiry(text: str) -> str | None:
 
 class QueueScreen(Screen[None]):
     CONTEXT = "queue"
-    BINDINGS = bindings("queue")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("queue")
     DEFAULT_CSS = """
     QueueScreen { layout: vertical; }
     QueueScreen #queue-pane { height: 38%; min-height: 6; border-bottom: solid $primary 40%; }
@@ -55,7 +56,7 @@ class QueueScreen(Screen[None]):
     QueueScreen RequestDetail { height: 1fr; }
     """
 
-    app: ConsoleApp  # type: ignore[assignment]
+    app: ConsoleApp
 
     def __init__(self) -> None:
         super().__init__(id="queue")
@@ -209,15 +210,24 @@ class QueueScreen(Screen[None]):
 
     # ------------------------------------------------------------ actions
 
-    def _guarded(self) -> Entry | None:
-        entry = self.current()
+    def shown(self) -> Entry | None:
+        """The request whose detail is on screen, if it is still pending: what decisions act on.
+
+        Not the row under the cursor: the detail follows the cursor a frame later, and a
+        decision must never land on a request the operator has not seen.
+        """
+        rid = self.detail.request_id
+        entry = self.app.pending.get(rid) if rid else None
         if entry is None:
-            self.say("nothing to approve: the queue is empty", "warning")
+            self.say("nothing to decide: no pending request is shown", "warning")
+        return entry
+
+    def _guarded(self) -> Entry | None:
+        entry = self.shown()
+        if entry is None:
             return None
         assert self.guard is not None
-        verdict = self.guard.check(
-            self.detail.shown_key if self.detail.request_id == entry.request_id else None
-        )
+        verdict = self.guard.check(self.detail.shown_key)
         if not verdict.ok:
             self.say(verdict.why, "warning")
             return None
@@ -252,17 +262,17 @@ class QueueScreen(Screen[None]):
         self.decide(entry, "approve", {"scope": scope})
 
     def action_deny(self) -> None:
-        entry = self.current()
+        entry = self.shown()
         if entry is not None:
             self.decide(entry, "deny", {})
 
     def action_deny_always(self) -> None:
-        entry = self.current()
+        entry = self.shown()
         if entry is not None:
             self.decide(entry, "deny", {"always": True})
 
     def action_deny_note(self) -> None:
-        entry = self.current()
+        entry = self.shown()
         if entry is None:
             return
 
@@ -281,7 +291,7 @@ class QueueScreen(Screen[None]):
 
     def action_expand(self) -> None:
         if self.detail.item is not None:
-            self.detail.expand()
+            self.detail.expand_all()
             self.say("expanded: everything of this request is shown")
 
     def action_toggle_fingerprint(self) -> None:

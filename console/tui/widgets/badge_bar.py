@@ -63,7 +63,7 @@ class BadgeBar(Widget):
 
     def __init__(self, title: str = "agent-console", *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.title = title
+        self.brand = title
         self._spans: list[tuple[int, int, str]] = []
 
     def on_mount(self) -> None:
@@ -76,7 +76,7 @@ class BadgeBar(Widget):
 
     def render(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append(f" {self.title} ", "bold")
+        text.append(f" {self.brand} ", "bold")
         self._spans = []
         for key, (label, variant) in self.badges.items.items():
             text.append(" ")

@@ -49,7 +49,7 @@ class EntryView(TextView):
         self.detail = detail
         self.refresh_entry()
 
-    def expand(self) -> None:
+    def expand_all(self) -> None:
         self.options.expanded = True
         self.options.full_fingerprint = True
         self.refresh_entry()

@@ -54,7 +54,7 @@ class HistoryView(LineList):
         super().__init__(id=id)
         self.rows: list[Mapping[str, Any]] = []
         self.older: int | None = None
-        self.loading = False
+        self.fetching = False
         self.empty_message = "Loading…"
 
     # ------------------------------------------------------------ data
@@ -62,7 +62,7 @@ class HistoryView(LineList):
     def set_rows(self, rows: list[Mapping[str, Any]], older: int | None) -> None:
         self.rows = list(rows)
         self.older = older
-        self.loading = False
+        self.fetching = False
         self._cache.clear()
         self.set_reactive(LineList.cursor, 0)
         self.scroll_to(y=0, animate=False, immediate=True)
@@ -74,7 +74,7 @@ class HistoryView(LineList):
         first = len(self.rows)
         self.rows.extend(rows)
         self.older = older
-        self.loading = False
+        self.fetching = False
         self.rows_changed(first)
 
     def prepend_rows(self, rows: list[Mapping[str, Any]]) -> None:
@@ -94,18 +94,18 @@ class HistoryView(LineList):
         self._maybe_more()
 
     def _maybe_more(self) -> None:
-        if self.older is not None and not self.loading and self.cursor >= len(self.rows) - PREFETCH:
-            self.loading = True
+        if self.older is not None and not self.fetching and self.cursor >= len(self.rows) - PREFETCH:
+            self.fetching = True
             self.post_message(self.NeedMore(self.older))
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         if (
             self.older is not None
-            and not self.loading
+            and not self.fetching
             and new + self.size.height >= len(self.rows) - PREFETCH
         ):
-            self.loading = True
+            self.fetching = True
             self.post_message(self.NeedMore(self.older))
 
     # ------------------------------------------------------------ drawing

@@ -16,6 +16,7 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.binding import BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -28,7 +29,7 @@ from console.tui.widgets.scrolling import set_virtual_size
 
 
 class LineList(ScrollView, can_focus=True):
-    BINDINGS = bindings("list")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("list")
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "line-list--cursor",
         "line-list--row",

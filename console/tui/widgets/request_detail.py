@@ -120,7 +120,7 @@ class RequestDetail(TextView):
             self.previous = previous
             self.refresh_detail()
 
-    def expand(self) -> None:
+    def expand_all(self) -> None:
         self.options.expanded = True
         self.options.full_fingerprint = True
         self.refresh_detail()

@@ -43,7 +43,7 @@ class TextView(ScrollView, can_focus=True):
     def plain(self) -> str:
         return "\n".join(text.plain for _, text in self._sections)
 
-    def anchor(self, name: str) -> int | None:
+    def anchor_line(self, name: str) -> int | None:
         return self._anchors.get(name)
 
     def _wrap(self) -> None:
