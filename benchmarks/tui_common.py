@@ -15,6 +15,7 @@ from console.cli.tui_commands import Demo
 from console.client import Client
 from console.client.spawn import start_daemon
 from console.locations import Locations, locate
+from console.store import Store, daemon_event
 from console.tui.app import ConsoleApp
 from console.tui.config import Config, Notifications
 from console.tui.settings import prepare
@@ -32,6 +33,10 @@ def daemon(policy: str = POLICY, history: Path | None = None) -> Iterator[tuple[
     if history is not None:
         shutil.copyfile(history, loc.database)
         shutil.copyfile(str(history) + ".head", str(loc.database) + ".head")
+        # A history the daemon wrote ends with its "started" event; one built through the
+        # Store API has none, and the daemon would look for undecided requests in all of it.
+        with Store.open(loc.database) as store:
+            store.append(daemon_event(at=time.time(), note="started")).result()
     ws = base / "project"
     (ws / ".git" / "hooks").mkdir(parents=True)
     try:
