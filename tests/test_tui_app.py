@@ -9,6 +9,7 @@ import pytest
 from daemon_harness import running_daemon, workspace
 from tui_harness import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
 
+from console.tui.config import Notifications
 from console.tui.screens.grants import GrantsScreen
 from console.tui.screens.history import HistoryScreen
 from console.tui.widgets.grants_view import GrantsView
@@ -300,3 +301,86 @@ async def test_switching_theme_and_keymap_from_the_palette(daemon, clock):
         await until(pilot, lambda: app.keymap_name == "emacs")
         await pilot.press("alt+x")  # emacs moved the palette
         await until(pilot, lambda: app.screen.id == "--command-palette")
+
+
+async def test_notifications_when_the_operator_is_elsewhere(daemon, ws, clock):
+    app = make_app(daemon, clock, notifications=Notifications(toast=True, bell=True, desktop="osc777"))
+    rang, escapes = [], []
+    app.bell = lambda: rang.append(1)  # type: ignore[method-assign]
+    app.write_escape = escapes.append  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        op, tag = tagged(ws, justification="x", args=["\x1b]52;c;evil\x07"])
+        agent = Agent(daemon, op)
+        await pending_with(pilot, app, tag)
+        await until(pilot, lambda: escapes)
+        assert rang
+        assert escapes[0].startswith("\x1b]777;notify;agent-console;new request: ")
+        assert "\x07" not in escapes[0] and escapes[0].count("\x1b") == 2  # its own start and end only
+        assert any("new request" in n.message for n in app._notifications)
+        # on the queue itself nothing is announced
+        rang.clear()
+        await pilot.press("1")
+        op2, tag2 = tagged(ws)
+        agent2 = Agent(daemon, op2)
+        await pending_with(pilot, app, tag2)
+        await pilot.pause(0.6)
+        assert rang == []
+        for a in (agent, agent2):
+            rid = next(e.request_id for e in app.pending if e.item["operation"]["args"] == a.op["args"])
+            await select(pilot, app, rid, clock)
+            await pilot.press("d")
+            await a.answer()
+
+
+async def test_the_remaining_keys(daemon, ws, clock):
+    op, tag = tagged(ws)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        fp = app.pending.get(rid).item["fingerprint"]
+        detail = app.views["queue"].detail
+        assert fp not in detail.plain and fp[:16] in detail.plain
+        await pilot.press("f")
+        await pilot.pause()
+        assert fp in detail.plain
+        await pilot.press("s")  # a session grant, to revoke and find again below
+        await agent.answer()
+
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await pilot.press("o")
+        await until(pilot, lambda: "source:operator" in app.screen.search_box.value)
+        await pilot.press("slash", *tag, "enter")
+        await until(pilot, lambda: [r["request_id"] for r in app.screen.view.rows] == [rid])
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen.CONTEXT == "entry" and app.screen.detail is not None)
+        await pilot.pause()
+        entry = app.screen.query_one("EntryView")
+        await pilot.press("o")
+        await pilot.pause()
+        assert entry.scroll_offset.y == min(entry.anchor_line("outcome"), entry.max_scroll_y)
+        assert "Outcome" in screen_text(app)
+        await pilot.press("escape")
+
+        await pilot.press("3")
+        await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
+        view = app.screen.query_one(GrantsView)
+        grant = await until(pilot, lambda: next((g for g in view.rows if g["fingerprint"] == fp), None))
+        view.cursor = view.rows.index(grant)
+        await pilot.press("r")
+        await until(pilot, lambda: app.screen.CONTEXT == "confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: all(g["id"] != grant["id"] for g in view.rows))
+        await pilot.press("i")  # inactive ones too
+        await until(pilot, lambda: any(g["id"] == grant["id"] and g["revoked_at"] for g in view.rows))
+        assert "revoked" in screen_text(app)
+
+        theme, keymap = app.theme, app.keymap_name
+        await pilot.press("f7")
+        assert app.theme != theme
+        await pilot.press("f8")
+        assert app.keymap_name != keymap

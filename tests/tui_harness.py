@@ -33,6 +33,7 @@ class Agent:
     """One submission from its own thread and connection, as a real agent makes it."""
 
     def __init__(self, daemon: DaemonProcess, op: dict[str, Any], **kw: Any) -> None:
+        self.op = op
         self.box: dict[str, Any] = {}
 
         def run() -> None:
