@@ -384,3 +384,25 @@ async def test_the_remaining_keys(daemon, ws, clock):
         assert app.theme != theme
         await pilot.press("f8")
         assert app.keymap_name != keymap
+
+
+async def test_requests_decided_elsewhere_or_timed_out_leave_the_queue(daemon, ws, clock):
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        op, tag = tagged(ws)
+        agent = Agent(daemon, op)
+        rid = await pending_with(pilot, app, tag)
+        with daemon.operator() as other:  # a second operator, e.g. `agent-console deny` over SSH
+            other.call("decide", {"target": rid, "action": "deny"})
+        await until(pilot, lambda: app.pending.get(rid) is None)
+        assert (await agent.answer())["verdict"] == "deny"
+
+        op2, tag2 = tagged(ws)
+        late = Agent(daemon, op2, timeout_s=1)
+        rid2 = await pending_with(pilot, app, tag2)
+        await until(pilot, lambda: app.pending.get(rid2) is None)
+        assert (await late.answer())["reason"] == "approval_timeout"
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await pilot.press("slash", *f"{tag2} source:timeout", "enter")
+        await until(pilot, lambda: [r["request_id"] for r in app.screen.view.rows] == [rid2])
