@@ -10,6 +10,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from console.client import DaemonUnreachable, RPCError
@@ -37,6 +38,7 @@ class GrantsScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__(id="grants")
         self.include_inactive = False
+        self._live: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield BadgeBar(id="badges")
@@ -74,8 +76,13 @@ class GrantsScreen(Screen[None]):
         self.say(f"{len(rows)} {what} — r: revoke, i: {'hide' if include_inactive else 'show'} inactive")
 
     def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
-        if topic == "grants" and self.is_mounted:
-            self.reload()
+        """Grants change (added, used, revoked): reload, at most twice a second."""
+        if topic == "grants" and self.is_mounted and self._live is None:
+            self._live = self.set_timer(0.5, self._catch_up)
+
+    def _catch_up(self) -> None:
+        self._live = None
+        self.reload()
 
     def action_toggle_inactive(self) -> None:
         self.include_inactive = not self.include_inactive

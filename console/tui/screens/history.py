@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 PAGE = 200
 DEBOUNCE_S = 0.12
+LIVE_S = 0.5
 
 
 class HistoryScreen(Screen[None]):
@@ -52,6 +53,7 @@ class HistoryScreen(Screen[None]):
         self._params: dict[str, Any] = {}
         self._generation = 0
         self.last_query_ms: float | None = None
+        self._live: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield BadgeBar(id="badges")
@@ -154,13 +156,21 @@ class HistoryScreen(Screen[None]):
             self.view.append_rows(page.get("rows", []), page.get("older"))
 
     def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
-        """New decisions show up on top while the operator watches the newest rows."""
-        if topic in ("decided", "outcomes") and self.is_mounted and self.view.rows is not None:
-            newest = self.view.rows[0].get("seq") if self.view.rows else None
-            if newest is None:
-                self.run_query()
-            elif self.view.scroll_offset.y == 0:
-                self._fetch_newer(self._generation, dict(self._params), int(newest))
+        """New decisions show up on top while the operator watches the newest rows.
+
+        A busy daemon decides many times a second; the history catches up at most twice a
+        second, with one query for everything new.
+        """
+        if topic in ("decided", "outcomes") and self.is_mounted and self._live is None:
+            self._live = self.set_timer(LIVE_S, self._catch_up)
+
+    def _catch_up(self) -> None:
+        self._live = None
+        newest = self.view.rows[0].get("seq") if self.view.rows else None
+        if newest is None:
+            self.run_query()
+        elif self.view.scroll_offset.y == 0:
+            self._fetch_newer(self._generation, dict(self._params), int(newest))
 
     @work(group="history-newer", exclusive=True)
     async def _fetch_newer(self, generation: int, params: dict[str, Any], newest: int) -> None:
