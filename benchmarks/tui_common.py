@@ -26,7 +26,7 @@ POLICY = 'approval = "untrusted"\napproval_timeout_s = 3600\n'
 @contextmanager
 def daemon(policy: str = POLICY, history: Path | None = None) -> Iterator[tuple[Locations, Path]]:
     """A daemon on a fresh state dir (optionally over a copy of an existing history); yields (loc, workspace)."""
-    base = Path(tempfile.mkdtemp(prefix="acb-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="actui-", dir="/tmp"))
     loc = locate(base / "s")
     loc.state_dir.mkdir(mode=0o700)
     loc.policy.write_text(policy)
