@@ -213,7 +213,10 @@ async def main_async(args: argparse.Namespace) -> None:
     try:
         assert echo.stdout is not None
         echo.stdout.readline()
+        deadline = time.monotonic() + 30
         while running_pid(loc) != daemon.pid:
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the daemon did not start; see {base / 'daemon.log'}")
             await asyncio.sleep(0.05)
 
         operation = {

@@ -21,11 +21,13 @@ from console.cli import (
     hook_commands,
     operator_commands,
     session_commands,
+    tui_commands,
     watch_commands,
 )
 from console.cli.common import CLIError
 
 COMMAND_MODULES = [
+    tui_commands,
     daemon_commands,
     agent_commands,
     exec_commands,
@@ -41,9 +43,12 @@ COMMAND_MODULES = [
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent-console",
-        description="An approval console and session manager for supervising AI coding agents.",
+        description="An approval console and session manager for supervising AI coding agents. "
+        "Without a command, opens the console (starting the daemon if none runs).",
     )
     parser.add_argument("--version", action="version", version=f"agent-console {__version__}")
+    # A bare `agent-console` opens the console: these are its flags.
+    tui_commands.add_console_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
@@ -54,8 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+        args.func = tui_commands.main_console
     try:
         return int(args.func(args) or 0)
     except CLIError as exc:

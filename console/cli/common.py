@@ -30,9 +30,12 @@ class CLIError(Exception):
 
 
 def add_state_dir(p: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a subcommand's unset option must not erase one given before the command
+    # (`agent-console --state-dir X pending` and `agent-console pending --state-dir X`).
     p.add_argument(
         "--state-dir",
         metavar="DIR",
+        default=argparse.SUPPRESS,
         help="where the daemon keeps its state and sockets (default: $AGENT_CONSOLE_HOME or ~/.local/state/agent-console)",
     )
 

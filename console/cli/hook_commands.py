@@ -11,7 +11,7 @@ from console.cli.common import add_state_dir
 def cmd_claude_code(args: argparse.Namespace) -> int:
     from console.adapters.claude_code import run_hook
 
-    return run_hook(sys.stdin, sys.stdout, state_dir=args.state_dir, timeout_s=args.timeout)
+    return run_hook(sys.stdin, sys.stdout, state_dir=getattr(args, "state_dir", None), timeout_s=args.timeout)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

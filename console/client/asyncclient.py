@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from console.client.errors import DaemonUnreachable, check_peer, socket_for
@@ -23,6 +23,7 @@ class AsyncClient:
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._reader_task = asyncio.create_task(self._read_loop())
         self.hello: dict[str, Any] = {}
 
@@ -90,6 +91,10 @@ class AsyncClient:
                                 fut.set_result(msg.result)
                     elif isinstance(msg, Request) and msg.method == "event":
                         self._events.put_nowait(msg.params)
+                    elif isinstance(msg, Request):
+                        handler = self._handlers.get(msg.method)
+                        if handler is not None:
+                            handler(msg.params)
                     elif not isinstance(msg, Request):
                         # An error without an id (e.g. our frame was refused): fail every waiter.
                         error = RPCError(msg.error.code, msg.error.message)  # type: ignore[union-attr]
@@ -119,6 +124,15 @@ class AsyncClient:
             self._waiting.pop(msg_id, None)
             raise DaemonUnreachable(f"lost the daemon: {exc}") from None
         return await fut
+
+    def on_notification(self, method: str, handler: Callable[[dict[str, Any]], None] | None) -> None:
+        """Call ``handler(params)`` for each notification ``method`` other than ``event``
+        (``output`` of exec, ``session.output``/``session.snapshot``/… of an attach).
+        It runs on the reading task: keep it quick. None removes it."""
+        if handler is None:
+            self._handlers.pop(method, None)
+        else:
+            self._handlers[method] = handler
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """Events after :meth:`subscribe`; ends when the connection closes."""

@@ -203,6 +203,11 @@ class Connection:
         task.add_done_callback(self._tasks.discard)
 
     async def _run_messages(self, messages: list[Any], is_batch: bool) -> None:
+        if not is_batch:  # the common case: no gather, no second task
+            reply = await self._run_one(messages[0])
+            if reply is not None:
+                self.send(reply)
+            return
         results = await asyncio.gather(*(self._run_one(m) for m in messages))
         replies = [r for r in results if r is not None]
         if is_batch:
