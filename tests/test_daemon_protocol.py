@@ -205,3 +205,30 @@ def test_daemon_answers_while_another_connection_is_mid_frame(daemon):
     s.sendall(b'lo"}\n')
     assert json.loads(s.recv(4096))["id"] == 1
     s.close()
+
+
+def test_too_many_in_flight_refuses_only_the_extra_requests(daemon):
+    """An agent that floods one connection gets per-request refusals, not a dead link."""
+    import time
+
+    ws = workspace()
+    s = raw(daemon)
+    waiting = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "operation.submit",
+            "params": {"operation": operation(ws, network="any"), "timeout_s": 30},
+        }
+    )
+    frames = [waiting.replace('"id": 0', f'"id": {i}') for i in range(1, 1003)]
+    s.sendall(("\n".join(frames) + "\n").encode())
+    data = b""
+    deadline = time.time() + 20
+    while data.count(b"\n") < 2 and time.time() < deadline:
+        data += s.recv(65536)
+    replies = [json.loads(x) for x in data.splitlines() if x.strip()]
+    assert {r["id"] for r in replies} <= {1001, 1002}
+    assert all(r["error"]["code"] == -32007 for r in replies)
+    s.close()  # the 1000 waiting requests are cancelled with the connection
+    assert still_serves(daemon)

@@ -22,6 +22,7 @@ from console.protocol.jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     UNAUTHORIZED,
+    UNAVAILABLE,
     Invalid,
     Request,
     RPCError,
@@ -192,11 +193,17 @@ class Connection:
     def _handle_frame(self, frame: bytes) -> None:
         messages, is_batch = jsonrpc.decode_message(frame)
         if len(self._tasks) >= MAX_IN_FLIGHT:
-            self.send(
-                jsonrpc.error_response(
-                    None, RPCError(INVALID_REQUEST, "too many requests in flight on this connection")
-                )
+            # Refuse each request by its own id: the client's other calls stay valid.
+            busy = RPCError(
+                UNAVAILABLE, f"more than {MAX_IN_FLIGHT} requests in flight on this connection; retry later"
             )
+            replies = [
+                jsonrpc.error_response(m.id, busy)
+                for m in messages
+                if isinstance(m, Request) and not m.is_notification
+            ]
+            if replies:
+                self.send(replies if is_batch else replies[0])  # type: ignore[arg-type]
             return
         task = asyncio.create_task(self._run_messages(messages, is_batch))
         self._tasks.add(task)

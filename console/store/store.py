@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 DEFAULT_COUNT_CAP = 10_000
 WAL_SIZE_LIMIT = 32 << 20
 _EXPORT_CHUNK = 1000
+# How far back (events) a new daemon looks for requests its predecessor left pending.
+ORPHAN_WINDOW = 50_000
 _GRANT_COLUMNS = ", ".join(checks.GRANT_FIELDS)
 
 
@@ -520,10 +522,13 @@ class Store:
         """Requests since the last daemon start that never got a decision: what was
         pending when a daemon died. The next daemon records how they ended."""
         with self._reader("finding undecided requests") as conn:
-            row = conn.execute(
+            # Bounded: since the last start, and never more than the newest events (a
+            # history written without start markers must not cost a scan of millions).
+            started = conn.execute(
                 "SELECT max(seq) FROM events WHERE kind = 'daemon' AND note = 'started'"
-            ).fetchone()
-            since = row[0] or 0
+            ).fetchone()[0]
+            head = conn.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
+            since = max(started or 0, head - ORPHAN_WINDOW)
             cols = ", ".join(f"r.{c}" for c in RECORD_COLUMNS)
             rows = conn.execute(
                 f"SELECT {cols} FROM events AS r WHERE r.kind = 'request' AND r.seq > ? "  # noqa: S608
