@@ -23,11 +23,20 @@ from console.contract.operation import Operation
 from console.contract.outcome import Denial, DenialSource, NextAction
 from console.daemon.events import EventHub, Topic
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
-from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND, STORE_UNAVAILABLE, RPCError
+from console.protocol.jsonrpc import (
+    ALREADY_DECIDED,
+    CONFLICT,
+    INVALID_PARAMS,
+    NOT_FOUND,
+    STORE_UNAVAILABLE,
+    RPCError,
+)
 from console.store import Event, Store, StoreUnavailable, command_line, decision_event, request_event
 
 log = logging.getLogger("agent-console.broker")
 
+# A fingerprint prefix shorter than this could name the wrong request by accident.
+MIN_PREFIX = 6
 # How long a decided request id is remembered, to tell a late second operator
 # "already decided" rather than "unknown".
 DECIDED_MEMORY_S = 3600.0
@@ -312,6 +321,11 @@ class Broker:
             if target in self._decided:
                 raise RPCError(ALREADY_DECIDED, f"request {target} was already decided")
             raise RPCError(NOT_FOUND, f"no pending request {target}")
+        if len(target) < MIN_PREFIX or not all(c in "0123456789abcdef" for c in target):
+            raise RPCError(
+                INVALID_PARAMS,
+                f"target: a request id (r-…) or at least {MIN_PREFIX} lowercase hex digits of a fingerprint",
+            )
         matches = [p for p in self.pending.values() if p.op.fingerprint.startswith(target)]
         fps = {p.op.fingerprint for p in matches}
         if len(fps) > 1:
@@ -543,6 +557,10 @@ class Broker:
         now = self.clock()
         if target in self.grants.by_id:
             chosen = [self.grants.by_id[target]]
+        elif len(target) < MIN_PREFIX or not all(c in "0123456789abcdef" for c in target):
+            raise RPCError(
+                INVALID_PARAMS, f"target: a grant id (g-…) or at least {MIN_PREFIX} hex digits of a fingerprint"
+            )
         else:
             chosen = [
                 g
