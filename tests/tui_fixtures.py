@@ -217,6 +217,10 @@ class ReplayClient:
             }
         if method == "grants.list":
             return {"grants": self.grants}
+        if method == "watch.recent":
+            return {"events": []}
+        if method == "tripwire.list":
+            return {"items": []}
         raise AssertionError(f"unexpected call {method}")
 
     async def events(self):

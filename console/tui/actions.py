@@ -153,6 +153,49 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec("confirm-yes", "confirm", "y", "answer(True)", "Yes", palette=False),
     ActionSpec("confirm-no", "confirm", "n", "answer(False)", "No", palette=False),
+    # the workspace watch panel (issue 7); tripwire items answered in the queue
+    ActionSpec(
+        "show-watch",
+        "app",
+        "5",
+        "show('watch')",
+        "Go to the workspace watch panel",
+        show=False,
+        label="watch",
+    ),
+    ActionSpec(
+        "watch-protected",
+        "watch",
+        "p",
+        "toggle_protected",
+        "Show protected changes only, or all",
+        label="protected",
+    ),
+    ActionSpec("watch-diff", "watch", "d", "diff", "Show the diff of the selected change", label="diff"),
+    ActionSpec("watch-refresh", "watch", "R", "refresh_watch", "Reload recent changes", show=False),
+    ActionSpec(
+        "tripwire-resume",
+        "queue",
+        "r",
+        "tripwire('resume')",
+        "Resume the session a tripwire paused",
+        guarded=True,
+        label="resume",
+    ),
+    ActionSpec(
+        "tripwire-kill", "queue", "K", "tripwire('kill')", "Kill the session a tripwire paused", label="kill"
+    ),
+    ActionSpec(
+        "tripwire-keep",
+        "queue",
+        "p",
+        "tripwire('keep_paused')",
+        "Keep the session paused and close the tripwire item",
+        label="keep paused",
+    ),
+    ActionSpec(
+        "record-close", "record", "escape", "close", "Back to the history", palette=False, label="back"
+    ),
 ]
 
 # Which scopes are active at the same time: their keys must not collide.
@@ -161,6 +204,8 @@ CONTEXTS: dict[str, tuple[str, ...]] = {
     "history": ("app", "list", "history"),
     "entry": ("app", "entry"),
     "grants": ("app", "list", "grants"),
+    "watch": ("app", "list", "watch"),
+    "record": ("app", "record"),
     "modal": ("modal",),
     "confirm": ("modal", "confirm"),
     "help": ("modal", "help"),

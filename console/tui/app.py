@@ -38,6 +38,7 @@ from console.tui.screens.help import HelpScreen
 from console.tui.settings import Settings, SettingsError
 from console.tui.widgets.badge_bar import BadgeBar, Badges
 from console.tui.widgets.line_list import LineList
+from console.tui.widgets.watch_monitor import WatchMonitor
 
 NOTIFY_COALESCE_S = 0.4
 
@@ -84,6 +85,7 @@ class ConsoleApp(App[None]):
         self.pending = PendingQueue()
         self.badges = Badges()
         self.link = DaemonLink(self, state_dir, connect=connect)
+        self.watch_monitor = WatchMonitor(self)
         self.keymap_name = settings.keymap
         self.keys_in_force: dict[str, str] = dict(settings.keys)
         self.views: dict[str, Screen[None]] = {name: view.factory() for name, view in views().items()}
@@ -112,6 +114,7 @@ class ConsoleApp(App[None]):
         self.daemon_status = message.status
         self.pending.replace(message.pending)
         self._pending_changed(0)
+        self.watch_monitor.connected(message.status)
         self.badges.set("daemon", "")
         policy = message.status.get("policy") or {}
         if policy.get("error"):
@@ -126,19 +129,30 @@ class ConsoleApp(App[None]):
         if topic == "pending":
             item = payload.get("request")
             if isinstance(item, dict) and "request_id" in item:
-                index = self.pending.add(item)
-                self._pending_changed(index if index is not None else None)
+                self.add_pending(item)
                 self._arrived(item)
         elif topic == "decided":
             self.request_left(str(payload.get("request_id", "")))
         elif topic == "status":
-            self.daemon_status = payload.get("status") or {}
-            error = (self.daemon_status.get("policy") or {}).get("error")
-            self.badges.set("policy", "policy.toml broken: last good kept" if error else "", "error")
+            # Either the whole daemon status, or only the watcher's part of it.
+            if isinstance(payload.get("status"), dict):
+                self.daemon_status = payload["status"]
+                error = (self.daemon_status.get("policy") or {}).get("error")
+                self.badges.set("policy", "policy.toml broken: last good kept" if error else "", "error")
+            elif isinstance(payload.get("watch"), dict):
+                self.daemon_status["watch"] = payload["watch"]
+            self.watch_monitor.status_changed(self.daemon_status)
+        elif topic == "watch":
+            self.watch_monitor.event(payload)
         for screen in self._all_screens():
             handler = getattr(screen, "daemon_event", None)
             if handler is not None:
                 handler(topic, payload)
+
+    def add_pending(self, item: Mapping[str, Any]) -> None:
+        """A request (or a tripwire item) now waits for the operator."""
+        index = self.pending.add(item)
+        self._pending_changed(index)
 
     def request_left(self, request_id: str) -> None:
         """A request was decided (here, by another operator, by a timeout) or cancelled."""
@@ -168,8 +182,10 @@ class ConsoleApp(App[None]):
         self.badges.set("escalations", f"{escalated} escalated" if escalated else "", "error")
 
     def on_badge_bar_clicked(self, message: BadgeBar.Clicked) -> None:
-        if message.key in ("pending", "escalations"):
+        if message.key in ("pending", "escalations", "tripwire"):
             self.action_show("queue")
+        elif message.key in ("watch", "watcher"):
+            self.action_show("watch")
 
     # ------------------------------------------------------------ notifications
 

@@ -25,6 +25,8 @@ SCOPE_TITLES = {
     "history": "History",
     "entry": "History entry",
     "grants": "Grants",
+    "watch": "Watch panel",
+    "record": "History record",
     "modal": "Dialogs",
     "confirm": "Dialogs",
     "help": "This help",

@@ -24,6 +24,7 @@ from console.tui.bindings import bindings
 from console.tui.historyquery import SOURCES, VERDICTS, cycle, parse_query, set_token, token_value
 from console.tui.screens.entry import EntryScreen
 from console.tui.screens.prompts import ConfirmPrompt
+from console.tui.screens.watch import RecordScreen
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.history_view import HistoryView
 from console.tui.widgets.line_list import LineList
@@ -185,6 +186,10 @@ class HistoryScreen(Screen[None]):
 
     def on_line_list_opened(self, event: LineList.Opened) -> None:
         row = self.view.selected()
+        watcher_kinds = ("file_event", "tripwire", "tripwire_resolved")
+        if row is not None and row.get("kind") in watcher_kinds and not row.get("request_id"):
+            self.app.push_screen(RecordScreen(row))  # a change by a session or nobody: no request
+            return
         if row is not None and row.get("request_id"):
             self.app.push_screen(EntryScreen(str(row["request_id"])))
 

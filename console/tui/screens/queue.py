@@ -15,10 +15,12 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.protocol.jsonrpc import NOT_FOUND
 from console.tui.bindings import bindings
 from console.tui.guard import TypeAheadGuard
 from console.tui.pending import Entry
@@ -29,6 +31,8 @@ from console.tui.widgets.line_list import LineList
 from console.tui.widgets.queue_view import QueueView
 from console.tui.widgets.request_detail import RequestDetail
 from console.tui.widgets.status_line import StatusLine
+from console.tui.widgets.watch_model import ANSWERS, is_tripwire, sessions_of
+from console.tui.widgets.watch_text import answered
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp
@@ -66,6 +70,8 @@ class QueueScreen(Screen[None]):
         self._detail_pending = False
         self._view: QueueView | None = None
         self._detail: RequestDetail | None = None
+        self._tripwire_shown = False
+        self._changes_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         cfg = self.app.config
@@ -158,8 +164,79 @@ class QueueScreen(Screen[None]):
         previous = self._previous.get(key)
         if self.detail.request_id != entry.request_id or previous is not self.detail.previous:
             self.detail.show(item, entry.badges, previous)
-        if previous is None:
+        if previous is None and not is_tripwire(item):
             self._load_previous(key, entry.request_id)
+        if self.detail.changes is None and item.get("session_id") and not is_tripwire(item):
+            self._load_changes(entry.request_id, str(item["session_id"]))
+        self._tripwire_bindings(is_tripwire(item))
+
+    # ------------------------------------------------------------ watcher: changes, tripwire items
+
+    def _tripwire_bindings(self, shown: bool) -> None:
+        if shown != self._tripwire_shown:
+            self._tripwire_shown = shown
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A tripwire item is answered with resume/kill/keep paused, a request with approve/deny."""
+        if action == "tripwire":
+            return self._tripwire_shown
+        if action in ("approve", "deny", "deny_always", "deny_note"):
+            return not self._tripwire_shown
+        return True
+
+    @work(group="changes", exclusive=True)
+    async def _load_changes(self, request_id: str, session_id: str) -> None:
+        try:
+            result = await self.app.link.call("watch.recent", {"agent_session": session_id, "limit": 200})
+        except (DaemonUnreachable, RPCError):
+            return
+        self.detail.set_changes(request_id, result.get("events", []))
+
+    def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
+        """New changes by a terminal session: the shown request's list follows, twice a second at most."""
+        if topic != "watch" or payload.get("change") != "events" or not self.is_mounted:
+            return
+        if (
+            self.detail.item is None
+            or not self.detail.item.get("session_id")
+            or self._changes_timer is not None
+        ):
+            return
+        if any(sessions_of(e) for e in payload.get("events") or ()):
+            self._changes_timer = self.set_timer(0.5, self._reload_changes)
+
+    def _reload_changes(self) -> None:
+        self._changes_timer = None
+        item = self.detail.item
+        if item is not None and item.get("session_id") and not is_tripwire(item):
+            self._load_changes(str(item.get("request_id")), str(item["session_id"]))
+
+    def action_tripwire(self, answer: str) -> None:
+        entry = self._guarded() if answer == "resume" else self.shown()
+        if entry is None:
+            return
+        if not is_tripwire(entry.item):
+            self.say("resume, kill and keep paused answer tripwire items; this is a request", "warning")
+            return
+        self._send_tripwire(entry, answer)
+
+    @work(group="decide", exclusive=False)
+    async def _send_tripwire(self, entry: Entry, answer: str) -> None:
+        try:
+            await self.app.link.call("tripwire.resolve", {"id": entry.request_id, "action": answer})
+        except RPCError as exc:
+            if exc.code == NOT_FOUND:
+                self.app.watch_monitor.resolved(entry.request_id)
+                self.say(f"{entry.request_id}: already answered elsewhere", "warning")
+            else:
+                self.say(f"{ANSWERS[answer]} {entry.request_id}: {inert(exc.message)}", "error")
+            return
+        except DaemonUnreachable as exc:
+            self.say(f"{answer} {entry.request_id}: not sent — {inert(str(exc))}", "error")
+            return
+        self.app.watch_monitor.resolved(entry.request_id)
+        self.say(answered(answer, entry.item), "ok" if answer == "resume" else "warning")
 
     @work(group="previous", exclusive=False)
     async def _load_previous(self, key: tuple[str, str], request_id: str) -> None:
@@ -312,6 +389,9 @@ class QueueScreen(Screen[None]):
     # ------------------------------------------------------------ deciding
 
     def decide(self, entry: Entry, action: str, extra: Mapping[str, Any]) -> None:
+        if is_tripwire(entry.item):
+            self.say("a tripwire item: r resume, K kill, p keep paused", "warning")
+            return
         self._send_decision(entry, action, dict(extra))
 
     @work(group="decide", exclusive=False)

@@ -15,10 +15,9 @@ from console.tui.present import (
     DetailOptions,
     item_from_request_record,
     render_decision,
-    render_files,
-    render_outcome,
     render_request,
 )
+from console.tui.widgets.outcome_text import render_files, render_outcome
 from console.tui.widgets.request_detail import RequestDetail
 from console.tui.widgets.text_view import TextView
 

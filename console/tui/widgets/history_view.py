@@ -17,6 +17,7 @@ from textual.strip import Strip
 from console.tui.present import agent_text
 from console.tui.timefmt import clock_time
 from console.tui.widgets.line_list import LineList
+from console.tui.widgets.outcome_text import RECORD_KINDS, record_row
 
 PREFETCH = 40  # ask for more when the cursor is this close to the end of what is loaded
 
@@ -137,8 +138,12 @@ class HistoryView(LineList):
         get = self.component_style
         styles = self._styles()
         row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
-        row.append(f" {clock_time(r.get('at'))} ", get("history-view--time"))
         kind = str(r.get("kind", ""))
+        if kind in RECORD_KINDS:
+            roles = ("time", "allow", "deny", "source", "tool")
+            row.append_text(record_row(r, {**styles, **{k: get(f"history-view--{k}") for k in roles}}))
+            return Strip(list(row.render(self.app.console))).crop(0, width)
+        row.append(f" {clock_time(r.get('at'))} ", get("history-view--time"))
         verdict = str(r.get("verdict", "")) or kind
         row.append(
             f"{verdict[:8]:<6} ",

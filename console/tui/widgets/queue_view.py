@@ -14,6 +14,8 @@ from console.tui.pending import PendingQueue
 from console.tui.present import agent_text, badge_text
 from console.tui.timefmt import age
 from console.tui.widgets.line_list import LineList
+from console.tui.widgets.watch_model import is_tripwire
+from console.tui.widgets.watch_text import tripwire_row
 
 BADGE_ROLES = ("unrestricted", "protected", "outside", "network", "environment", "other")
 
@@ -101,6 +103,9 @@ class QueueView(LineList):
         tool, _ = agent_text(
             (item.get("operation") or {}).get("tool", ""), styles, get("queue-view--tool"), limit=18
         )
+        if is_tripwire(item):
+            row.append_text(tripwire_row(item, styles, max(8, width - row.cell_len)))
+            return Strip(list(row.render(self.app.console))).crop(0, width)
         tool.pad_right(19 - tool.cell_len)
         row.append_text(tool)
         if entry.badges:

@@ -19,6 +19,8 @@ from textual.message import Message
 from console.tui.badges import Badge
 from console.tui.present import ROLES, DetailOptions, render_request
 from console.tui.widgets.text_view import TextView
+from console.tui.widgets.watch_model import is_tripwire
+from console.tui.widgets.watch_text import changes_warning, render_session_changes, render_tripwire
 
 
 class RequestDetail(TextView):
@@ -73,6 +75,7 @@ class RequestDetail(TextView):
         self.item: Mapping[str, Any] | None = None
         self.badges: Sequence[Badge] = ()
         self.previous: Sequence[Mapping[str, Any]] | None = None
+        self.changes: Sequence[Mapping[str, Any]] | None = None  # watch events of the agent session
         self.truncated = False
         self._styles: dict[str, Style] | None = None
 
@@ -109,6 +112,7 @@ class RequestDetail(TextView):
         if item is None or self.item is None or item.get("request_id") != self.item.get("request_id"):
             self.options.expanded = False
             self.options.full_fingerprint = False
+            self.changes = None
             self.scroll_to(y=0, animate=False, immediate=True)
         self.item = item
         self.badges = badges
@@ -118,6 +122,11 @@ class RequestDetail(TextView):
     def set_previous(self, request_id: str, previous: Sequence[Mapping[str, Any]]) -> None:
         if self.request_id == request_id:
             self.previous = previous
+            self.refresh_detail()
+
+    def set_changes(self, request_id: str, changes: Sequence[Mapping[str, Any]]) -> None:
+        if self.request_id == request_id:
+            self.changes = changes
             self.refresh_detail()
 
     def expand_all(self) -> None:
@@ -135,10 +144,20 @@ class RequestDetail(TextView):
             self.set_text(
                 Text("No request selected.", style=self.get_component_rich_style("request-detail--dim"))
             )
-        else:
-            rendered = render_request(
-                self.item, self.badges, self.styles_map(), self.options, self.previous, now=self.clock()
-            )
+        elif is_tripwire(self.item):
+            rendered = render_tripwire(self.item, self.styles_map(), self.options, now=self.clock())
             self.truncated = rendered.truncated
             self.set_text(rendered.text)
+        else:
+            styles = self.styles_map()
+            rendered = render_request(
+                self.item, self.badges, styles, self.options, self.previous, now=self.clock()
+            )
+            self.truncated = rendered.truncated
+            warning = changes_warning(self.changes, styles)
+            session = str(self.item.get("session_id", "") or "")
+            sections = [("warning", warning)] if warning is not None else []
+            sections.append(("request", rendered.text))
+            sections.append(("changes", render_session_changes(session, self.changes, styles)))
+            self.set_sections(sections)
         self.post_message(self.Shown(self.shown_key, self.truncated))

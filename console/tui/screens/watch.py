@@ -1,0 +1,248 @@
+"""The watch panel: workspace changes as they happen, protected ones loud, diffs on demand.
+
+The events themselves are kept by the app's :class:`WatchMonitor` (they must be
+counted while the operator looks elsewhere); this screen draws them and asks the daemon
+for a diff only when the operator wants one. Viewing the panel clears the header's
+count of unseen protected changes.
+
+:class:`RecordScreen` opens a file-event or tripwire row of the history, which has no
+request of its own to open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from console.client import DaemonUnreachable, RPCError
+from console.contract.inert import inert
+from console.protocol.jsonrpc import NOT_FOUND
+from console.tui.bindings import bindings
+from console.tui.present import ROLES
+from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.line_list import LineList
+from console.tui.widgets.outcome_text import render_record
+from console.tui.widgets.status_line import StatusLine
+from console.tui.widgets.text_view import TextView
+from console.tui.widgets.watch_detail import WatchDetail
+from console.tui.widgets.watch_list import WatchList
+from console.tui.widgets.watch_model import degraded_roots
+from console.tui.widgets.watch_text import DIFF_NONE
+
+if TYPE_CHECKING:
+    from console.tui.app import ConsoleApp
+
+
+class WatchScreen(Screen[None]):
+    CONTEXT = "watch"
+    BINDINGS: ClassVar[list[BindingType]] = bindings("watch")
+    DEFAULT_CSS = """
+    WatchScreen WatchList { height: 55%; min-height: 6; border-bottom: solid $primary 40%; }
+    WatchScreen WatchDetail { height: 1fr; }
+    """
+
+    app: ConsoleApp
+
+    def __init__(self) -> None:
+        super().__init__(id="watch")
+
+    def compose(self) -> ComposeResult:
+        yield BadgeBar(id="badges")
+        yield StatusLine(id="watch-banner")
+        yield WatchList(self.app.watch_monitor.events, id="watch-list")
+        yield WatchDetail(clock=self.app.clock, id="watch-detail")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        monitor = self.app.watch_monitor
+        monitor.on_added = self._added
+        monitor.on_reloaded = self._reloaded
+        monitor.on_status = self._status
+        self.view.focus()
+        self._status()
+        self._reloaded()
+
+    def on_unmount(self) -> None:
+        monitor = self.app.watch_monitor
+        monitor.on_added = monitor.on_reloaded = monitor.on_status = None
+
+    def on_screen_resume(self) -> None:
+        self.app.watch_monitor.seen()
+        self._banner()
+
+    # ------------------------------------------------------------ parts
+
+    @property
+    def view(self) -> WatchList:
+        return self.query_one(WatchList)
+
+    @property
+    def detail(self) -> WatchDetail:
+        return self.query_one(WatchDetail)
+
+    def say(self, message: str, severity: str = "info") -> None:
+        """``message`` must be inert."""
+        self.query_one("#status", StatusLine).say(message, severity)
+
+    def selected(self) -> Mapping[str, Any] | None:
+        model = self.app.watch_monitor.events
+        index = self.view.cursor
+        return model[index] if 0 <= index < len(model) else None
+
+    # ------------------------------------------------------------ from the monitor
+
+    def _added(self, on_top: int, protected_on_top: int) -> None:
+        if not self.is_mounted:
+            return
+        monitor = self.app.watch_monitor
+        if monitor.viewing():
+            monitor.seen()
+        self.view.added(protected_on_top if monitor.events.protected_only else on_top)
+        if self.detail.event is None:
+            self.detail.show(self.selected())
+        self._banner()
+
+    def _reloaded(self) -> None:
+        if self.is_mounted:
+            self.view.reset()
+            self.detail.show(self.selected())
+            self._banner()
+
+    def _status(self) -> None:
+        if not self.is_mounted:
+            return
+        status = self.app.watch_monitor.watch_status
+        self.view.degraded = {d.root for d in degraded_roots(status)}
+        self.view.restyle()
+        self.detail.watch_status = status
+        self.detail.refresh_detail()
+        self._banner()
+
+    def _banner(self) -> None:
+        monitor = self.app.watch_monitor
+        model = monitor.events
+        roots = monitor.watch_status.get("roots") or []
+        degraded = degraded_roots(monitor.watch_status)
+        shown = "protected only" if model.protected_only else "all changes"
+        counts = f"{model.total:,} recent, {model.protected_total:,} protected; showing {shown} (p)"
+        if monitor.dropped:
+            counts += f"; {monitor.dropped:,} ordinary events not shown in bursts"
+        banner = self.query_one("#watch-banner", StatusLine)
+        if degraded:
+            d = degraded[0]
+            where = inert(d.root)[:60]
+            why = inert(d.message or ", ".join(d.codes))[:120]
+            banner.say(
+                f"⚠ watcher DEGRADED on {where}: {why} — changes still come by polling and rescans · {counts}",
+                "error",
+            )
+        elif not monitor.loaded:
+            banner.say(f"watcher: loading… · {counts}", "info")
+        else:
+            banner.say(f"watching {len(roots)} root{'s' if len(roots) != 1 else ''} · {counts}", "info")
+
+    # ------------------------------------------------------------ events
+
+    def on_line_list_highlighted(self, event: LineList.Highlighted) -> None:
+        if event.source is self.view:
+            self.detail.show(self.selected())
+
+    def on_line_list_opened(self, event: LineList.Opened) -> None:
+        if event.source is self.view:
+            self.action_diff()
+
+    # ------------------------------------------------------------ actions
+
+    def action_toggle_protected(self) -> None:
+        model = self.app.watch_monitor.events
+        model.protected_only = not model.protected_only
+        self.view.reset()
+        self.detail.show(self.selected())
+        self._banner()
+        self.say("showing protected changes only" if model.protected_only else "showing all changes")
+
+    def action_diff(self) -> None:
+        event = self.selected()
+        if event is None:
+            self.say("no change selected", "warning")
+            return
+        self.detail.show(event)
+        if event.get("path_hex") is not None or event.get("is_dir"):
+            self.detail.set_diff(event, DIFF_NONE)
+            return
+        self._load_diff(event)
+
+    @work(group="watch-diff", exclusive=True)
+    async def _load_diff(self, event: Mapping[str, Any]) -> None:
+        params = {"workspace_root": str(event.get("workspace_root", "")), "path": str(event.get("path", ""))}
+        try:
+            result = await self.app.link.call("watch.diff", params)
+        except RPCError as exc:
+            if exc.code == NOT_FOUND:
+                self.detail.set_diff(event, DIFF_NONE)
+            else:
+                self.say(f"diff: {inert(exc.message)[:200]}", "error")
+            return
+        except DaemonUnreachable as exc:
+            self.say(f"diff: {inert(str(exc))[:200]}", "error")
+            return
+        self.detail.set_diff(event, str(result.get("diff", "")))
+        self.say("diff loaded: escaped, + added, - removed")
+
+    def action_refresh_watch(self) -> None:
+        self.app.watch_monitor.reload()
+        self.say("reloading recent changes…")
+
+
+class RecordView(TextView):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"record-view--{role}" for role in ROLES}
+    DEFAULT_CSS = WatchDetail.DEFAULT_CSS.replace("WatchDetail", "RecordView").replace(
+        "watch-detail--", "record-view--"
+    )
+
+    def __init__(self, record: Mapping[str, Any], *, limit: int, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.record = record
+        self.limit = limit
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.watch(self.app, "theme", lambda _: self.refresh_record(), init=False)
+        self.refresh_record()
+
+    def refresh_record(self) -> None:
+        styles = {role: self.get_component_rich_style(f"record-view--{role}") for role in ROLES}
+        self.set_text(render_record(self.record, styles, self.limit))
+
+
+class RecordScreen(Screen[None]):
+    """A file event or tripwire record of the history, in full."""
+
+    CONTEXT = "record"
+    BINDINGS: ClassVar[list[BindingType]] = bindings("record")
+    DEFAULT_CSS = "RecordScreen RecordView { height: 1fr; }"
+
+    app: ConsoleApp
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.record = record
+
+    def compose(self) -> ComposeResult:
+        yield BadgeBar(id="badges")
+        yield RecordView(self.record, limit=self.app.config.max_chars, id="record")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(RecordView).focus()
+
+    def action_close(self) -> None:
+        self.dismiss()

@@ -1,0 +1,100 @@
+"""The watch panel's list: file events newest first, protected ones in the theme's error colour.
+
+A Line-API list over :class:`~console.tui.widgets.watch_model.WatchEvents` (10,000 rows
+kept): only visible rows are drawn, each once per width and theme. New batches go on
+top; the cursor stays on the event the operator selected, unless it was on the newest
+row, which then follows the newest event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+
+from console.tui.widgets.line_list import LineList
+from console.tui.widgets.watch_model import WatchEvents
+from console.tui.widgets.watch_text import event_row
+
+ROW_ROLES = (
+    "time",
+    "protected",
+    "pattern",
+    "flag",
+    "added",
+    "removed",
+    "modified",
+    "label",
+    "escape",
+    "lookalike",
+)
+
+
+class WatchList(LineList):
+    COMPONENT_CLASSES = (
+        LineList.COMPONENT_CLASSES | {f"watch-list--{r}" for r in ROW_ROLES} | {"watch-list--empty"}
+    )
+    DEFAULT_CSS = """
+    WatchList > .watch-list--time { color: $text-muted; }
+    WatchList > .watch-list--protected { color: $error; text-style: bold; }
+    WatchList > .watch-list--pattern { background: $error; color: $background; text-style: bold; }
+    WatchList > .watch-list--flag { color: $warning; text-style: bold; }
+    WatchList > .watch-list--added { color: $success; }
+    WatchList > .watch-list--removed { color: $warning; }
+    WatchList > .watch-list--modified { color: $accent; }
+    WatchList > .watch-list--label { color: $secondary; }
+    WatchList > .watch-list--escape { color: $error; text-style: reverse; }
+    WatchList > .watch-list--lookalike { color: $warning; text-style: underline reverse; }
+    WatchList > .watch-list--empty { color: $text-muted; text-style: italic; }
+    """
+
+    def __init__(self, model: WatchEvents, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model = model
+        self.degraded: set[str] = set()
+        self.empty_message = "No file changes yet. They appear here as they happen."
+
+    def row_count(self) -> int:
+        return len(self.model)
+
+    def row_key(self, index: int) -> Hashable:
+        event = self.model[index]
+        return event.get("seq"), str(event.get("workspace_root", "")) in self.degraded
+
+    def _styles(self) -> dict[str, Style]:
+        get = self.component_style
+        styles = {role: get(f"watch-list--{role}") for role in ROW_ROLES}
+        styles.update(marker=get("line-list--dim"), dim=get("line-list--dim"))
+        return styles
+
+    def render_line(self, y: int) -> Strip:
+        if self.row_count() == 0 and y == 1:
+            width = self.scrollable_content_region.width
+            text = Text(f"  {self.empty_message}", self.component_style("watch-list--empty"))
+            return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
+        return super().render_line(y)
+
+    def render_row(self, index: int, width: int, selected: bool) -> Strip:
+        row = event_row(self.model[index], self._styles(), width, self.degraded)
+        row.stylize(self.row_style(selected), 0, 0)
+        base = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
+        base.append_text(row)
+        return Strip(list(base.render(self.app.console))).crop(0, width)
+
+    def added(self, on_top: int) -> None:
+        """``on_top`` rows were put above the others: keep the selection where it was."""
+        if on_top and (self.cursor or self.scroll_offset.y):
+            self.set_reactive(LineList.cursor, self.cursor + on_top)
+            self.scroll_to(y=self.scroll_offset.y + on_top, animate=False, immediate=True)
+        self.rows_changed(0)
+
+    def reset(self) -> None:
+        """The rows were replaced (reload, filter toggled)."""
+        self._cache.clear()
+        self.set_reactive(LineList.cursor, 0)
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.rows_changed(0)
+        if self.row_count():
+            self.post_message(self.Highlighted(self, 0))

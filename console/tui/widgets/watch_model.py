@@ -1,0 +1,158 @@
+"""What the console holds of the workspace watcher: recent events, roots' health, tripwire items.
+
+No Textual here, so the rules are testable on their own. Events are the daemon's
+``watch`` dicts (docs/protocol.md, "Workspace watcher"); they arrive in batches, newest
+last, and are kept newest first, bounded like the daemon's own memory of them. The
+protected-only view is kept alongside rather than recomputed, so a filter toggle over
+10,000 rows is a list swap, not a scan per frame.
+
+A tripwire item (``tripwire = "pause"``) joins the approval queue as a queue item of
+its own ``kind``: the queue model needs only ``request_id``, ``command`` and
+``session_id``; everything else stays in ``tripwire``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Event = Mapping[str, Any]
+
+KEEP = 10_000
+TRIPWIRE = "tripwire"
+
+
+class WatchEvents:
+    """Recent file events, newest first, with a protected-only view kept in step."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self.keep = keep
+        self._all: list[Event] = []
+        self._protected: list[Event] = []
+        self.protected_only = False
+        self._seqs: set[Any] = set()
+
+    def __len__(self) -> int:
+        return len(self._protected if self.protected_only else self._all)
+
+    def __getitem__(self, index: int) -> Event:
+        return (self._protected if self.protected_only else self._all)[index]
+
+    @property
+    def total(self) -> int:
+        return len(self._all)
+
+    @property
+    def protected_total(self) -> int:
+        return len(self._protected)
+
+    def replace(self, newest_first: Iterable[Event]) -> None:
+        """Start over from ``watch.recent`` (newest first).
+
+        Events that arrived live while the listing was on its way, newer than anything
+        in it, are kept on top.
+        """
+        recent = list(newest_first)
+        newest = max((e["seq"] for e in recent if isinstance(e.get("seq"), int)), default=-1)
+        later = [e for e in self._all if isinstance(e.get("seq"), int) and e["seq"] > newest]
+        self._all, self._protected, self._seqs = [], [], set()
+        self.add(recent[::-1] + later[::-1])
+
+    def add(self, batch: Sequence[Event]) -> tuple[int, int]:
+        """Add a batch (oldest first, as the daemon sends it).
+
+        Returns how many rows went on top of (all, protected): the view keeps the
+        operator's selection by moving the cursor down as much.
+        """
+        fresh = [e for e in batch if e.get("seq") is None or e.get("seq") not in self._seqs]
+        if not fresh:
+            return 0, 0
+        self._seqs.update(e.get("seq") for e in fresh if e.get("seq") is not None)
+        newest_first = fresh[::-1]
+        protected = [e for e in newest_first if e.get("protected")]
+        self._all[:0] = newest_first
+        self._protected[:0] = protected
+        for gone in self._all[self.keep :]:
+            self._seqs.discard(gone.get("seq"))
+        del self._all[self.keep :]
+        del self._protected[self.keep :]
+        return len(newest_first), len(protected)
+
+
+def attribution(event: Event) -> list[tuple[str, str, str]]:
+    """(kind, id, label) of who was active in the workspace; empty means unattributed."""
+    out = []
+    for a in event.get("attribution") or ():
+        if isinstance(a, Mapping):
+            out.append((str(a.get("kind", "")), str(a.get("id", "")), str(a.get("label", ""))))
+    return out
+
+
+def sessions_of(event: Event) -> set[str]:
+    return {ident for kind, ident, _ in attribution(event) if kind == "session"}
+
+
+# ---------------------------------------------------------------------- roots' health
+
+
+@dataclass(frozen=True, slots=True)
+class Degraded:
+    root: str
+    codes: tuple[str, ...]
+    message: str
+
+
+def degraded_roots(watch_status: Mapping[str, Any] | None) -> list[Degraded]:
+    """Roots whose watcher is degraded (changes still reported, by polling or rescans)."""
+    out = []
+    for r in (watch_status or {}).get("roots") or ():
+        if isinstance(r, Mapping) and r.get("state") == "degraded":
+            reasons = [x for x in r.get("reasons") or () if isinstance(x, Mapping)]
+            out.append(
+                Degraded(
+                    str(r.get("root", "")),
+                    tuple(str(x.get("code", "")) for x in reasons),
+                    str(reasons[0].get("message", "")) if reasons else "",
+                )
+            )
+    return out
+
+
+def sandbox_badge(status: Mapping[str, Any]) -> tuple[str, str]:
+    """The header badge for the sandbox probe: (label, variant); ("", "") when unknown."""
+    sandbox = status.get("sandbox")
+    if not isinstance(sandbox, Mapping):
+        return "", ""
+    summary = str(sandbox.get("summary", ""))
+    probe = sandbox.get("probe")
+    if not isinstance(probe, Mapping):
+        return (f"sandbox: {summary}" if summary else "sandbox: probing", "muted")
+    if not probe.get("available"):
+        return f"SANDBOX UNAVAILABLE: {summary or probe.get('reason', '')}", "error"
+    if not probe.get("network_isolated"):
+        return f"sandbox: {summary}", "warning"
+    return f"sandbox: {summary}", "muted"
+
+
+# ---------------------------------------------------------------------- tripwire items in the queue
+
+
+def tripwire_entry(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A tripwire item in the shape the pending queue holds."""
+    return {
+        "request_id": str(item.get("id", "")),
+        "kind": TRIPWIRE,
+        "command": str(item.get("summary", "")),
+        "session_id": str(item.get("session", "")),
+        "submitted_at": item.get("at") or 0,
+        "tripwire": dict(item),
+    }
+
+
+def is_tripwire(item: Mapping[str, Any] | None) -> bool:
+    return item is not None and item.get("kind") == TRIPWIRE
+
+
+# Answers to a tripwire item: (tripwire.resolve action, past tense for the status line).
+ANSWERS = {"resume": "resumed", "kill": "killed", "keep_paused": "kept paused"}

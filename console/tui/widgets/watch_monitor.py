@@ -1,0 +1,187 @@
+"""The console's side of the workspace watcher, alive for the whole app, whatever is on screen.
+
+The watch panel is one view among others, but what the watcher reports matters most
+when the operator is looking elsewhere: this object, made once by the app, keeps the
+recent events, counts the protected changes not yet seen (a header badge until the
+watch panel is viewed), shows a degraded watcher and the sandbox probe in the header,
+raises tripwire alerts as notifications (the console's notification settings), and
+keeps paused sessions' tripwire items in the approval queue — adding them as they
+arrive or on (re)connect, removing them when resolved here or by another operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from textual.screen import ModalScreen
+
+from console.client import DaemonUnreachable, RPCError
+from console.contract.inert import inert
+from console.tui.desktop import sequence
+from console.tui.widgets.watch_model import WatchEvents, degraded_roots, sandbox_badge, tripwire_entry
+
+if TYPE_CHECKING:
+    from console.tui.app import ConsoleApp
+
+RECENT_ON_CONNECT = 2000
+ALERT_COALESCE_S = 0.4
+VIEW = "watch"
+
+
+class WatchMonitor:
+    def __init__(self, app: ConsoleApp) -> None:
+        self.app = app
+        self.events = WatchEvents()
+        self.watch_status: dict[str, Any] = {}
+        self.unseen = 0
+        self.paused: dict[str, Mapping[str, Any]] = {}
+        self.dropped = 0
+        self.loaded = False
+        # The watch panel listens here: (rows added on top of all, of protected-only), or a reload.
+        self.on_added: Callable[[int, int], None] | None = None
+        self.on_reloaded: Callable[[], None] | None = None
+        self.on_status: Callable[[], None] | None = None
+        self._alerts: list[str] = []
+        self._alert_timer: Any = None
+        self._warned_sandbox = ""
+
+    # ------------------------------------------------------------ from the app's handlers
+
+    def connected(self, status: Mapping[str, Any]) -> None:
+        """(Re)connected: the app has just replaced the pending queue, dropping our items."""
+        self.paused.clear()
+        self.status_changed(status)
+        self.app.run_worker(self._load(), group="watch-load", exclusive=True, exit_on_error=False)
+
+    def status_changed(self, status: Mapping[str, Any]) -> None:
+        watch = status.get("watch")
+        if isinstance(watch, Mapping):
+            self._watch_status(watch)
+        if "sandbox" in status:
+            label, variant = sandbox_badge(status)
+            self.app.badges.set("sandbox", label, variant or "muted")
+            if variant == "error" and label != self._warned_sandbox:
+                self._warned_sandbox = label
+                self.app.notify(
+                    f"{inert(label)[:300]} — operations that need the sandbox will not run",
+                    title="sandbox",
+                    severity="error",
+                    timeout=15,
+                    markup=False,
+                )
+
+    def _watch_status(self, watch: Mapping[str, Any]) -> None:
+        self.watch_status = dict(watch)
+        degraded = degraded_roots(watch)
+        if degraded:
+            first = degraded[0]
+            more = f" (+{len(degraded) - 1} roots)" if len(degraded) > 1 else ""
+            code = first.codes[0] if first.codes else "degraded"
+            self.app.badges.set("watcher", f"watcher DEGRADED: {code}{more}", "error")
+        else:
+            self.app.badges.set("watcher", "")
+        if self.on_status is not None:
+            self.on_status()
+
+    def event(self, payload: Mapping[str, Any]) -> None:
+        change = payload.get("change")
+        if change == "events":
+            batch = [e for e in payload.get("events") or () if isinstance(e, Mapping)]
+            self.dropped += int(payload.get("dropped") or 0)
+            on_top, protected = self.events.add(batch)
+            if protected and not self.viewing():
+                self.unseen += protected
+                self._unseen_badge()
+            if self.on_added is not None and (on_top or payload.get("dropped")):
+                self.on_added(on_top, protected)
+        elif change == "alert":
+            self._alert(str(payload.get("summary", "")))
+        elif change == "tripwire":
+            item = payload.get("item")
+            if isinstance(item, Mapping) and item.get("state", "paused") == "paused":
+                self._add_item(item)
+                self._alert(f"{item.get('summary', '')} — session paused, answer it in the queue")
+        elif change == "tripwire_resolved":
+            item = payload.get("item")
+            if isinstance(item, Mapping):
+                self.resolved(str(item.get("id", "")))
+
+    # ------------------------------------------------------------ seen / unseen
+
+    def viewing(self) -> bool:
+        app = self.app
+        return app.current_mode == VIEW and not isinstance(app.screen, ModalScreen) and app.app_focus
+
+    def seen(self) -> None:
+        """The operator is looking at the watch panel."""
+        self.unseen = 0
+        self._unseen_badge()
+
+    def _unseen_badge(self) -> None:
+        n = self.unseen
+        self.app.badges.set("watch", f"{n} protected change{'s' if n != 1 else ''}" if n else "", "error")
+
+    # ------------------------------------------------------------ tripwire items
+
+    def _add_item(self, item: Mapping[str, Any]) -> None:
+        ident = str(item.get("id", ""))
+        if not ident or ident in self.paused:
+            return
+        self.paused[ident] = item
+        self.app.add_pending(tripwire_entry(item))
+        self._paused_badge()
+
+    def resolved(self, ident: str) -> None:
+        """Resolved here or by another operator: it leaves the queue."""
+        if self.paused.pop(ident, None) is not None:
+            self._paused_badge()
+        self.app.request_left(ident)
+
+    def _paused_badge(self) -> None:
+        n = len(self.paused)
+        self.app.badges.set(
+            "tripwire", f"{n} session{'s' if n != 1 else ''} paused by tripwire" if n else "", "error"
+        )
+
+    # ------------------------------------------------------------ alerts
+
+    def _alert(self, summary: str) -> None:
+        self._alerts.append(inert(summary)[:200])
+        if self._alert_timer is None:
+            self._alert_timer = self.app.set_timer(ALERT_COALESCE_S, self._raise_alerts)
+
+    def _raise_alerts(self) -> None:
+        self._alert_timer = None
+        alerts, self._alerts = self._alerts, []
+        if not alerts:
+            return
+        body = alerts[0] if len(alerts) == 1 else f"{len(alerts)} tripwire alerts; first: {alerts[0]}"
+        notes = self.app.config.notifications
+        if notes.toast:
+            self.app.notify(body, title="tripwire", severity="error", timeout=10, markup=False)
+        if notes.bell:
+            self.app.bell()
+        if notes.desktop != "off":
+            self.app.write_escape(sequence(notes.desktop, "agent-console tripwire", body))
+
+    # ------------------------------------------------------------ loading
+
+    async def _load(self) -> None:
+        link = self.app.link
+        try:
+            recent = await link.call("watch.recent", {"limit": RECENT_ON_CONNECT})
+            items = await link.call("tripwire.list", {})
+        except (RPCError, DaemonUnreachable) as exc:
+            self.app.badges.set("watcher", f"watcher unavailable: {inert(str(exc))[:60]}", "warning")
+            return
+        self.events.replace(e for e in recent.get("events") or () if isinstance(e, Mapping))
+        self.loaded = True
+        for item in items.get("items") or ():
+            if isinstance(item, Mapping) and item.get("state", "paused") == "paused":
+                self._add_item(item)
+        if self.on_reloaded is not None:
+            self.on_reloaded()
+
+    def reload(self) -> None:
+        self.app.run_worker(self._load(), group="watch-load", exclusive=True, exit_on_error=False)

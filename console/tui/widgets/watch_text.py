@@ -1,0 +1,387 @@
+"""Watcher data as Rich ``Text``: event rows, an event's detail, diffs, tripwire items.
+
+File names and file contents are untrusted: a name can hold escape sequences, bidi
+controls or a newline, a diff is whatever an agent wrote into a hook. Names arrive
+already made visible by the daemon (``display_path``: every control, format or
+undecodable character as ``\\xNN``/``\\uNNNN``, a literal backslash doubled), and are
+passed through :func:`console.contract.inert.inert` again all the same; the escapes are
+then styled as ours. Diff lines are escaped one by one and coloured here by their first
+character, never by markup or ANSI. Styles come in as a role → ``Style`` mapping
+(the roles of :data:`console.tui.present.ROLES`), so themes reach everything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+
+from console.contract.inert import inert
+from console.tui.present import DetailOptions, Rendered, Styles, agent_text
+from console.tui.timefmt import ago, clock_time
+from console.tui.untrusted import lookalike_spans
+from console.tui.widgets.watch_model import ANSWERS, attribution, degraded_roots
+
+# The escapes display_path and inert write; "\\\\" is a literal backslash of the name.
+_ESCAPE = re.compile(r"\\(?:\\|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[entr0ab])")
+
+MAX_DIFF_LINES = 200
+
+
+def shown_path(event: Mapping[str, Any]) -> str:
+    """What to show for an event's path: the daemon's display form, escaped again to be sure."""
+    display = event.get("display_path")
+    return inert(str(display if display is not None else event.get("path", "")))
+
+
+def path_text(display: str, styles: Styles, base: Style | str = "", *, limit: int | None = None) -> Text:
+    """An escaped path with its escapes styled apart and look-alike letters marked."""
+    cut = limit is not None and len(display) > limit
+    if cut:
+        assert limit is not None
+        display = display[: max(0, limit - 1)]
+    out = Text(style=base, no_wrap=True, end="")
+    last = 0
+    for m in _ESCAPE.finditer(display):
+        out.append(display[last : m.start()])
+        out.append(m.group(), styles["dim"] if m.group() == "\\\\" else styles["escape"])
+        last = m.end()
+    out.append(display[last:])
+    for start, end in lookalike_spans(out.plain):
+        out.stylize(styles["lookalike"], start, end)
+    if cut:
+        out.append("…", styles["marker"])
+    return out
+
+
+def who_text(event: Mapping[str, Any], styles: Styles, *, limit: int = 60) -> Text:
+    """Who was active in the workspace: sessions and operations, or ``unattributed``."""
+    who = attribution(event)
+    if not who:
+        return Text("unattributed", styles["dim"], end="")
+    out = Text(end="")
+    for i, (kind, ident, label) in enumerate(who[:3]):
+        if i:
+            out.append(", ", styles["dim"])
+        out.append("session " if kind == "session" else "op ", styles["label"])
+        piece, _ = agent_text(ident, styles, limit=20)
+        out.append_text(piece)
+        if label:
+            out.append(" ")
+            piece, _ = agent_text(label, styles, styles["dim"], limit=max(8, limit - out.cell_len))
+            out.append_text(piece)
+    if len(who) > 3:
+        out.append(f" +{len(who) - 3}", styles["marker"])
+    return out
+
+
+def flags(event: Mapping[str, Any], degraded: set[str]) -> list[str]:
+    """Short loud words for what makes an event unusual."""
+    out = []
+    if event.get("symlink_escape"):
+        out.append("SYMLINK-OUT")
+    if event.get("path_flagged"):
+        out.append("ODD-NAME")
+    if str(event.get("workspace_root", "")) in degraded:
+        out.append("DEGRADED")
+    if event.get("source") in ("poll", "rescan"):
+        out.append(f"via {event['source']}")
+    return out
+
+
+def event_row(event: Mapping[str, Any], styles: Styles, width: int, degraded: set[str]) -> Text:
+    """One line of the watch panel: time, change, pattern, who, path, flags.
+
+    Roles: ``time``, ``protected``, ``pattern``, ``dim``, ``label``, ``escape``,
+    ``lookalike``, ``marker``, ``flag``, ``added``, ``removed``, ``modified``.
+    """
+    protected = event.get("protected")
+    row = Text(no_wrap=True, overflow="crop", end="")
+    row.append(f" {clock_time(event.get('at'), with_date=False)} ", styles["time"])
+    kind = str(event.get("kind", "?"))
+    role = {"added": "added", "deleted": "removed"}.get(kind, "modified")
+    row.append(f"{kind[:8]:<9}", styles["protected"] if protected else styles[role])
+    if protected:
+        pattern, _ = agent_text(str(protected), styles, styles["pattern"], limit=16)
+        row.append(" ", styles["pattern"])
+        row.append_text(pattern)
+        row.append(" ", styles["pattern"])
+        row.append(" " * max(1, 19 - pattern.cell_len - 2))
+    else:
+        row.append(" " * 19)
+    who = who_text(event, styles, limit=24)
+    who.truncate(24, overflow="ellipsis", pad=True)
+    row.append_text(who)
+    row.append(" ")
+    marks = flags(event, degraded)
+    tail = ("  " + " ".join(marks)) if marks else ""
+    room = max(8, width - row.cell_len - len(tail))
+    row.append_text(
+        path_text(shown_path(event), styles, styles["protected"] if protected else "", limit=room)
+    )
+    if tail:
+        row.append(tail, styles["flag"])
+    return row
+
+
+# ---------------------------------------------------------------------- detail and diff
+
+
+def diff_text(
+    diff: str, styles: Styles, *, max_lines: int = MAX_DIFF_LINES, expanded: bool = False
+) -> tuple[Text, bool]:
+    """A unified diff of untrusted content: each line escaped, coloured by its first character."""
+    out = Text(end="")
+    lines = diff.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    shown = lines if expanded else lines[:max_lines]
+    for line in shown:
+        if line.startswith(("+++", "---")):
+            role = "dim"
+        elif line.startswith("+"):
+            role = "added"
+        elif line.startswith("-"):
+            role = "removed"
+        elif line.startswith("@@"):
+            role = "operator"
+        else:
+            role = ""
+        out.append("  ")
+        piece, _ = agent_text(line, styles, styles[role] if role else "")
+        out.append_text(piece)
+        out.append("\n")
+    truncated = len(shown) < len(lines)
+    if truncated:
+        out.append(f"  ⟨{len(lines) - len(shown)} more diff lines — expand to see all⟩\n", styles["marker"])
+    return out, truncated
+
+
+def _field(out: Text, label: str, value: Text | str, styles: Styles) -> None:
+    out.append(f"  {label:<12}", styles["label"])
+    if isinstance(value, Text):
+        out.append_text(value)
+    else:
+        out.append(value)
+    out.append("\n")
+
+
+# Not loaded yet / no baseline: the two states of a diff that is not text.
+DIFF_NOT_LOADED = "not-loaded"
+DIFF_NONE = "none"
+
+
+def event_detail(
+    event: Mapping[str, Any] | None,
+    styles: Styles,
+    *,
+    diff: str | None = DIFF_NOT_LOADED,
+    watch_status: Mapping[str, Any] | None = None,
+    now: float,
+) -> Text:
+    """Everything about one event, and its diff once asked for (``diff``: text, or a state)."""
+    out = Text(end="")
+    if event is None:
+        out.append("No event selected. Changes appear above as they happen.", styles["dim"])
+        return out
+    protected = event.get("protected")
+    out.append_text(path_text(shown_path(event), styles, styles["program"]))
+    if protected:
+        out.append("  ")
+        out.append(" PROTECTED ", styles["badge-protected"])
+    degraded = {d.root for d in degraded_roots(watch_status)}
+    marks = flags(event, degraded)
+    if marks:
+        out.append("  " + " ".join(marks), styles["warning"])
+    out.append("\n")
+    if event.get("path_flagged"):
+        out.append(
+            "⚠ the file name holds control, invisible or undecodable characters — shown escaped\n",
+            styles["warning"],
+        )
+    if event.get("symlink_escape"):
+        out.append("⚠ a symbolic link that points out of the workspace\n", styles["warning"])
+    change = str(event.get("kind", "?"))
+    what = f"{change} {'directory' if event.get('is_dir') else 'file'}"
+    _field(out, "change", Text(what, styles["escalation" if protected else "label"]), styles)
+    if protected:
+        piece, _ = agent_text(str(protected), styles, styles["escalation"], limit=200)
+        _field(out, "pattern", piece, styles)
+    at = event.get("changed_at") or event.get("at")
+    _field(
+        out,
+        "when",
+        f"{clock_time(at)} ({ago(now - float(at or now))}), seen by {event.get('source', '?')}",
+        styles,
+    )
+    _field(out, "workspace", path_text(inert(str(event.get("workspace_root", ""))), styles), styles)
+    size, mode = event.get("size"), event.get("mode")
+    if size is not None or mode is not None:
+        bits = []
+        if size is not None:
+            bits.append(f"{size} bytes")
+        if isinstance(mode, int):
+            bits.append(f"mode {mode & 0o7777:o}")
+        _field(out, "now", ", ".join(bits), styles)
+    who = attribution(event)
+    if not who:
+        _field(
+            out, "who", Text("unattributed: no session or operation was active there", styles["dim"]), styles
+        )
+    for i, (kind, ident, label) in enumerate(who):
+        piece = Text(f"{kind} ", styles["label"], end="")
+        ident_text, _ = agent_text(ident, styles, limit=64)
+        piece.append_text(ident_text)
+        if label:
+            piece.append("  ")
+            label_text, _ = agent_text(label, styles, styles["dim"], limit=200)
+            piece.append_text(label_text)
+        _field(out, "who" if i == 0 else "", piece, styles)
+    out.append("\nDiff", styles["heading"])
+    if diff == DIFF_NOT_LOADED:
+        out.append("  press enter or d to load it\n", styles["dim"])
+    elif diff == DIFF_NONE:
+        out.append(
+            "  none kept: only small protected text files have a baseline to compare with\n", styles["dim"]
+        )
+    elif diff == "":
+        out.append("  the content is the same as its baseline\n", styles["dim"])
+    else:
+        out.append("  against the content when the workspace was first watched\n", styles["dim"])
+        body, _ = diff_text(str(diff), styles, expanded=True)
+        out.append_text(body)
+    return out
+
+
+# ---------------------------------------------------------------------- tripwire items
+
+
+def render_tripwire(item: Mapping[str, Any], styles: Styles, options: DetailOptions, now: float) -> Rendered:
+    """A paused session's tripwire item, as the queue's detail shows it."""
+    trip = item.get("tripwire") or {}
+    out = Text(end="")
+    out.append(" TRIPWIRE ", styles["badge-protected"])
+    out.append("  ")
+    summary, _ = agent_text(str(trip.get("summary", "")), styles, styles["escalation"], limit=300)
+    out.append_text(summary)
+    out.append("\n")
+    state = str(trip.get("state", "paused"))
+    if state == "paused":
+        out.append("The session is stopped (SIGSTOP). ", styles["warning"])
+        out.append("r resume · K kill · p keep paused", styles["label"])
+    else:
+        out.append(f"state: {state}", styles["dim"])
+    out.append("\n\n")
+    _field(out, "session", _ident(trip.get("session"), trip.get("session_label"), styles), styles)
+    _field(
+        out, "path", path_text(inert(str(trip.get("display_path", ""))), styles, styles["program"]), styles
+    )
+    pattern, _ = agent_text(str(trip.get("pattern", "")), styles, styles["escalation"], limit=200)
+    _field(out, "pattern", pattern, styles)
+    _field(out, "change", str(trip.get("change", "?")), styles)
+    _field(out, "workspace", path_text(inert(str(trip.get("workspace_root", ""))), styles), styles)
+    at = trip.get("at")
+    _field(out, "when", f"{clock_time(at)} ({ago(now - float(at or now))})", styles)
+    _field(out, "item", str(item.get("request_id", "")), styles)
+    out.append("\nDiff", styles["heading"])
+    diff = trip.get("diff")
+    truncated = False
+    if diff is None:
+        out.append("  none kept (not a small text file)\n", styles["dim"])
+    elif diff == "":
+        out.append("  the content is the same as its baseline\n", styles["dim"])
+    else:
+        out.append("  what the session wrote, against the baseline\n", styles["dim"])
+        body, truncated = diff_text(str(diff), styles, max_lines=options.max_lines, expanded=options.expanded)
+        out.append_text(body)
+    if truncated:
+        head = Text(end="")
+        head.append_text(out)
+        head.append(
+            "✂ the diff is cut short — press x to expand; resume waits until you do\n", styles["marker"]
+        )
+        out = head
+    return Rendered(out, truncated)
+
+
+def _ident(ident: Any, label: Any, styles: Styles) -> Text:
+    out, _ = agent_text(str(ident or "-"), styles, limit=64)
+    if label:
+        out.append("  ")
+        piece, _ = agent_text(str(label), styles, styles["dim"], limit=200)
+        out.append_text(piece)
+    return out
+
+
+def tripwire_row(item: Mapping[str, Any], styles: Styles, room: int) -> Text:
+    """The queue row of a tripwire item: a loud label and the summary."""
+    out = Text(end="")
+    out.append(" TRIPWIRE ", styles["badge-protected"])
+    out.append(" ")
+    state = str((item.get("tripwire") or {}).get("state", "paused"))
+    if state != "paused":
+        out.append(f"[{state}] ", styles["dim"])
+    summary, _ = agent_text(str(item.get("command", "")), styles, limit=max(8, room - out.cell_len))
+    out.append_text(summary)
+    return out
+
+
+def answered(action: str, item: Mapping[str, Any]) -> str:
+    """The status line after an answer; inert."""
+    trip = item.get("tripwire") or {}
+    return f"{ANSWERS.get(action, action)}: session {inert(str(trip.get('session', '')))[:40]}"
+
+
+# ---------------------------------------------------------------------- a pending request's session
+
+
+def render_session_changes(
+    session_id: str, events: Sequence[Mapping[str, Any]] | None, styles: Styles, *, limit: int = 40
+) -> Text:
+    """Changes made while the request's agent session ran, protected ones first."""
+    out = Text(end="")
+    out.append("\nChanges while this agent session ran", styles["heading"])
+    if not session_id:
+        out.append("  the request names no agent session\n", styles["dim"])
+        return out
+    if events is None:
+        out.append("  looking…\n", styles["dim"])
+        return out
+    protected = [e for e in events if e.get("protected")]
+    ordinary = [e for e in events if not e.get("protected")]
+    out.append(
+        f"  {len(protected)} protected, {len(ordinary)} other (by its terminal sessions)\n"
+        if events
+        else "  none seen\n",
+        styles["dim"],
+    )
+    for e in (protected + ordinary)[:limit]:
+        is_protected = bool(e.get("protected"))
+        out.append(f"  {clock_time(e.get('at'), with_date=False)} ", styles["dim"])
+        out.append(f"{e.get('kind', '?')!s:<9}", styles["escalation" if is_protected else "label"])
+        out.append_text(path_text(shown_path(e), styles, styles["escalation"] if is_protected else ""))
+        if is_protected:
+            out.append("  ")
+            pattern, _ = agent_text(str(e["protected"]), styles, styles["badge-protected"], limit=40)
+            out.append_text(pattern)
+        out.append("\n")
+    if len(events) > limit:
+        out.append(f"  ⟨{len(events) - limit} more in the watch panel⟩\n", styles["marker"])
+    return out
+
+
+def changes_warning(events: Sequence[Mapping[str, Any]] | None, styles: Styles) -> Text | None:
+    """One line for the top of the detail when the session touched protected paths."""
+    count = sum(1 for e in events or () if e.get("protected"))
+    if not count:
+        return None
+    out = Text(end="")
+    out.append(
+        f"⚠ this agent session changed {count} protected path{'s' if count != 1 else ''} while it ran"
+        " — listed at the end\n",
+        styles["escalation"],
+    )
+    return out
