@@ -9,7 +9,7 @@ import sys
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     # Through the module's own parser, which is what `agent-console` registers.
     return subprocess.run(
-        [sys.executable, "-m", "console.cli.tui_commands", *args],
+        [sys.executable, "-m", "console", *args],
         capture_output=True,
         text=True,
         timeout=60,

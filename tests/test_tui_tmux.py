@@ -24,13 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def demo_command() -> list[str]:
-    from console.cli import build_parser
-
-    registered = "demo" in build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    # Until the integrator lists console.cli.tui_commands in COMMAND_MODULES, run the same
-    # code through the module's own parser.
-    module = "console" if registered else "console.cli.tui_commands"
-    return [sys.executable, "-m", module, "demo", "--pace", "0.3"]
+    return [sys.executable, "-m", "console", "demo", "--pace", "0.3"]
 
 
 class Tmux:

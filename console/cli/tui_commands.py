@@ -359,18 +359,3 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.keep:
             print(f"demo state kept in {demo.base} (agent-console --state-dir {demo.loc.state_dir})")
     return 0
-
-
-if __name__ == "__main__":  # `python -m console.cli.tui_commands demo` before the command is wired in
-    import sys
-
-    from console.cli.common import CLIError as _CLIError
-
-    parser = argparse.ArgumentParser(prog="agent-console")
-    register(parser.add_subparsers(dest="command", required=True))
-    ns = parser.parse_args()
-    try:
-        raise SystemExit(ns.func(ns))
-    except _CLIError as exc:
-        sys.stderr.write(f"agent-console: {exc}\n")
-        raise SystemExit(exc.code) from None
