@@ -196,7 +196,7 @@ class SessionService:
         if watch:
             self.watch.watch_soon(root)
         self._tokens[info.id] = self.watch.begin(
-            root, "session", info.id, info.title or " ".join(info.argv), info.pid
+            root, "session", info.id, info.title or " ".join(info.argv), info.pid, at=info.created_at
         )
 
     def start_for_operator(

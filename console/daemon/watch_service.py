@@ -160,8 +160,10 @@ class WatchService:
 
     # ------------------------------------------------------------------ attribution
 
-    def begin(self, root: str, kind: str, ident: str, label: str, pid: int | None) -> AttributionToken:
-        return self.attributions.begin(root, kind, ident, label, pid)  # type: ignore[arg-type]
+    def begin(
+        self, root: str, kind: str, ident: str, label: str, pid: int | None, at: float | None = None
+    ) -> AttributionToken:
+        return self.attributions.begin(root, kind, ident, label, pid, at=at)  # type: ignore[arg-type]
 
     def end(self, token: AttributionToken) -> None:
         self.attributions.end(token)

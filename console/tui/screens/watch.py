@@ -51,6 +51,7 @@ class WatchScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__(id="watch")
+        self._ready = False  # composed: the monitor's calls may draw (is_mounted is False in on_mount)
 
     def compose(self) -> ComposeResult:
         yield BadgeBar(id="badges")
@@ -65,11 +66,13 @@ class WatchScreen(Screen[None]):
         monitor.on_added = self._added
         monitor.on_reloaded = self._reloaded
         monitor.on_status = self._status
+        self._ready = True
         self.view.focus()
         self._status()
         self._reloaded()
 
     def on_unmount(self) -> None:
+        self._ready = False
         monitor = self.app.watch_monitor
         monitor.on_added = monitor.on_reloaded = monitor.on_status = None
 
@@ -99,7 +102,7 @@ class WatchScreen(Screen[None]):
     # ------------------------------------------------------------ from the monitor
 
     def _added(self, on_top: int, protected_on_top: int) -> None:
-        if not self.is_mounted:
+        if not self._ready:
             return
         monitor = self.app.watch_monitor
         if monitor.viewing():
@@ -110,13 +113,13 @@ class WatchScreen(Screen[None]):
         self._banner()
 
     def _reloaded(self) -> None:
-        if self.is_mounted:
+        if self._ready:
             self.view.reset()
             self.detail.show(self.selected())
             self._banner()
 
     def _status(self) -> None:
-        if not self.is_mounted:
+        if not self._ready:
             return
         status = self.app.watch_monitor.watch_status
         self.view.degraded = {d.root for d in degraded_roots(status)}
