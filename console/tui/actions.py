@@ -55,6 +55,14 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec("cycle-theme", "app", "f7", "cycle_theme", "Switch to the next theme", show=False),
     ActionSpec("cycle-keymap", "app", "f8", "cycle_keymap", "Switch to the next keymap", show=False),
+    ActionSpec(
+        "show-sessions",
+        "app",
+        "4",
+        "show('sessions')",
+        "Go to the sessions and their panes",
+        label="sessions",
+    ),
     # any list (queue, history, grants)
     ActionSpec("cursor-down", "list", "down,j", "cursor_down", "Next", show=False),
     ActionSpec("cursor-up", "list", "up,k", "cursor_up", "Previous", show=False),
@@ -146,6 +154,228 @@ ACTIONS: list[ActionSpec] = [
         "Show or hide expired and revoked grants",
         label="inactive",
     ),
+    # the sessions view (its list; also after the prefix in a pane, acting on that pane's session)
+    ActionSpec(
+        "session-new", "sessions", "n", "new_session", "Start a session (asks for the command)", label="new"
+    ),
+    ActionSpec(
+        "session-view", "sessions", "v", "attach(True)", "Watch the selected session read-only", label="view"
+    ),
+    ActionSpec("session-kill", "sessions", "K", "kill", "Kill the session (TERM, then KILL)", label="kill"),
+    ActionSpec(
+        "session-remove", "sessions", "X", "remove", "Remove the session and its recording", label="remove"
+    ),
+    ActionSpec(
+        "session-adopt",
+        "sessions",
+        "O",
+        "adopt",
+        "Adopt an agent's session (it outlives the agent)",
+        label="adopt",
+    ),
+    # a terminal pane while the program has the keys
+    ActionSpec(
+        "pane-prefix",
+        "pane-live",
+        "ctrl+b",
+        "prefix",
+        "Prefix: the next key is a console command (twice: send it)",
+        palette=False,
+        label="prefix",
+    ),
+    ActionSpec(
+        "pane-scroll-up",
+        "pane-live",
+        "shift+pageup",
+        "scroll_pages(-1)",
+        "Scroll back a page",
+        palette=False,
+        label="scroll back",
+    ),
+    ActionSpec(
+        "pane-scroll-down",
+        "pane-live",
+        "shift+pagedown",
+        "scroll_pages(1)",
+        "Scroll forward a page",
+        show=False,
+        palette=False,
+    ),
+    # a terminal pane: the key after the prefix
+    ActionSpec(
+        "pane-split-right",
+        "pane",
+        "percent_sign",
+        "split('right')",
+        "Split: a new shell beside this pane",
+        palette=False,
+        label="split right",
+    ),
+    ActionSpec(
+        "pane-split-down",
+        "pane",
+        "quotation_mark",
+        "split('down')",
+        "Split: a new shell below this pane",
+        palette=False,
+        label="split down",
+    ),
+    ActionSpec("pane-next", "pane", "o", "next_pane", "Focus the next pane", palette=False, label="next"),
+    ActionSpec(
+        "pane-left",
+        "pane",
+        "left",
+        "focus_pane('left')",
+        "Focus the pane to the left",
+        palette=False,
+        label="move",
+    ),
+    ActionSpec(
+        "pane-right",
+        "pane",
+        "right",
+        "focus_pane('right')",
+        "Focus the pane to the right",
+        palette=False,
+        label="move",
+    ),
+    ActionSpec(
+        "pane-up", "pane", "up", "focus_pane('up')", "Focus the pane above", palette=False, label="move"
+    ),
+    ActionSpec(
+        "pane-down", "pane", "down", "focus_pane('down')", "Focus the pane below", palette=False, label="move"
+    ),
+    ActionSpec(
+        "pane-zoom",
+        "pane",
+        "z",
+        "zoom",
+        "Zoom this pane (again: back to the split)",
+        palette=False,
+        label="zoom",
+    ),
+    ActionSpec(
+        "pane-detach",
+        "pane",
+        "d,x",
+        "detach",
+        "Close this pane: detach (the session keeps running)",
+        palette=False,
+        label="detach",
+    ),
+    ActionSpec(
+        "pane-scroll-mode",
+        "pane",
+        "left_square_bracket",
+        "scroll_mode",
+        "Scroll back with the keys",
+        palette=False,
+        label="scroll",
+    ),
+    ActionSpec(
+        "pane-search", "pane", "slash", "search", "Search the scrollback", palette=False, label="search"
+    ),
+    ActionSpec(
+        "pane-copy",
+        "pane",
+        "y",
+        "copy",
+        "Copy the selection (or the screen) to the clipboard",
+        palette=False,
+        label="copy",
+    ),
+    ActionSpec(
+        "pane-paste",
+        "pane",
+        "right_square_bracket",
+        "paste_copied",
+        "Paste what the console copied last",
+        palette=False,
+        label="paste",
+    ),
+    ActionSpec("pane-list", "pane", "s", "to_list", "Go to the session list", palette=False, label="list"),
+    # a terminal pane scrolled back (prefix [, shift+pageup, the wheel, a search)
+    ActionSpec(
+        "scroll-up",
+        "pane-scroll",
+        "up,k",
+        "scroll_lines(-1)",
+        "Scroll back a line",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec(
+        "scroll-down",
+        "pane-scroll",
+        "down,j",
+        "scroll_lines(1)",
+        "Scroll forward a line",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec(
+        "scroll-page-up",
+        "pane-scroll",
+        "pageup,b",
+        "scroll_pages(-1)",
+        "Scroll back a page",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec(
+        "scroll-page-down",
+        "pane-scroll",
+        "pagedown,space",
+        "scroll_pages(1)",
+        "Scroll forward a page",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec(
+        "scroll-top", "pane-scroll", "home,g", "scroll_top", "The oldest line", show=False, palette=False
+    ),
+    ActionSpec(
+        "scroll-bottom", "pane-scroll", "end,G", "scroll_bottom", "The newest line", show=False, palette=False
+    ),
+    ActionSpec(
+        "scroll-search", "pane-scroll", "slash", "search", "Search the scrollback", show=False, palette=False
+    ),
+    ActionSpec(
+        "scroll-next-match",
+        "pane-scroll",
+        "n",
+        "search_next(-1)",
+        "Next (older) match",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec(
+        "scroll-previous-match",
+        "pane-scroll",
+        "N",
+        "search_next(1)",
+        "Previous (newer) match",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec(
+        "scroll-copy",
+        "pane-scroll",
+        "y",
+        "copy",
+        "Copy the selection (or the screen)",
+        show=False,
+        palette=False,
+    ),
+    ActionSpec(
+        "scroll-exit",
+        "pane-scroll",
+        "escape,q",
+        "leave_scroll",
+        "Back to the program",
+        show=False,
+        palette=False,
+    ),
     # dialogs and the help screen
     ActionSpec("dismiss", "modal", "escape", "dismiss_modal", "Close", palette=False),
     ActionSpec(
@@ -209,6 +439,11 @@ CONTEXTS: dict[str, tuple[str, ...]] = {
     "modal": ("modal",),
     "confirm": ("modal", "confirm"),
     "help": ("modal", "help"),
+    "sessions": ("app", "list", "sessions"),
+    # after the prefix in a pane: its commands, then the view's, then the app's
+    "pane": ("app", "sessions", "pane"),
+    "pane-live": ("pane-live",),
+    "pane-scroll": ("pane-live", "pane-scroll"),
 }
 
 

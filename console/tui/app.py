@@ -76,8 +76,10 @@ class ConsoleApp(App[None]):
         connect: Connect | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        session: str | None = None,
     ) -> None:
         super().__init__()
+        self.start_session = session  # open the sessions view with this session in a pane
         self.settings = settings
         self.config = settings.config
         self.clock = clock
@@ -104,7 +106,7 @@ class ConsoleApp(App[None]):
             self.add_mode(name, partial(_same, screen))
         self._update_tabs()
         self.badges.set("daemon", "connecting…", "muted")
-        self.switch_mode("queue")
+        self.switch_mode("sessions" if self.start_session and "sessions" in self.views else "queue")
         self.run_worker(self.link.run(), name="daemon", group="daemon", exclusive=True, exit_on_error=False)
 
     # ------------------------------------------------------------ daemon messages
@@ -267,6 +269,11 @@ class ConsoleApp(App[None]):
         if names:
             current = names.index(self.keymap_name) if self.keymap_name in names else -1
             self.use_keymap(names[(current + 1) % len(names)])
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A focused terminal pane takes every key (even ctrl+p and ctrl+q) while its
+        program can type; after the pane's prefix key the app's keys work again."""
+        return not getattr(self.focused, "takes_every_key", False)
 
     def current_context(self, screen: Screen[Any] | None = None) -> str:
         screen = screen or self.screen

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from console.tui.screens.grants import GrantsScreen
 from console.tui.screens.history import HistoryScreen
 from console.tui.screens.queue import QueueScreen
+from console.tui.screens.sessions import SessionsScreen
 from console.tui.screens.watch import WatchScreen
 
 
@@ -37,6 +38,7 @@ def register(name: str, title: str, factory: Callable[[], Screen[None]]) -> None
 register("queue", "Queue", QueueScreen)
 register("history", "History", HistoryScreen)
 register("grants", "Grants", GrantsScreen)
+register("sessions", "Sessions", SessionsScreen)
 register("watch", "Watch", WatchScreen)
 
 

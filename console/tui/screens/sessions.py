@@ -1,0 +1,482 @@
+"""The sessions view: every session the daemon keeps, and terminal panes attached to them.
+
+The list (top) follows the ``sessions`` topic and re-reads CPU and memory every two
+seconds while it is shown; the pending queue's events refresh it too, since a
+session's status says when its agent waits for an approval. Below it, panes: each
+attached over its own connection (see :mod:`console.tui.widgets.pane_link`), split
+side by side or stacked, zoomed, closed. Closing a pane detaches: the session keeps
+running in the daemon, and attaching again shows it as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Static
+
+from console.client import DaemonUnreachable, RPCError
+from console.contract.inert import inert
+from console.tui.bindings import bindings
+from console.tui.screens.prompts import ConfirmPrompt, TextPrompt
+from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.line_list import LineList
+from console.tui.widgets.pane_area import DOWN, RIGHT, Layout, PaneArea, PaneFrame
+from console.tui.widgets.pane_link import Connect, PaneLink, connector
+from console.tui.widgets.sessions_view import HEADER, SessionsView, command_line
+from console.tui.widgets.status_line import StatusLine
+from console.tui.widgets.terminal_pane import PaneState, TerminalPane
+
+if TYPE_CHECKING:
+    from console.tui.app import ConsoleApp
+
+POLL_S = 2.0  # CPU and memory are sampled by the daemon about once a second
+EVENT_COALESCE_S = 0.3
+# What a new session's terminal says it is: the pane's emulator (libghostty-vt).
+SESSION_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor"}
+
+
+class SessionsScreen(Screen[None]):
+    CONTEXT = "sessions"
+    BINDINGS: ClassVar[list[BindingType]] = bindings("sessions")
+    ESCAPE_TO_MINIMIZE = False  # escape belongs to the program in a zoomed pane
+    ALLOW_IN_MAXIMIZED_VIEW = "BadgeBar, StatusLine, Footer"
+    DEFAULT_CSS = """
+    SessionsScreen { layout: vertical; }
+    SessionsScreen #sessions-top { height: 1fr; }
+    SessionsScreen.-panes #sessions-top { height: auto; max-height: 30%; }
+    SessionsScreen #sessions-header { height: 1; background: $panel; color: $text-muted; text-style: bold; }
+    SessionsScreen SessionsView { height: 1fr; }
+    SessionsScreen.-panes SessionsView { height: auto; max-height: 9; min-height: 2; }
+    SessionsScreen #panes { height: 1fr; display: none; }
+    SessionsScreen.-panes #panes { display: block; }
+    """
+
+    app: ConsoleApp
+
+    def __init__(self) -> None:
+        super().__init__(id="sessions")
+        self.layout_tree = Layout()
+        self.connect: Connect | None = None  # how panes reach the daemon (tests replace it)
+        self.sessions: list[dict[str, Any]] = []
+        self._live: Timer | None = None
+        self._poll: Timer | None = None
+        self._last_pane: PaneState | None = None
+        self._started = False
+
+    # ------------------------------------------------------------ parts
+
+    def compose(self) -> ComposeResult:
+        yield BadgeBar(id="badges")
+        with Vertical(id="sessions-top"):
+            yield Static(Text(HEADER, no_wrap=True, overflow="crop"), id="sessions-header")
+            yield SessionsView(clock=self.app.clock, id="sessions-list")
+        yield PaneArea(self.layout_tree, id="panes")
+        yield StatusLine(id="status")
+        yield Footer()
+
+    @property
+    def view(self) -> SessionsView:
+        return self.query_one(SessionsView)
+
+    @property
+    def area(self) -> PaneArea:
+        return self.query_one(PaneArea)
+
+    def say(self, message: str, severity: str = "info") -> None:
+        """``message`` must already be inert."""
+        self.query_one(StatusLine).say(message, severity)
+
+    def on_mount(self) -> None:
+        self.view.focus()
+        self.reload()
+        start = getattr(self.app, "start_session", None)
+        if start and not self._started:
+            self._started = True
+            self.call_after_refresh(self.open_pane, str(start))
+
+    def on_screen_resume(self) -> None:
+        self.reload()
+        self._poll = self.set_interval(POLL_S, self.reload)
+
+    def on_screen_suspend(self) -> None:
+        if self._poll is not None:
+            self._poll.stop()
+            self._poll = None
+
+    def _connector(self) -> Connect:
+        if self.connect is None:
+            self.connect = connector(self.app.link.state_dir)
+        return self.connect
+
+    # ------------------------------------------------------------ the list
+
+    def reload(self) -> None:
+        self._load()
+
+    @work(group="sessions-load", exclusive=True)
+    async def _load(self) -> None:
+        try:
+            result = await self.app.link.call("sessions.list")
+        except (RPCError, DaemonUnreachable) as exc:
+            self.say(f"sessions unavailable: {inert(str(exc))[:200]}", "error")
+            return
+        self.sessions = list(result.get("sessions", []))
+        self._show_list()
+
+    def _show_list(self) -> None:
+        attached = frozenset(p.session_id for p in self.layout_tree.panes())
+        if self.is_mounted:
+            self.view.set_rows(self.sessions, attached)
+        waiting = sum(1 for s in self.sessions if s.get("status_text") == "awaiting approval")
+        self.app.badges.set(
+            "sessions",
+            f"{waiting} session{'s' if waiting != 1 else ''} awaiting approval" if waiting else "",
+            "warning",
+        )
+
+    def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
+        """Sessions come, change and go; a pending request changes its agent's sessions' status."""
+        if topic not in ("sessions", "pending", "decided"):
+            return
+        if topic == "sessions":
+            self._apply(payload)
+        if self.is_mounted and self._live is None:
+            self._live = self.set_timer(EVENT_COALESCE_S, self._catch_up)
+
+    def _apply(self, payload: Mapping[str, Any]) -> None:
+        session = payload.get("session")
+        if not isinstance(session, dict) or "id" not in session:
+            return
+        rows = [s for s in self.sessions if s.get("id") != session["id"]]
+        if payload.get("change") != "removed":
+            for i, s in enumerate(self.sessions):
+                if s.get("id") == session["id"]:
+                    rows.insert(i, session)
+                    break
+            else:
+                rows.append(session)
+        self.sessions = rows
+
+    def _catch_up(self) -> None:
+        self._live = None
+        self._show_list()
+        self.reload()
+
+    def selected_session(self) -> Mapping[str, Any] | None:
+        """The session a sessions-view key acts on: the focused pane's, else the list's."""
+        pane = self.focused_pane()
+        if pane is not None:
+            sid = pane.state.session_id
+            return next((s for s in self.sessions if s.get("id") == sid), {"id": sid})
+        return self.view.selected()
+
+    def on_line_list_opened(self, message: LineList.Opened) -> None:
+        if isinstance(message.source, SessionsView):
+            self.action_attach(False)
+
+    # ------------------------------------------------------------ session actions
+
+    def action_attach(self, read_only: bool = False) -> None:
+        session = self.view.selected()
+        if session is None:
+            self.say("no session selected", "warning")
+            return
+        self.run_worker(self.open_pane(str(session["id"]), read_only=read_only), group="panes-open")
+
+    def action_new_session(self) -> None:
+        def answered(line: str | None) -> None:
+            if line:
+                self._new_session(shlex.split(line))
+
+        self.app.push_screen(
+            TextPrompt(
+                "New session",
+                "A command line to run as you, unsandboxed, on its own terminal (like a tmux window). "
+                "It keeps running when you close its pane or quit the console.",
+                placeholder=os.environ.get("SHELL", "/bin/sh"),
+                value=os.environ.get("SHELL", "/bin/sh"),
+                check=_check_command,
+            ),
+            answered,
+        )
+
+    @work(group="sessions-new")
+    async def _new_session(
+        self, argv: list[str], beside: PaneState | None = None, direction: str | None = None
+    ) -> None:
+        cwd = os.getcwd()
+        if beside is not None:
+            cwd = str(beside.link.info.get("cwd") or cwd)
+        cols, rows = self._pane_size_guess(direction)
+        params = {"argv": argv, "cwd": cwd, "title": "", "cols": cols, "rows": rows, "env": SESSION_ENV}
+        try:
+            result = await self.app.link.call("sessions.new", params)
+        except (RPCError, DaemonUnreachable) as exc:
+            self.say(f"could not start {inert(shlex.join(argv))[:80]}: {inert(str(exc))[:160]}", "error")
+            return
+        session = result["session"]
+        self.sessions = [*self.sessions, session]
+        self._show_list()
+        await self.open_pane(str(session["id"]), beside=beside, direction=direction)
+
+    def _pane_size_guess(self, direction: str | None) -> tuple[int, int]:
+        pane = self.focused_pane()
+        if pane is not None:
+            w, h = pane.size.width, pane.size.height
+            if direction == RIGHT:
+                w = (w - 1) // 2
+            elif direction == DOWN:
+                h = (h - 1) // 2
+            return max(20, w), max(5, h)
+        return max(20, self.size.width), max(5, self.size.height - 14)
+
+    def action_kill(self) -> None:
+        session = self.selected_session()
+        if session is None:
+            return
+        sid = str(session["id"])
+        text = Text(f"{sid}: ")
+        text.append(inert(command_line(session) or str(session.get("title", "")))[:300], "bold")
+        text.append("\n\nTERM to its process group and every descendant, then KILL after 3 s.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._call("sessions.kill", {"session": sid, "grace_s": 3.0}, f"killed {sid}")
+
+        self.app.push_screen(ConfirmPrompt("Kill this session?", text, yes="Kill"), answered)
+
+    def action_remove(self) -> None:
+        session = self.selected_session()
+        if session is None:
+            return
+        sid = str(session["id"])
+        alive = session.get("status") in ("running", "idle")
+        text = Text(f"{sid}: ")
+        text.append(inert(command_line(session) or str(session.get("title", "")))[:300], "bold")
+        text.append(
+            "\n\nIts recording is deleted."
+            + (" It is still running and will be killed first." if alive else "")
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._remove(sid)
+
+        self.app.push_screen(ConfirmPrompt("Remove this session?", text, yes="Remove"), answered)
+
+    @work(group="sessions-remove")
+    async def _remove(self, sid: str) -> None:
+        for state in [p for p in self.layout_tree.panes() if p.session_id == sid]:
+            await self.close_pane(state)
+        self._call("sessions.remove", {"session": sid}, f"removed {sid}")
+
+    def action_adopt(self) -> None:
+        session = self.selected_session()
+        if session is None:
+            return
+        sid = str(session["id"])
+        if session.get("owner") == "operator":
+            self.say(f"{sid} is already yours", "warning")
+            return
+        self._call("sessions.adopt", {"session": sid}, f"adopted {sid}: it keeps running without its agent")
+
+    @work(group="sessions-call")
+    async def _call(self, method: str, params: dict[str, Any], done: str) -> None:
+        try:
+            await self.app.link.call(method, params)
+        except (RPCError, DaemonUnreachable) as exc:
+            self.say(f"{method.split('.')[-1]} {params.get('session')}: {inert(str(exc))[:200]}", "error")
+            return
+        self.say(done, "ok")
+        self.reload()
+
+    # ------------------------------------------------------------ panes
+
+    def focused_pane(self) -> TerminalPane | None:
+        focused = self.focused
+        return focused if isinstance(focused, TerminalPane) else None
+
+    def current_state(self) -> PaneState | None:
+        pane = self.focused_pane()
+        if pane is not None:
+            return pane.state
+        panes = self.layout_tree.panes()
+        if self._last_pane in panes:
+            return self._last_pane
+        return panes[-1] if panes else None
+
+    def on_descendant_focus(self, event: Any) -> None:
+        pane = self.focused_pane()
+        if pane is not None:
+            self._last_pane = pane.state
+
+    def pane_widget(self, state: PaneState) -> TerminalPane | None:
+        frame = self.area.frame_for(state)
+        return frame.pane if frame is not None else None
+
+    async def open_pane(
+        self,
+        session_id: str,
+        *,
+        read_only: bool = False,
+        beside: PaneState | None = None,
+        direction: str | None = None,
+    ) -> PaneState:
+        """Attach ``session_id`` in a new pane (beside the current one) and focus it."""
+        for state in self.layout_tree.panes():
+            if state.session_id == session_id and state.link.read_only == read_only and beside is None:
+                self.focus_state(state)
+                return state
+        link = PaneLink(session_id, self._connector(), read_only=read_only)
+        state = PaneState(link)
+        beside = beside or self.current_state()
+        if direction is None:
+            direction = RIGHT
+            widget = self.pane_widget(beside) if beside is not None else None
+            if widget is not None and widget.size.width < 2.5 * widget.size.height:
+                direction = DOWN
+        state.task = self.run_worker(
+            link.run(), name=f"pane-{state.pane_id}", group=f"pane-{state.pane_id}", exit_on_error=False
+        )
+        self.layout_tree.add(state, beside, direction)
+        await self._relayout()
+        self.focus_state(state)
+        self._show_list()
+        return state
+
+    def focus_state(self, state: PaneState) -> None:
+        widget = self.pane_widget(state)
+        if widget is not None:
+            widget.focus()
+            self._last_pane = state
+
+    async def close_pane(self, state: PaneState) -> None:
+        """Detach: the session keeps running."""
+        panes = self.layout_tree.panes()
+        if state not in panes:
+            return
+        at = panes.index(state)
+        self.layout_tree.remove(state)
+        if state.task is not None:
+            state.task.cancel()
+        await state.link.close()
+        await self._relayout()
+        rest = self.layout_tree.panes()
+        if rest:
+            self.focus_state(rest[min(at, len(rest) - 1)])
+        else:
+            self.view.focus()
+        self._show_list()
+        self.say(f"detached from {state.session_id}; it keeps running (enter attaches again)", "ok")
+
+    async def _relayout(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        self.set_class(self.layout_tree.root is not None, "-panes")
+        await self.area.rebuild()
+
+    async def close_all(self) -> None:
+        for state in self.layout_tree.panes():
+            await self.close_pane(state)
+
+    def on_terminal_pane_said(self, message: TerminalPane.Said) -> None:
+        self.say(message.text, message.severity)
+
+    # the pane commands that change the layout (see TerminalPane for the others)
+
+    def action_split(self, direction: str) -> None:
+        state = self.current_state()
+        if state is None:
+            self.action_attach(False)
+            return
+        shell = os.environ.get("SHELL") or "/bin/sh"
+        self._new_session([shell], beside=state, direction=direction)
+
+    def action_detach(self) -> None:
+        state = self.current_state()
+        if state is not None:
+            self.run_worker(self.close_pane(state), group="panes-close")
+
+    def action_zoom(self) -> None:
+        state = self.current_state()
+        if state is None:
+            return
+        if self.maximized is not None:
+            self.minimize()
+            self.focus_state(state)
+            return
+        frame = self.area.frame_for(state)
+        if frame is not None:
+            self.maximize(frame, container=False)
+            self.focus_state(state)
+
+    def action_next_pane(self) -> None:
+        panes = self.layout_tree.panes()
+        state = self.current_state()
+        if not panes:
+            return
+        if self.maximized is not None:
+            self.minimize()
+        at = panes.index(state) if state in panes else -1
+        self.focus_state(panes[(at + 1) % len(panes)])
+
+    def action_focus_pane(self, direction: str) -> None:
+        state = self.current_state()
+        if state is None:
+            return
+        if self.maximized is not None:
+            self.minimize()
+        here = self.area.frame_for(state)
+        if here is None:
+            return
+        r = here.region
+        cx, cy = r.x + r.width / 2, r.y + r.height / 2
+        best: tuple[float, PaneFrame] | None = None
+        for frame in self.area.frames():
+            if frame is here:
+                continue
+            o = frame.region
+            ox, oy = o.x + o.width / 2, o.y + o.height / 2
+            ahead = {
+                "left": o.right <= r.x,
+                "right": o.x >= r.right,
+                "up": o.bottom <= r.y,
+                "down": o.y >= r.bottom,
+            }.get(direction, False)
+            if ahead:
+                distance = abs(ox - cx) + abs(oy - cy)
+                if best is None or distance < best[0]:
+                    best = (distance, frame)
+        if best is not None:
+            self.focus_state(best[1].state)
+
+    def action_to_list(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        self.view.focus()
+
+    # ------------------------------------------------------------ bindings in force
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        pane = self.focused_pane()
+        return not (pane is not None and pane.takes_every_key)
+
+
+def _check_command(text: str) -> str | None:
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        return f"cannot split that command line: {exc}"
+    if not argv:
+        return "give a command, e.g. bash or python3"
+    return None

@@ -1,0 +1,314 @@
+"""One pane's attachment to a session: its own daemon connection, its own emulator.
+
+Each pane connects separately (not over the console's main link), so a program that
+floods its pane fills only that pane's socket: other panes, the approval queue and the
+history keep their own connections and never queue behind it. The daemon streams a
+snapshot and then output from its offset; this class feeds both into a
+:class:`console.terminal.Screen` on the connection's reading task, in order, and tells
+the widget (``on_update``) that something changed, which repaints at most once a frame.
+
+Input is queued and sent in order, one call at a time, so a burst of keys or a long
+paste becomes few calls. A lost connection is retried; the re-attach brings a fresh
+snapshot, so the pane shows the session as it is now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from console.client import AsyncClient, DaemonUnreachable, RPCError
+from console.contract.inert import inert
+from console.protocol.jsonrpc import NOT_FOUND
+from console.terminal import KeyEncoder, MouseEncoder, Screen
+
+Connect = Callable[[], Awaitable[AsyncClient]]
+
+RETRY_S = 1.0
+MAX_INPUT_CALL = 1 << 20  # the daemon's limit on one sessions.input
+SCROLLBACK_LINES = 10_000
+# Each pane's own terminal size; the session's is what the daemon says it is.
+MIN_SIZE = 2
+
+# States a pane can be in.
+CONNECTING, LIVE, ENDED, FAILED = "connecting", "live", "ended", "failed"
+
+
+def connector(state_dir: str | os.PathLike[str] | None) -> Connect:
+    """A new operator connection per pane."""
+    return lambda: AsyncClient.connect(state_dir, role="operator", client="agent-console-pane")
+
+
+class PaneLink:
+    """Attach to ``session_id`` and keep a live emulated screen of it.
+
+    ``on_update`` is called (on the event loop, from the connection's reading task)
+    after the screen changed or the link's state did; keep it quick.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        connect: Connect,
+        *,
+        read_only: bool = False,
+        scrollback_lines: int = SCROLLBACK_LINES,
+        on_update: Callable[[], None] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.read_only = read_only
+        self.state = CONNECTING
+        self.message = "attaching…"  # inert text for the pane's title bar
+        self.info: dict[str, Any] = {}
+        self.screen: Screen | None = None
+        self.keys: KeyEncoder | None = None
+        self.mouse: MouseEncoder | None = None
+        self.offset = 0
+        self.generation = 0  # a new screen (attach, snapshot): everything must be repainted
+        self.resyncs = 0
+        self.on_update = on_update or (lambda: None)
+        self._connect = connect
+        self._scrollback_lines = scrollback_lines
+        self._client: AsyncClient | None = None
+        self._early: list[tuple[str, dict[str, Any]]] = []
+        self._outbox = bytearray()
+        self._sending: asyncio.Task[None] | None = None
+        self._want_size: tuple[int, int] | None = None
+        self._sent_size: tuple[int, int] | None = None
+        self._sizing: asyncio.Task[None] | None = None
+        self._closed = False
+        self._attached = asyncio.Event()
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        """Attach and stay attached (re-attaching after a lost connection) until the
+        session ends, the attach is refused, or :meth:`close`."""
+        while not self._closed:
+            try:
+                client = await self._connect()
+            except (DaemonUnreachable, OSError, RPCError) as exc:
+                self._set(CONNECTING, f"daemon unreachable, retrying: {inert(str(exc))[:120]}")
+                await asyncio.sleep(RETRY_S)
+                continue
+            if self._closed:
+                await client.close()
+                return
+            self._client = client
+            for method, handler in (
+                ("session.output", self._on_output),
+                ("session.snapshot", self._on_snapshot),
+                ("session.resized", self._on_resized),
+                ("session.ended", self._on_ended),
+            ):
+                client.on_notification(method, handler)
+            try:
+                result = await client.call(
+                    "sessions.attach", {"session": self.session_id, "read_only": self.read_only}
+                )
+            except RPCError as exc:
+                await self._drop_client()
+                what = "no such session" if exc.code == NOT_FOUND else inert(exc.message)[:200]
+                self._set(FAILED, f"cannot attach: {what}")
+                return
+            except DaemonUnreachable:
+                await self._drop_client()
+                continue
+            self._start(result)
+            with contextlib.suppress(DaemonUnreachable, RPCError):
+                info = await client.call("sessions.get", {"session": self.session_id})
+                self.info = info.get("session") or {}
+                self.on_update()
+            self._kick_sender()
+            self._kick_resize()
+            async for _ in client.events():  # nothing is subscribed: this waits for the close
+                pass
+            self._client = None
+            self._attached.clear()
+            if self.state == ENDED or self._closed:
+                return
+            self._set(CONNECTING, "lost the daemon; re-attaching…")
+            await asyncio.sleep(RETRY_S)
+
+    async def close(self) -> None:
+        """Detach (the session keeps running) and drop the connection."""
+        self._closed = True
+        client = self._client
+        if client is not None:
+            with contextlib.suppress(DaemonUnreachable, RPCError, OSError):
+                await asyncio.wait_for(client.call("sessions.detach", {"session": self.session_id}), 2.0)
+        await self._drop_client()
+        self._release_screen()
+
+    async def wait_attached(self) -> None:
+        await self._attached.wait()
+
+    async def _drop_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    # ------------------------------------------------------------ the stream
+
+    def _start(self, result: dict[str, Any]) -> None:
+        self._new_screen(int(result["cols"]), int(result["rows"]), result["snapshot_base64"])
+        self.offset = int(result["offset"])
+        self.state = LIVE
+        self.message = ""
+        early, self._early = self._early, []
+        for method, params in early:
+            self._dispatch(method, params)
+        self._attached.set()
+        self.on_update()
+
+    def _new_screen(self, cols: int, rows: int, snapshot_b64: str) -> None:
+        self._release_screen()
+        screen = Screen(cols, rows, scrollback_lines=self._scrollback_lines)
+        screen.feed(base64.b64decode(snapshot_b64))
+        self.screen = screen
+        self.keys = KeyEncoder(screen)
+        self.mouse = MouseEncoder(screen)
+        self.generation += 1
+
+    def _release_screen(self) -> None:
+        for part in (self.keys, self.mouse, self.screen):
+            if part is not None:
+                part.close()
+        self.keys = self.mouse = None
+        self.screen = None
+
+    def _dispatch(self, method: str, params: dict[str, Any]) -> None:
+        {
+            "session.output": self._on_output,
+            "session.snapshot": self._on_snapshot,
+            "session.resized": self._on_resized,
+            "session.ended": self._on_ended,
+        }[method](params)
+
+    def _early_or_mine(self, method: str, params: dict[str, Any]) -> bool:
+        if params.get("session") != self.session_id:
+            return False
+        if self.screen is None:
+            self._early.append((method, params))
+            return False
+        return True
+
+    def _on_output(self, params: dict[str, Any]) -> None:
+        if not self._early_or_mine("session.output", params):
+            return
+        data = base64.b64decode(params["data_base64"])
+        offset = int(params["offset"])
+        if offset < self.offset:  # already in the snapshot
+            data = data[self.offset - offset :]
+        if data and self.screen is not None:
+            self.screen.feed(data)
+            self.offset = max(self.offset, offset) + len(data)
+            self.on_update()
+
+    def _on_snapshot(self, params: dict[str, Any]) -> None:
+        if not self._early_or_mine("session.snapshot", params):
+            return
+        # We fell behind and the daemon dropped what we had not read: start over from
+        # the screen as it is now. Scrolling back and the selection start over too.
+        self._new_screen(int(params["cols"]), int(params["rows"]), params["snapshot_base64"])
+        self.offset = int(params["offset"])
+        self.resyncs += 1
+        self.on_update()
+
+    def _on_resized(self, params: dict[str, Any]) -> None:
+        if not self._early_or_mine("session.resized", params) or self.screen is None:
+            return
+        cols, rows = int(params["cols"]), int(params["rows"])
+        if (cols, rows) != self.screen.size:
+            self.screen.resize(cols, rows)
+            self.generation += 1
+        self.on_update()
+
+    def _on_ended(self, params: dict[str, Any]) -> None:
+        if not self._early_or_mine("session.ended", params):
+            return
+        reason = str(params.get("reason", "exited"))
+        self._set(ENDED, f"session {reason}" if reason != "exited" else "exited")
+        client = self._client
+        if client is not None:
+            # Nothing follows an end: let the connection go (run() then returns).
+            asyncio.get_running_loop().create_task(client.close())
+
+    def _set(self, state: str, message: str) -> None:
+        self.state = state
+        self.message = message
+        self.on_update()
+
+    # ------------------------------------------------------------ input
+
+    @property
+    def writable(self) -> bool:
+        return self.state == LIVE and not self.read_only
+
+    def send(self, data: bytes) -> bool:
+        """Queue input for the program; False (and nothing sent) when the pane is
+        read-only or the session is not live."""
+        if not data or not self.writable:
+            return False
+        self._outbox += data
+        self._kick_sender()
+        return True
+
+    def _kick_sender(self) -> None:
+        if self._outbox and self._client is not None and (self._sending is None or self._sending.done()):
+            self._sending = asyncio.get_running_loop().create_task(self._send_loop())
+
+    async def _send_loop(self) -> None:
+        while self._outbox and self._client is not None:
+            chunk = bytes(self._outbox[:MAX_INPUT_CALL])
+            del self._outbox[: len(chunk)]
+            params = {"session": self.session_id, "data_base64": base64.b64encode(chunk).decode("ascii")}
+            try:
+                await self._client.call("sessions.input", params)
+            except RPCError as exc:
+                self._outbox.clear()
+                self.message = f"input refused: {inert(exc.message)[:160]}"
+                self.on_update()
+                return
+            except DaemonUnreachable:
+                self._outbox[:0] = chunk  # sent again after the re-attach
+                return
+
+    # ------------------------------------------------------------ size
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The pane's own size changed: ask for it (the most recently active client's
+        size is the session's). Read-only panes only watch."""
+        if self.read_only or cols < MIN_SIZE or rows < MIN_SIZE:
+            return
+        self._want_size = (min(cols, 1000), min(rows, 1000))
+        self._kick_resize()
+
+    def _kick_resize(self) -> None:
+        if (
+            self._want_size is not None
+            and self._want_size != self._sent_size
+            and self._client is not None
+            and self.state == LIVE
+            and (self._sizing is None or self._sizing.done())
+        ):
+            self._sizing = asyncio.get_running_loop().create_task(self._resize_loop())
+
+    async def _resize_loop(self) -> None:
+        while self._want_size is not None and self._want_size != self._sent_size and self._client is not None:
+            cols, rows = size = self._want_size
+            try:
+                await self._client.call(
+                    "sessions.resize", {"session": self.session_id, "cols": cols, "rows": rows}
+                )
+            except (RPCError, DaemonUnreachable):
+                return
+            self._sent_size = size
+
+    def forget_size(self) -> None:
+        """Send our size again on the next :meth:`resize` (after a re-attach)."""
+        self._sent_size = None

@@ -1,0 +1,172 @@
+"""The session list: title, command, status, age, CPU, memory and last output per session.
+
+Titles, argv and terminal titles are the agent's (or a program's) text: shown through
+:func:`console.tui.present.agent_text`, escaped and flagged, never as markup.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.strip import Strip
+
+from console.tui.present import agent_text
+from console.tui.timefmt import age
+from console.tui.widgets.line_list import LineList
+
+HEADER = f" {'ID':<10} {'STATUS':<18} {'AGE':>5} {'CPU':>6} {'MEM':>7} {'OUTPUT':>7}  {'OWNER':<16} TITLE / COMMAND"
+
+
+def memory(n: Any) -> str:
+    if not n:
+        return "-"
+    n = float(n)
+    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return f"{int(n)}B"
+
+
+def command_line(session: Mapping[str, Any]) -> str:
+    argv = [str(a) for a in session.get("argv") or []]
+    return shlex.join(argv) if argv else ""
+
+
+class SessionsView(LineList):
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
+        "sessions-view--running",
+        "sessions-view--idle",
+        "sessions-view--awaiting",
+        "sessions-view--ended",
+        "sessions-view--escape",
+        "sessions-view--lookalike",
+        "sessions-view--empty",
+        "sessions-view--attached",
+    }
+    DEFAULT_CSS = """
+    SessionsView > .sessions-view--running { color: $success; }
+    SessionsView > .sessions-view--idle { color: $text-muted; }
+    SessionsView > .sessions-view--awaiting { color: $warning; text-style: bold; }
+    SessionsView > .sessions-view--ended { color: $text-muted; text-style: italic; }
+    SessionsView > .sessions-view--escape { color: $error; text-style: reverse; }
+    SessionsView > .sessions-view--lookalike { color: $warning; text-style: underline reverse; }
+    SessionsView > .sessions-view--empty { color: $text-muted; text-style: italic; }
+    SessionsView > .sessions-view--attached { color: $primary; text-style: bold; }
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: list[Mapping[str, Any]] = []
+        self.clock = clock
+        self.attached: frozenset[str] = frozenset()
+        self.empty_message = "Loading…"
+
+    def set_rows(self, rows: Sequence[Mapping[str, Any]], attached: frozenset[str] | None = None) -> None:
+        """Replace the rows, keeping the cursor on the same session."""
+        current = self.selected()
+        self.rows = list(rows)
+        if attached is not None:
+            self.attached = attached
+        self.empty_message = "No sessions. n starts one; agents' interactive operations appear here."
+        self._cache.clear()
+        if current is not None:
+            for i, row in enumerate(rows):
+                if row.get("id") == current.get("id"):
+                    if i != self.cursor:
+                        self.set_reactive(LineList.cursor, i)
+                    break
+        self.rows_changed(0)
+        if rows:
+            self.post_message(self.Highlighted(self, min(self.cursor, len(rows) - 1)))
+
+    def selected(self) -> Mapping[str, Any] | None:
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def select_session(self, session_id: str) -> bool:
+        for i, row in enumerate(self.rows):
+            if row.get("id") == session_id:
+                self.cursor = i
+                return True
+        return False
+
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def row_key(self, index: int) -> Hashable:
+        s = self.rows[index]
+        stats = s.get("stats") or {}
+        now = int(self.clock())
+        return (
+            s.get("id"),
+            s.get("status_text"),
+            s.get("title"),
+            s.get("terminal_title"),
+            stats.get("cpu_percent"),
+            stats.get("rss_bytes"),
+            s.get("last_output_at") and now - int(s["last_output_at"]),
+            now - int(s.get("created_at") or now),
+            s.get("id") in self.attached,
+        )
+
+    def render_line(self, y: int) -> Strip:
+        if not self.rows and y == 1:
+            width = self.scrollable_content_region.width
+            text = Text(f"  {self.empty_message}", self.component_style("sessions-view--empty"))
+            return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
+        return super().render_line(y)
+
+    def render_row(self, index: int, width: int, selected: bool) -> Strip:
+        s = self.rows[index]
+        get = self.component_style
+        styles = {
+            "escape": get("sessions-view--escape"),
+            "lookalike": get("sessions-view--lookalike"),
+            "marker": get("line-list--dim"),
+            "dim": get("line-list--dim"),
+        }
+        now = self.clock()
+        status_text = str(s.get("status_text") or s.get("status") or "")
+        status = str(s.get("status") or "")
+        if status_text == "awaiting approval":
+            look = "awaiting"
+        elif status in ("running", "idle"):
+            look = status
+        else:
+            look = "ended"
+        stats = s.get("stats") or {}
+        alive = status in ("running", "idle")
+        cpu = f"{float(stats['cpu_percent']):.1f}%" if alive and stats.get("sampled_at") else "-"
+        mem = memory(stats.get("rss_bytes")) if alive and stats.get("sampled_at") else "-"
+        last = s.get("last_output_at")
+        output = age(now - float(last)) if last else "-"
+        sid = str(s.get("id", ""))
+        row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
+        marker = "▶" if sid in self.attached else " "
+        row.append(marker, get("sessions-view--attached"))
+        row.append(f"{sid[:10]:<10} ")
+        row.append(f"{status_text[:18]:<18} ", get(f"sessions-view--{look}"))
+        row.append(f"{age(now - float(s.get('created_at') or now)):>5} ")
+        row.append(f"{cpu:>6} {mem:>7} {output:>7}  ")
+        owner, _ = agent_text(str(s.get("owner", "")), styles, limit=16)
+        row.append_text(owner)
+        row.append(" " * max(1, 17 - owner.cell_len))
+        title = str(s.get("title") or "")
+        room = max(8, width - row.cell_len)
+        if title:
+            piece, _ = agent_text(title, styles, limit=room)
+            row.append_text(piece)
+            row.append("  ")
+            room = max(8, width - row.cell_len)
+        piece, _ = agent_text(command_line(s), styles, limit=room)
+        piece.stylize(get("line-list--dim") if title else "")
+        row.append_text(piece)
+        terminal_title = str(s.get("terminal_title") or "")
+        if terminal_title and width - row.cell_len > 8:
+            row.append("  — ", get("line-list--dim"))
+            piece, _ = agent_text(terminal_title, styles, limit=max(4, width - row.cell_len))
+            row.append_text(piece)
+        return Strip(list(row.render(self.app.console))).crop(0, width)

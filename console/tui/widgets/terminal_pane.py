@@ -1,0 +1,770 @@
+"""A terminal pane: one attached session, painted with the Line API.
+
+The pane's :class:`~console.tui.widgets.pane_link.PaneLink` keeps an emulated screen
+fed by the daemon's attach stream. The widget paints from that screen: after output it
+asks the emulator for the rows that changed (its render state tracks them), converts
+only those (through an LRU cache of strips keyed by row content) and refreshes only
+those lines, at most once per display frame however fast output arrives.
+
+Keys: while the program can take input, every key goes to it, encoded for its modes
+(application cursor keys, kitty keyboard, ...), except the prefix (``pane-prefix``) and
+the scroll-back keys. The key after the prefix is a console command: pane commands
+(split, zoom, detach, search, copy ...), then the sessions view's, then the app's (so
+``prefix q`` quits and ``prefix 1`` shows the queue). Pressing the prefix twice sends it.
+
+Mouse: reported to the program when it asked for mouse events (shift bypasses that);
+otherwise the wheel scrolls back and a drag selects text, copied to the clipboard with
+the console's own OSC 52 (Textual's ``copy_to_clipboard``) — the program's clipboard
+writes are consumed by the emulator and never reach the operator's terminal.
+
+Paste arrives as bracketed paste from the operator's terminal; text that could run
+something unseen (a newline where the program does not use bracketed paste) is shown
+and confirmed first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.worker import Worker
+
+from console.contract.inert import inert
+from console.terminal import Match, encode_paste, paste_is_safe
+from console.terminal import Segment as Cells
+from console.tui.actions import ActionSpec
+from console.tui.bindings import bindings
+from console.tui.widgets.pane_keys import PaneKeys, key_bytes
+from console.tui.widgets.pane_link import ENDED, FAILED, LIVE, PaneLink
+from console.tui.widgets.pane_paint import RowPainter, overlay
+
+if TYPE_CHECKING:
+    from console.tui.app import ConsoleApp
+
+FRAME_S = 1 / 60  # paint at most this often
+WHEEL_LINES = 3
+BRACKETED_END = "\x1b[201~"
+_BUTTONS = {1: "left", 2: "middle", 3: "right"}
+_ids = itertools.count(1)
+
+# (absolute row, column) — rows count from the oldest scrollback row, as Screen.search does.
+Point = tuple[int, int]
+
+
+@dataclass
+class PaneState:
+    """What a pane is, apart from its widget (which is rebuilt when the layout changes)."""
+
+    link: PaneLink
+    pane_id: int = field(default_factory=lambda: next(_ids))
+    scrolling: bool = False
+    needle: str = ""
+    matches: list[Match] = field(default_factory=list)
+    match_index: int = -1
+    selection: tuple[Point, Point] | None = None
+    task: Worker[None] | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.link.session_id
+
+    def ordered_selection(self) -> tuple[Point, Point] | None:
+        if self.selection is None:
+            return None
+        a, b = self.selection
+        return (a, b) if a <= b else (b, a)
+
+
+def selected_text(lines: list[str], start: Point, end: Point) -> str:
+    """The text between two cells (inclusive), as a terminal copies a selection."""
+    out: list[str] = []
+    for row in range(start[0], end[0] + 1):
+        line = lines[row] if 0 <= row < len(lines) else ""
+        first = start[1] if row == start[0] else 0
+        last = end[1] + 1 if row == end[0] else 1 << 30
+        out.append(_cut_cells(line, first, last).rstrip())
+    return "\n".join(out)
+
+
+def _cut_cells(line: str, first: int, last: int) -> str:
+    if line.isascii():
+        return line[first:last]
+    pos, out = 0, []
+    for ch in line:
+        width = cell_len(ch)
+        if first <= pos < last:
+            out.append(ch)
+        pos += width
+    return "".join(out)
+
+
+class TerminalPane(Widget, can_focus=True):
+    """Paints ``state.link``'s screen and sends it keys, mouse and paste."""
+
+    ALLOW_SELECT = False
+    # Shown in the footer; the pane runs them itself (it takes every key first).
+    BINDINGS: ClassVar[list[BindingType]] = bindings("pane-live")
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "terminal-pane--cursor",
+        "terminal-pane--selection",
+        "terminal-pane--match",
+        "terminal-pane--current-match",
+        "terminal-pane--outside",
+        "terminal-pane--notice",
+    }
+    DEFAULT_CSS = """
+    TerminalPane { background: $background; color: $foreground; height: 1fr; width: 1fr; }
+    TerminalPane > .terminal-pane--cursor { text-style: reverse; }
+    TerminalPane > .terminal-pane--selection { background: $primary 50%; }
+    TerminalPane > .terminal-pane--match { background: $warning 40%; }
+    TerminalPane > .terminal-pane--current-match { background: $warning; color: $background; }
+    TerminalPane > .terminal-pane--outside { background: $panel; color: $text-muted; }
+    TerminalPane > .terminal-pane--notice { color: $text-muted; text-style: italic; }
+    """
+
+    app: ConsoleApp
+
+    class Changed(Message):
+        """The pane's title bar has something new to say (state, title, scroll position)."""
+
+        def __init__(self, pane: TerminalPane) -> None:
+            super().__init__()
+            self.pane = pane
+
+    class Said(Message):
+        """Something for the status line (already inert)."""
+
+        def __init__(self, text: str, severity: str = "info") -> None:
+            super().__init__()
+            self.text = text
+            self.severity = severity
+
+    def __init__(self, state: PaneState, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.state = state
+        self.armed = False
+        self._rows: list[list[Cells]] = []
+        self._strips: list[Strip] = []
+        self._painter: RowPainter | None = None
+        self._painted_screen: object = None
+        self._painted_generation = -1
+        self._cursor: tuple[int, int, bool] = (0, 0, False)
+        self._top = 0
+        self._last_paint = 0.0
+        self._paint_handle: asyncio.TimerHandle | None = None
+        self._keys: PaneKeys | None = None
+        self._keys_for: object = None
+        self._drag_from: Point | None = None
+        self._title_key: object = None
+        self._styles: dict[str, Style] = {}
+        self.paints = 0  # frames painted (for tests and benchmarks)
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def link(self) -> PaneLink:
+        return self.state.link
+
+    @property
+    def takes_every_key(self) -> bool:
+        """The program gets every key, the app's priority bindings included (see
+        ``ConsoleApp.check_action``); not while the prefix is armed, nor when nothing can
+        be typed (read-only, ended)."""
+        return self.link.writable and not self.armed
+
+    def pane_keys(self) -> PaneKeys:
+        keys_in_force = self.app.keys_in_force
+        if self._keys is None or self._keys_for is not keys_in_force:
+            self._keys = PaneKeys.from_keys(keys_in_force)
+            self._keys_for = keys_in_force
+        return self._keys
+
+    def component_style(self, name: str) -> Style:
+        found = self._styles.get(name)
+        if found is None:
+            found = self._styles[name] = self.get_component_rich_style(name)
+        return found
+
+    # ------------------------------------------------------------ lifecycle
+
+    def on_mount(self) -> None:
+        self.link.on_update = self.wake
+        self.watch(self.app, "theme", lambda _: self.restyle(), init=False)
+        self._paint()
+
+    def on_unmount(self) -> None:
+        if self.link.on_update == self.wake:
+            self.link.on_update = lambda: None
+        if self._paint_handle is not None:
+            self._paint_handle.cancel()
+            self._paint_handle = None
+
+    def restyle(self) -> None:
+        self._styles.clear()
+        self._painter = None
+        self._painted_screen = None
+        self._paint()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.link.resize(event.size.width, event.size.height)
+        self._place()
+        self.refresh()
+
+    def on_focus(self) -> None:
+        self._repaint_cursor()
+        self.link.resize(self.size.width, self.size.height)
+
+    def on_blur(self) -> None:
+        self.armed = False
+        self._repaint_cursor()
+
+    # ------------------------------------------------------------ painting
+
+    def wake(self) -> None:
+        """Something changed: paint soon, but at most once per frame."""
+        if self._paint_handle is not None or not self.is_attached:
+            return
+        loop = asyncio.get_running_loop()
+        delay = self._last_paint + FRAME_S - loop.time()
+        self._paint_handle = loop.call_later(max(0.0, delay), self._paint)
+
+    def paint_now(self) -> None:
+        if self._paint_handle is not None:
+            self._paint_handle.cancel()
+        self._paint()
+
+    def _paint(self) -> None:
+        self._paint_handle = None
+        self._last_paint = asyncio.get_running_loop().time()
+        self.paints += 1
+        screen = self.link.screen
+        self._title_changed()
+        if screen is None:
+            if self._rows:
+                self._rows, self._strips = [], []
+            self.refresh()
+            return
+        if self._painter is None:
+            self._painter = RowPainter(self.rich_style)
+        everything = screen is not self._painted_screen or self._painted_generation != self.link.generation
+        self._painted_screen = screen
+        self._painted_generation = self.link.generation
+        frame = screen.render(everything=everything)
+        painter = self._painter
+        dirty: set[int]
+        if frame.full or len(self._rows) != frame.rows_count:
+            self._rows = [[] for _ in range(frame.rows_count)]
+            self._strips = [Strip.blank(frame.cols) for _ in range(frame.rows_count)]
+            dirty = set(range(frame.rows_count))
+            everything = True
+        else:
+            dirty = set()
+        for y, cells in frame.rows.items():
+            if y < len(self._rows):
+                self._rows[y] = cells
+                self._strips[y] = painter.strip(cells)
+                dirty.add(y)
+        c = frame.cursor
+        cursor = (c.x, c.y, c.visible)
+        if cursor != self._cursor:
+            dirty.add(self._cursor[1])
+            dirty.add(c.y)
+            self._cursor = cursor
+        if self._place() or everything:
+            self.refresh()
+            return
+        top, height = self._top, self.size.height
+        lines = sorted(y - top for y in dirty if top <= y < top + height)
+        while lines:  # consecutive rows as one region
+            first = last = lines.pop(0)
+            while lines and lines[0] == last + 1:
+                last = lines.pop(0)
+            self.refresh_lines(first, last - first + 1)
+
+    def refresh_lines(self, y: int, count: int = 1) -> None:
+        self.refresh(Region(0, y, self.size.width, count))
+
+    def _place(self) -> bool:
+        """Which emulator row is the first line (when the pane is shorter than the
+        screen, keep the cursor in view). True when it moved."""
+        rows, height = len(self._rows), self.size.height
+        top = 0
+        if height < rows and height > 0:
+            top = min(max(0, self._cursor[1] - height + 1), rows - height)
+        moved = top != self._top
+        self._top = top
+        return moved
+
+    def _repaint_cursor(self) -> None:
+        y = self._cursor[1] - self._top
+        if 0 <= y < self.size.height:
+            self.refresh_lines(y)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        row = y + self._top
+        outside = self.component_style("terminal-pane--outside")
+        if row >= len(self._strips):
+            if not self._strips and y == self.size.height // 2:
+                text = Text(f"  {self.link.message}", self.component_style("terminal-pane--notice"))
+                return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
+            return Strip.blank(width, outside if self._strips else self.rich_style)
+        strip = self._decorate(row, self._strips[row])
+        return strip.adjust_cell_length(width, outside) if strip.cell_length != width else strip
+
+    def _decorate(self, row: int, strip: Strip) -> Strip:
+        state = self.state
+        screen = self.link.screen
+        if state.matches or state.selection is not None:
+            offset = screen.viewport[1] if screen is not None else 0
+            absolute = offset + row
+            if state.matches:
+                current = (
+                    state.matches[state.match_index] if 0 <= state.match_index < len(state.matches) else None
+                )
+                match_style = self.component_style("terminal-pane--match")
+                current_style = self.component_style("terminal-pane--current-match")
+                for m in state.matches:
+                    if m.row == absolute:
+                        look = current_style if m == current else match_style
+                        strip = overlay(strip, m.col, m.col + m.cells, look)
+            chosen = state.ordered_selection()
+            if chosen is not None and chosen[0][0] <= absolute <= chosen[1][0]:
+                (r0, c0), (r1, c1) = chosen
+                first = c0 if absolute == r0 else 0
+                last = c1 + 1 if absolute == r1 else strip.cell_length
+                look = self.component_style("terminal-pane--selection")
+                strip = overlay(strip, first, last, look)
+        x, y, visible = self._cursor
+        if visible and y == row and self.link.state == LIVE:
+            if self.has_focus:
+                strip = overlay(strip, x, x + 1, lambda s: s + Style(reverse=not s.reverse))
+            else:
+                strip = overlay(strip, x, x + 1, lambda s: s + Style(underline=True))
+        return strip
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return container.width
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return container.height
+
+    # ------------------------------------------------------------ title bar
+
+    def title_parts(self) -> dict[str, Any]:
+        link = self.link
+        screen = link.screen
+        info = link.info
+        scrolled = 0
+        if screen is not None:
+            total, offset, rows = screen.viewport
+            scrolled = max(0, total - offset - rows)
+        return {
+            "id": link.session_id,
+            "title": inert(str(info.get("title") or " ".join(map(str, info.get("argv") or []))))[:120],
+            "terminal_title": inert(screen.title)[:120] if screen is not None else "",
+            "state": link.state,
+            "message": link.message,
+            "read_only": link.read_only,
+            "scrolled": scrolled,
+            "scrolling": self.state.scrolling,
+            "armed": self.armed,
+            "size": screen.size if screen is not None else None,
+            "match": (self.state.match_index + 1, len(self.state.matches)) if self.state.needle else None,
+        }
+
+    def _title_changed(self) -> None:
+        parts = self.title_parts()
+        key = tuple(parts.values())
+        if key != self._title_key:
+            self._title_key = key
+            self.post_message(self.Changed(self))
+            if self.is_mounted:
+                self.refresh_bindings()  # which keys the footer shows depends on the state
+
+    # ------------------------------------------------------------ keys
+
+    async def on_key(self, event: events.Key) -> None:
+        keys = self.pane_keys()
+        key = event.key
+        if self.armed:
+            event.stop()
+            event.prevent_default()
+            try:
+                if key in keys.prefix:
+                    self._type(key, event.character)
+                else:
+                    spec = keys.after_prefix.get(key)
+                    if spec is not None:
+                        await self.run_spec(spec)
+                    else:
+                        self.say(f"{key}: not a pane command (prefix ? lists the keys)", "warning")
+            finally:
+                self.armed = False
+                self._title_changed()
+            return
+        if key in keys.prefix:
+            event.stop()
+            event.prevent_default()
+            self.action_prefix()
+            return
+        if self.state.scrolling:
+            spec = keys.scrolling.get(key)
+            if spec is not None:
+                event.stop()
+                event.prevent_default()
+                await self.run_spec(spec)
+                return
+        spec = keys.live.get(key)
+        if spec is not None:
+            event.stop()
+            event.prevent_default()
+            await self.run_spec(spec)
+            return
+        if not self.link.writable:
+            # Nothing can be typed here: pane commands still work without the prefix,
+            # everything else is the console's (q, 1-5, ?, the sessions keys).
+            spec = keys.after_prefix.get(key)
+            if spec is not None and spec.scope == "pane":
+                event.stop()
+                event.prevent_default()
+                await self.run_spec(spec)
+            return
+        event.stop()
+        event.prevent_default()
+        self._type(key, event.character)
+
+    def action_prefix(self) -> None:
+        self.armed = True
+        self._title_changed()
+        self.say(self.prefix_help(self.pane_keys()))
+
+    def _type(self, key: str, character: str | None) -> None:
+        encoder = self.link.keys
+        if encoder is None:
+            return
+        data = key_bytes(encoder, key, character)
+        if not data:
+            return
+        if self.state.scrolling:
+            self.leave_scroll()
+        elif (
+            self.link.screen is not None
+            and self.link.screen.viewport[1] + self.link.screen.viewport[2] < self.link.screen.viewport[0]
+        ):
+            self.link.screen.scroll_to_bottom()
+            self.wake()
+        if not self.link.send(data):
+            self.say(
+                "this pane is read-only" if self.link.read_only else "the session is not running", "warning"
+            )
+
+    async def run_spec(self, spec: ActionSpec) -> None:
+        """Run a table action: pane actions here (or on the sessions screen when they
+        are about the layout), the view's on the screen, the app's on the app."""
+        name = spec.action.split("(", 1)[0]
+        if spec.scope == "app":
+            await self.app.run_action(spec.action)
+        elif spec.scope in ("pane", "pane-live", "pane-scroll") and hasattr(self, f"action_{name}"):
+            await self.app.run_action(spec.action, self)
+        else:
+            await self.app.run_action(spec.action, self.screen)
+
+    def prefix_help(self, keys: PaneKeys) -> str:
+        seen: dict[str, list[str]] = {}
+        for k, spec in keys.after_prefix.items():
+            if spec.scope == "pane":
+                seen.setdefault(spec.label or spec.description.split(" (")[0], []).append(k)
+        shown = " · ".join(
+            f"{self.app.get_key_display(Binding(ks[0], ''))} {label}" for label, ks in seen.items()
+        )
+        return f"prefix: {shown} · again: send it"
+
+    def say(self, text: str, severity: str = "info") -> None:
+        self.post_message(self.Said(text, severity))
+
+    # ------------------------------------------------------------ paste
+
+    async def on_paste(self, event: events.Paste) -> None:
+        event.stop()
+        event.prevent_default()
+        self.paste(event.text)
+
+    def paste(self, text: str) -> None:
+        """Paste ``text`` into the program, after asking when it could run something unseen."""
+        if not text:
+            return
+        if not self.link.writable:
+            self.say(
+                "this pane is read-only" if self.link.read_only else "the session is not running", "warning"
+            )
+            return
+        screen = self.link.screen
+        bracketed = screen is not None and screen.modes.bracketed_paste
+        safe = (bracketed and BRACKETED_END not in text) or paste_is_safe(text)
+        if safe:
+            self._send_paste(text, bracketed)
+            return
+        from console.tui.screens.prompts import ConfirmPrompt
+
+        lines = text.count("\n") + 1
+        shown = Text(
+            f"{len(text)} characters on {lines} lines; the program "
+            f"{'uses' if bracketed else 'does not use'} bracketed paste, so each line may run "
+            "as a command.\n\n"
+        )
+        shown.append(inert(text[:1500], keep_newlines=True), "bold")
+        if len(text) > 1500:
+            shown.append(f"\n… {len(text) - 1500} more characters")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._send_paste(text, bracketed)
+
+        self.app.push_screen(ConfirmPrompt("Paste this into the session?", shown, yes="Paste"), answered)
+
+    def _send_paste(self, text: str, bracketed: bool) -> None:
+        if self.state.scrolling:
+            self.leave_scroll()
+        self.link.send(encode_paste(text, bracketed))
+
+    def action_paste_copied(self) -> None:
+        text = self.app.clipboard
+        if not text:
+            self.say("nothing copied yet", "warning")
+            return
+        self.paste(text)
+
+    # ------------------------------------------------------------ scrolling back
+
+    def _scroll(self, delta: int) -> None:
+        screen = self.link.screen
+        if screen is None:
+            return
+        screen.scroll(delta)
+        total, offset, rows = screen.viewport
+        at_bottom = offset + rows >= total
+        self.state.scrolling = not at_bottom or self.state.scrolling
+        self.wake()
+
+    def action_scroll_lines(self, delta: int) -> None:
+        self.state.scrolling = True
+        self._scroll(delta)
+
+    def action_scroll_pages(self, pages: int) -> None:
+        self.state.scrolling = True
+        rows = self.link.screen.size[1] if self.link.screen is not None else self.size.height
+        self._scroll(pages * max(1, rows - 1))
+
+    def action_scroll_top(self) -> None:
+        self.state.scrolling = True
+        if self.link.screen is not None:
+            self.link.screen.scroll_to_row(0)
+        self.wake()
+
+    def action_scroll_bottom(self) -> None:
+        if self.link.screen is not None:
+            self.link.screen.scroll_to_bottom()
+        self.wake()
+
+    def action_scroll_mode(self) -> None:
+        self.state.scrolling = True
+        self.say("scrolling back: arrows, page keys, home/end; / search, n/N matches, y copy; escape returns")
+        self._title_changed()
+
+    def leave_scroll(self) -> None:
+        state = self.state
+        state.scrolling = False
+        state.matches, state.match_index, state.needle = [], -1, ""
+        if self.link.screen is not None:
+            self.link.screen.scroll_to_bottom()
+        self.wake()
+
+    def action_leave_scroll(self) -> None:
+        self.leave_scroll()
+
+    # ------------------------------------------------------------ search
+
+    def action_search(self) -> None:
+        from console.tui.screens.prompts import TextPrompt
+
+        def answered(needle: str | None) -> None:
+            if needle:
+                self.search(needle)
+            self.focus()
+
+        self.app.push_screen(
+            TextPrompt(
+                "Search the scrollback",
+                "Text to find (not case-sensitive). n: next (older), N: previous (newer), escape: back.",
+                value=self.state.needle,
+            ),
+            answered,
+        )
+
+    def search(self, needle: str) -> int:
+        """Find ``needle`` in the scrollback and screen and show the newest hit; the number of hits."""
+        screen = self.link.screen
+        state = self.state
+        if screen is None:
+            return 0
+        state.needle = needle
+        state.matches = screen.search(needle)
+        if not state.matches:
+            state.match_index = -1
+            self.say(f"not found: {inert(needle)[:80]}", "warning")
+            self.wake()
+            return 0
+        state.scrolling = True
+        state.match_index = len(state.matches) - 1
+        self._show_match()
+        return len(state.matches)
+
+    def _show_match(self) -> None:
+        screen = self.link.screen
+        state = self.state
+        if screen is None or not (0 <= state.match_index < len(state.matches)):
+            return
+        match = state.matches[state.match_index]
+        _, offset, rows = screen.viewport
+        if not (offset <= match.row < offset + rows):
+            screen.scroll_to_row(max(0, match.row - rows // 2))
+        self.say(f"match {state.match_index + 1} of {len(state.matches)}: {inert(state.needle)[:80]}")
+        self.wake()
+
+    def action_search_next(self, step: int) -> None:
+        """``step`` -1: the next older match, 1: the next newer one."""
+        state = self.state
+        if not state.matches:
+            self.say("no search (/ to search)", "warning")
+            return
+        state.match_index = (state.match_index + step) % len(state.matches)
+        self._show_match()
+
+    # ------------------------------------------------------------ copy and selection
+
+    def copy_text(self) -> str:
+        """The selection, or the visible screen when nothing is selected."""
+        screen = self.link.screen
+        if screen is None:
+            return ""
+        chosen = self.state.ordered_selection()
+        if chosen is None:
+            _, offset, rows = screen.viewport
+            lines = screen.text(scrollback=True).split("\n")
+            return "\n".join(line.rstrip() for line in lines[offset : offset + rows]).rstrip("\n")
+        return selected_text(screen.text(scrollback=True).split("\n"), *chosen)
+
+    def action_copy(self) -> None:
+        text = self.copy_text()
+        if not text:
+            self.say("nothing to copy", "warning")
+            return
+        self.app.copy_to_clipboard(text)
+        what = "selection" if self.state.selection is not None else "screen"
+        self.say(f"copied the {what}: {len(text)} characters", "ok")
+
+    def _point(self, x: int, y: int) -> Point | None:
+        screen = self.link.screen
+        if screen is None:
+            return None
+        row = min(max(0, y + self._top), len(self._rows) - 1)
+        return screen.viewport[1] + row, max(0, x)
+
+    def _mouse_for_program(self, event: events.MouseEvent) -> bool:
+        screen = self.link.screen
+        return (
+            screen is not None
+            and self.link.writable
+            and not event.shift
+            and screen.modes.mouse_tracking != "none"
+        )
+
+    def _report(self, action: str, button: str | None, event: events.MouseEvent) -> None:
+        mouse = self.link.mouse
+        if mouse is None:
+            return
+        mods = [m for m, on in (("ctrl", event.ctrl), ("alt", event.meta)) if on]
+        data = mouse.encode(action, button, event.x, event.y + self._top, mods)
+        if data:
+            self.link.send(data)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        event.stop()
+        self.focus()
+        if self._mouse_for_program(event):
+            self._report("press", _BUTTONS.get(event.button), event)
+            return
+        if event.button == 1:
+            self._drag_from = self._point(event.x, event.y)
+            if self.state.selection is not None:
+                self.state.selection = None
+                self.refresh()
+            self.capture_mouse()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        if self._drag_from is not None:
+            here = self._point(event.x, event.y)
+            if here is not None:
+                self.state.selection = (self._drag_from, here)
+                self.refresh()
+            return
+        if self._mouse_for_program(event):
+            self._report("motion", _BUTTONS.get(event.button), event)
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        event.stop()
+        if self._drag_from is not None:
+            self._drag_from = None
+            self.capture_mouse(False)
+            if self.state.selection is not None and self.state.selection[0] != self.state.selection[1]:
+                self.action_copy()
+            else:
+                self.state.selection = None
+            return
+        if self._mouse_for_program(event):
+            self._report("release", _BUTTONS.get(event.button), event)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        event.stop()
+        if self._mouse_for_program(event):
+            self._report("press", "wheel_up", event)
+            return
+        self.action_scroll_lines(-WHEEL_LINES)
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        event.stop()
+        if self._mouse_for_program(event):
+            self._report("press", "wheel_down", event)
+            return
+        screen = self.link.screen
+        self._scroll(WHEEL_LINES)
+        if screen is not None and self.state.scrolling and not self.state.matches:
+            total, offset, rows = screen.viewport
+            if offset + rows >= total:
+                self.state.scrolling = False
+                self._title_changed()
+
+    # ------------------------------------------------------------ teardown
+
+    async def detach(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.link.close()
+        if self.state.task is not None:
+            self.state.task.cancel()
+
+    @property
+    def ended(self) -> bool:
+        return self.link.state in (ENDED, FAILED)
