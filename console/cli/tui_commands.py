@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from console.cli.common import EXIT_INVALID, EXIT_UNREACHABLE, CLIError, add_state_dir
+from console.cli.common import CLIError, add_state_dir
 from console.client import AsyncClient, Client, DaemonUnreachable, RPCError
 from console.client.spawn import running_pid, start_daemon
-from console.locations import ENV_HOME, Locations, UnsafeLocation, locate
+from console.locations import Locations, UnsafeLocation, locate
 
 
 def add_console_arguments(p: argparse.ArgumentParser, *, state_dir: bool = True) -> None:
@@ -66,40 +66,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _prepare(args: argparse.Namespace, state_dir: str | None) -> Any:
-    from console.tui.config import ConfigError, config_path, load_config
-    from console.tui.settings import prepare
+    from console.tui.launch import LaunchError, prepare_settings
 
-    path, must_exist = config_path(getattr(args, "config", None), state_dir)
     try:
-        config = load_config(path, must_exist=must_exist)
-        return prepare(config, theme=getattr(args, "theme", None), keymap=getattr(args, "keymap", None))
-    except (ConfigError, ValueError) as exc:
-        raise CLIError(str(exc), EXIT_INVALID) from None
+        return prepare_settings(args, state_dir)
+    except LaunchError as exc:
+        raise CLIError(str(exc), exc.code) from None
 
 
 def _run_app(settings: Any, loc: Locations, *, exit_on_hangup: bool = False) -> int:
-    from console.tui.app import ConsoleApp
+    from console.tui.launch import run_app
 
-    app = ConsoleApp(settings, state_dir=str(loc.state_dir))
-    if exit_on_hangup:
-        # A closed terminal must still clean up what the demo started.
-        for sig in (signal.SIGHUP, signal.SIGTERM):
-            signal.signal(sig, lambda *_: app.exit())
-    app.run()
-    return 0
+    return run_app(settings, loc, exit_on_hangup=exit_on_hangup)
 
 
 def main_console(args: argparse.Namespace) -> int:
     """Open the console for ``--state-dir`` (flags: --state-dir, --config, --theme, --keymap, --no-start)."""
-    state_dir = getattr(args, "state_dir", None) or os.environ.get(ENV_HOME) or None
-    loc = locate(state_dir)
-    settings = _prepare(args, state_dir)
-    if not getattr(args, "no_start", False):
-        try:
-            start_daemon(loc)
-        except (DaemonUnreachable, UnsafeLocation) as exc:
-            raise CLIError(str(exc), EXIT_UNREACHABLE) from None
-    return _run_app(settings, loc)
+    from console.tui.launch import LaunchError, start_console
+
+    try:
+        return start_console(args)
+    except LaunchError as exc:
+        raise CLIError(str(exc), exc.code) from None
 
 
 # ---------------------------------------------------------------------- the demo
