@@ -97,16 +97,35 @@ def requested(op: Operation, protected: ProtectedPaths) -> tuple[Capability, ...
     return normalize_capabilities(caps)
 
 
-def _covered(cap: Capability, ceil: tuple[Capability, ...], op: Operation, protected: ProtectedPaths) -> bool:
-    if any(c.kind is K.UNRESTRICTED for c in ceil):
+class _Ceiling(NamedTuple):
+    """A ceiling's facts, worked out once per ceiling rather than once per capability."""
+
+    caps: tuple[Capability, ...]
+    unrestricted: bool
+    write_limits: tuple[str, ...]
+    unscoped: frozenset[CapabilityKind]
+
+
+@lru_cache(maxsize=256)
+def _facts(ceil: tuple[Capability, ...]) -> _Ceiling:
+    return _Ceiling(
+        ceil,
+        any(c.kind is K.UNRESTRICTED for c in ceil),
+        tuple(c.scope for c in ceil if c.kind is K.WORKSPACE_WRITE),
+        frozenset(c.kind for c in ceil if not c.scope),
+    )
+
+
+def _covered(cap: Capability, ceil: _Ceiling, op: Operation, protected: ProtectedPaths) -> bool:
+    if ceil.unrestricted:
         return True
     if cap.kind is K.WORKSPACE_WRITE:
         scope = cap.scope or op.workspace_root
-        if not any(c.kind is K.WORKSPACE_WRITE and is_within(scope, c.scope) for c in ceil):
+        if not any(is_within(scope, limit) for limit in ceil.write_limits):
             return False
         rel = _relative(scope, op.workspace_root)
         return rel in (None, ".") or not protected.is_protected(rel)
-    return any(c.kind is cap.kind and (not c.scope or c.scope == cap.scope) for c in ceil)
+    return cap.kind in ceil.unscoped or cap in ceil.caps
 
 
 def _why_escalation(cap: Capability, op: Operation, config: PolicyConfig, protected: ProtectedPaths) -> str:
@@ -160,14 +179,35 @@ def _forbidden(ceil: tuple[Capability, ...], asked: frozenset[CapabilityKind]) -
     )
 
 
+# The diff depends only on the authority-bearing fields, which the fingerprint names,
+# and on the policy: an operation asked again (the grant-settled common case) reuses it.
+# Keyed by the config's identity (the daemon holds one per policy load; hashing a config
+# costs more than the lookup), with the config kept in the entry so an id is never reused.
+_DIFFS: dict[tuple[str, int], tuple[PolicyConfig, CapabilityDiff]] = {}
+_DIFFS_MAX = 4096
+
+
 def capability_diff(op: Operation, config: PolicyConfig) -> CapabilityDiff:
+    key = (op.fingerprint, id(config))
+    found = _DIFFS.get(key)
+    if found is not None and found[0] is config:
+        return found[1]
+    if len(_DIFFS) >= _DIFFS_MAX:
+        _DIFFS.clear()
+    diff = _compute_diff(op, config)
+    _DIFFS[key] = (config, diff)
+    return diff
+
+
+def _compute_diff(op: Operation, config: PolicyConfig) -> CapabilityDiff:
     protected = config.protected_paths
     ceil = ceiling(config, op.workspace_root)
+    facts = _facts(ceil)
     req = requested(op, protected)
     within: list[DiffItem] = []
     escalations: list[DiffItem] = []
     for cap in req:
-        if _covered(cap, ceil, op, protected):
+        if _covered(cap, facts, op, protected):
             within.append(DiffItem(cap, _WITHIN_REASON.get(cap.kind, "the policy grants it without asking")))
         else:
             escalations.append(DiffItem(cap, _why_escalation(cap, op, config, protected)))
