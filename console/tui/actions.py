@@ -390,7 +390,6 @@ ACTIONS: list[ActionSpec] = [
         "5",
         "show('watch')",
         "Go to the workspace watch panel",
-        show=False,
         label="watch",
     ),
     ActionSpec(

@@ -134,7 +134,7 @@ class WatchScreen(Screen[None]):
         roots = monitor.watch_status.get("roots") or []
         degraded = degraded_roots(monitor.watch_status)
         shown = "protected only" if model.protected_only else "all changes"
-        counts = f"{model.total:,} recent, {model.protected_total:,} protected; showing {shown} (p)"
+        counts = f"{model.total:,} recent, {model.protected_total:,} protected, showing {shown} (p)"
         if monitor.dropped:
             counts += f"; {monitor.dropped:,} ordinary events not shown in bursts"
         banner = self.query_one("#watch-banner", StatusLine)
@@ -143,7 +143,7 @@ class WatchScreen(Screen[None]):
             where = inert(d.root)[:60]
             why = inert(d.message or ", ".join(d.codes))[:120]
             banner.say(
-                f"⚠ watcher DEGRADED on {where}: {why} — changes still come by polling and rescans · {counts}",
+                f"⚠ watcher DEGRADED on {where}: {why} (polling, rescans) · {counts}",
                 "error",
             )
         elif not monitor.loaded:

@@ -19,7 +19,7 @@ from console.contract.inert import inert
 from console.tui.present import Styles, agent_block, agent_text
 from console.tui.timefmt import clock_time
 from console.tui.untrusted import block
-from console.tui.widgets.watch_text import diff_text, path_text
+from console.tui.widgets.watch_text import diff_text, path_text, raw_path_shown
 
 STREAM_LINES = 30
 RECORD_KINDS = ("file_event", "tripwire", "tripwire_resolved", "outcome")
@@ -153,7 +153,9 @@ def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int)
         is_protected = bool(c.get("protected"))
         out.append(f"    {c.get('kind', '?')!s:<9}", styles["escalation" if is_protected else "label"])
         out.append_text(
-            path_text(inert(str(c.get("path", ""))), styles, styles["escalation"] if is_protected else "")
+            path_text(
+                raw_path_shown(str(c.get("path", ""))), styles, styles["escalation"] if is_protected else ""
+            )
         )
         if is_protected:
             out.append("  PROTECTED", styles["escalation"])

@@ -129,6 +129,8 @@ def sandbox_badge(status: Mapping[str, Any]) -> tuple[str, str]:
     if not isinstance(probe, Mapping):
         return (f"sandbox: {summary}" if summary else "sandbox: probing", "muted")
     if not probe.get("available"):
+        if summary.startswith("UNAVAILABLE"):
+            return f"SANDBOX {summary}", "error"
         return f"SANDBOX UNAVAILABLE: {summary or probe.get('reason', '')}", "error"
     if not probe.get("network_isolated"):
         return f"sandbox: {summary}", "warning"

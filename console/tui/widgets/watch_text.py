@@ -37,6 +37,12 @@ def shown_path(event: Mapping[str, Any]) -> str:
     return inert(str(display if display is not None else event.get("path", "")))
 
 
+def raw_path_shown(path: str) -> str:
+    """A raw file name (an outcome's changes) escaped like ``display_path``: backslashes
+    doubled first, so an escape on screen always stands for a character of the name."""
+    return inert(path.replace("\\", "\\\\"))
+
+
 def path_text(display: str, styles: Styles, base: Style | str = "", *, limit: int | None = None) -> Text:
     """An escaped path with its escapes styled apart and look-alike letters marked."""
     cut = limit is not None and len(display) > limit
