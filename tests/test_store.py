@@ -718,3 +718,18 @@ def test_page_to_dict_and_none_filters(store: Store):
     assert [r["tool"] for r in d["rows"]] == ["git", "git"]
     assert d["older"] == d["rows"][-1]["seq"]
     json.dumps(d)  # plain JSON types only
+
+
+def test_use_grant_counts_several_uses_in_one_event(store: Store):
+    g = Grant(id="g-many", fingerprint="f" * 64, scope=GrantScope.ALWAYS, created_at=1000.0)
+    store.add_grant(g).result()
+    assert store.use_grant("g-many", 1001.0, count=5).result() is True
+    assert store.use_grant("g-many", 1002.0).result() is True
+    [row] = store.grants()
+    assert (row.uses, row.last_used_at) == (6, 1002.0)
+    assert store.verify().ok
+    once = Grant(id="g-once", fingerprint="e" * 64, scope=GrantScope.ONCE, created_at=1000.0)
+    store.add_grant(once).result()
+    assert store.use_grant("g-once", 1003.0, count=2).result() is False  # a once grant is used once
+    with pytest.raises(ValueError):
+        store.use_grant("g-many", 1004.0, count=0).result()

@@ -159,6 +159,7 @@ class Daemon:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.request_stop)
             watcher = asyncio.create_task(self.policy.watch())
+            uses = asyncio.create_task(self.broker.flush_uses_forever())
             log.info(
                 "agent-console daemon %s listening in %s (pid %d)",
                 self.version,
@@ -168,9 +169,11 @@ class Daemon:
             await self._stop.wait()
             log.info("stopping: answering %d pending requests", len(self.broker.pending))
             watcher.cancel()
+            uses.cancel()
             for server in servers:
                 server.close()
             await self.broker.shutdown()
+            await self.broker.flush_uses()
             with contextlib.suppress(Exception):
                 await asyncio.wrap_future(
                     self.store.append(daemon_event(at=time.time(), note="stopped", body={"pid": self.pid}))

@@ -169,11 +169,38 @@ class Broker:
         self.new_request_id = RequestIds(clock())
         self._closing = False
         self._background: set[asyncio.Future[None]] = set()
+        self._uses: dict[str, tuple[int, float, str]] = {}  # grant id -> (uses, last at, last request)
 
     async def load(self) -> None:
         grants = await asyncio.to_thread(self.store.grants, include_inactive=False)
         for g in grants:
             self.grants.put(g)
+
+    def _count_use(self, grant_id: str, now: float, rid: str) -> None:
+        """A standing grant's uses are bookkeeping, not authority: they are written in one
+        event per grant and second (:meth:`flush_uses`) instead of one per decision."""
+        entry = self._uses.get(grant_id)
+        if entry is None:
+            self._uses[grant_id] = (1, now, rid)
+        else:
+            self._uses[grant_id] = (entry[0] + 1, now, rid)
+
+    async def flush_uses(self) -> None:
+        uses, self._uses = self._uses, {}
+        if not uses:
+            return
+        futures = [self.store.use_grant(g, at, request_id=rid, count=n) for g, (n, at, rid) in uses.items()]
+        for f in futures:
+            try:
+                await asyncio.wrap_future(f)
+            except StoreUnavailable as exc:
+                log.warning("could not record grant uses: %s", exc)
+        self.events.publish(Topic.GRANTS, {"change": "used", "grant_ids": sorted(uses)})
+
+    async def flush_uses_forever(self, interval_s: float = 1.0) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            await self.flush_uses()
 
     async def settle_orphans(self) -> int:
         """Record how requests left pending by a daemon that died ended: denied, never run.
@@ -287,8 +314,10 @@ class Broker:
         events = [request_event or self._request_event(rid, op, peer_pid, now)]
         events.append(self._decision_event(answer, op, peer_pid, decision))
         futures = [self.store.append(*events)]
-        if grant is not None:
+        if grant is not None and grant.scope is GrantScope.ONCE:
             futures.append(self.store.use_grant(grant.id, now, request_id=rid))
+        elif grant is not None:
+            self._count_use(grant.id, now, rid)
         try:
             for f in futures:
                 await asyncio.wrap_future(f)
@@ -308,7 +337,7 @@ class Broker:
             },
         )
         if grant is not None and grant.scope is GrantScope.ONCE:
-            self.events.publish(Topic.GRANTS, {"change": "used", "grant_id": grant.id})
+            self.events.publish(Topic.GRANTS, {"change": "used", "grant_ids": [grant.id]})
         return answer
 
     # ------------------------------------------------------------------ decide
@@ -559,7 +588,8 @@ class Broker:
             chosen = [self.grants.by_id[target]]
         elif len(target) < MIN_PREFIX or not all(c in "0123456789abcdef" for c in target):
             raise RPCError(
-                INVALID_PARAMS, f"target: a grant id (g-…) or at least {MIN_PREFIX} hex digits of a fingerprint"
+                INVALID_PARAMS,
+                f"target: a grant id (g-…) or at least {MIN_PREFIX} hex digits of a fingerprint",
             )
         else:
             chosen = [

@@ -349,23 +349,26 @@ class Store:
         at = float(at)
         return self._submit(job)
 
-    def use_grant(self, grant_id: str, at: float, *, request_id: str = "") -> Future[bool]:
-        """Count one use of a grant; resolves to False if it may not be used.
+    def use_grant(self, grant_id: str, at: float, *, request_id: str = "", count: int = 1) -> Future[bool]:
+        """Count ``count`` uses of a grant (the last at ``at``); False if it may not be used.
 
         Atomic: a ``once`` allow grant resolves True for exactly one caller. Revoked and
         expired (``at >= expires_at``) grants resolve False. Writes a ``grant_used`` event
-        (linked to ``request_id``) in the same transaction.
+        (linked to ``request_id``) in the same transaction. ``count`` > 1 lets a caller
+        record a standing grant's uses in one event instead of one per use.
         """
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            return _failed(ValueError("count must be a positive integer"))
 
         def job(tx: Tx) -> bool:
             cursor = tx.conn.execute(
                 """
-                UPDATE grants SET uses = uses + 1, last_used_at = ?1
+                UPDATE grants SET uses = uses + ?3, last_used_at = ?1
                 WHERE id = ?2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1)
-                  AND NOT (scope = 'once' AND effect = 'allow' AND uses >= 1)
+                  AND NOT (scope = 'once' AND effect = 'allow' AND (uses >= 1 OR ?3 > 1))
                 RETURNING fingerprint, scope, tool, session_id
                 """,
-                (at, grant_id),
+                (at, grant_id, count),
             )
             found = cursor.fetchone()
             if found is None:
@@ -379,7 +382,7 @@ class Store:
                 scope=scope,
                 tool=tool,
                 session_id=session_id,
-                body={"grant_id": grant_id, "at": at},
+                body={"grant_id": grant_id, "at": at, "count": count},
             )
             tx.append([encode(event)])
             return True

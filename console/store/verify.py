@@ -297,7 +297,7 @@ def replay_grants(conn: sqlite3.Connection) -> tuple[dict[str, dict[str, Any]], 
         if kind == "grant_revoked":
             used["revoked_at"] = data["at"]
         else:
-            used["uses"] += 1
+            used["uses"] += data.get("count", 1)
             used["last_used_at"] = data["at"]
     return grants, None
 
