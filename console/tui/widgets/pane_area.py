@@ -113,6 +113,8 @@ class PaneTitle(Static):
 class PaneFrame(Vertical):
     """A pane with its title bar: session, program title, state, scroll position."""
 
+    ALLOW_MAXIMIZE = True  # zoom maximizes the frame, title bar included
+
     DEFAULT_CSS = """
     PaneFrame { width: 1fr; height: 1fr; }
     PaneFrame:focus-within > PaneTitle { background: $primary 55%; color: $text; }
