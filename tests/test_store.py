@@ -731,5 +731,5 @@ def test_use_grant_counts_several_uses_in_one_event(store: Store):
     once = Grant(id="g-once", fingerprint="e" * 64, scope=GrantScope.ONCE, created_at=1000.0)
     store.add_grant(once).result()
     assert store.use_grant("g-once", 1003.0, count=2).result() is False  # a once grant is used once
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="count must be a positive integer"):
         store.use_grant("g-many", 1004.0, count=0).result()
