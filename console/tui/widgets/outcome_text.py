@@ -100,8 +100,8 @@ def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int)
     if record is None:
         out.append("  not run by the console (no outcome recorded)\n", styles["dim"])
         return out
-    body = record.get("body") or {}
-    outcome = body.get("outcome") if isinstance(body.get("outcome"), Mapping) else body
+    body: Mapping[str, Any] = record.get("body") or {}
+    outcome: Mapping[str, Any] = body["outcome"] if isinstance(body.get("outcome"), Mapping) else body
     state, kind = str(outcome.get("state", "?")), str(outcome.get("kind", "?"))
     status = str(body.get("status", "")) or state
     good = state == "completed" and kind == "success"
@@ -221,11 +221,11 @@ def record_row(r: Mapping[str, Any], styles: Styles) -> Text:
     ``lookalike``, ``marker``.
     """
     kind = str(r.get("kind", ""))
-    body = r.get("body") or {}
+    body: Mapping[str, Any] = r.get("body") or {}
     row = Text(no_wrap=True, overflow="crop", end="")
     row.append(f" {clock_time(r.get('at'))} ", styles["time"])
     if kind == "outcome":
-        outcome = body.get("outcome") if isinstance(body.get("outcome"), Mapping) else {}
+        outcome: Mapping[str, Any] = body["outcome"] if isinstance(body.get("outcome"), Mapping) else {}
         good = outcome.get("kind") == "success"
         word = str(body.get("status", "") or outcome.get("state", "outcome"))
         source = f"exit {body.get('exit_code')}" if body.get("exit_code") is not None else ""
