@@ -32,6 +32,11 @@ ROW_ROLES = (
 )
 
 
+def _foreground(style: Style) -> Style:
+    """A component style without its background, so the cursor row's background shows through."""
+    return Style(color=style.color, bold=style.bold, italic=style.italic, underline=style.underline)
+
+
 class WatchList(LineList):
     COMPONENT_CLASSES = (
         LineList.COMPONENT_CLASSES | {f"watch-list--{r}" for r in ROW_ROLES} | {"watch-list--empty"}
@@ -44,7 +49,7 @@ class WatchList(LineList):
     WatchList > .watch-list--added { color: $success; }
     WatchList > .watch-list--removed { color: $warning; }
     WatchList > .watch-list--modified { color: $accent; }
-    WatchList > .watch-list--label { color: $secondary; }
+    WatchList > .watch-list--label { color: $text-muted; }
     WatchList > .watch-list--escape { color: $error; text-style: reverse; }
     WatchList > .watch-list--lookalike { color: $warning; text-style: underline reverse; }
     WatchList > .watch-list--empty { color: $text-muted; text-style: italic; }
@@ -65,8 +70,10 @@ class WatchList(LineList):
 
     def _styles(self) -> dict[str, Style]:
         get = self.component_style
-        styles = {role: get(f"watch-list--{role}") for role in ROW_ROLES}
-        styles.update(marker=get("line-list--dim"), dim=get("line-list--dim"))
+        styles = {role: _foreground(get(f"watch-list--{role}")) for role in ROW_ROLES}
+        for role in ("pattern", "escape", "lookalike"):  # badges keep their background
+            styles[role] = get(f"watch-list--{role}")
+        styles.update(marker=_foreground(get("line-list--dim")), dim=_foreground(get("line-list--dim")))
         return styles
 
     def render_line(self, y: int) -> Strip:
@@ -78,7 +85,6 @@ class WatchList(LineList):
 
     def render_row(self, index: int, width: int, selected: bool) -> Strip:
         row = event_row(self.model[index], self._styles(), width, self.degraded)
-        row.stylize(self.row_style(selected), 0, 0)
         base = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
         base.append_text(row)
         return Strip(list(base.render(self.app.console))).crop(0, width)
