@@ -182,3 +182,34 @@ def test_attribution_with_two_concurrent_sessions(setup):
         assert by_path["key.pem"] == [b]
         for sid in (a, b):
             op.call("sessions.kill", {"session": sid, "grace_s": 1})
+
+
+def test_recent_changes_of_an_agent_session_include_its_executed_operations(setup):
+    ws, start = setup
+    d = start()
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "console",
+            "exec",
+            "--session",
+            "agent-x",
+            "--state-dir",
+            str(d.state_dir),
+            "--",
+            "sh",
+            "-c",
+            "echo 1 > made-by-agent.txt",
+        ],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    with d.operator() as op:
+        events = wait_for(lambda: op.call("watch.recent", {"agent_session": "agent-x"})["events"])
+        assert events[0]["path"] == "made-by-agent.txt"
+        assert events[0]["attribution"][0]["kind"] == "operation"
+        assert op.call("watch.recent", {"agent_session": "someone-else"})["events"] == []

@@ -135,7 +135,7 @@ class ExecutionService:
 
         # The workspace is watched before the command starts, so all it changes is seen.
         await self.watch.ensure_root(op.workspace_root)
-        self.watch.collect(request_id)
+        self.watch.collect(request_id, op.session_id)
         token = self.watch.begin(op.workspace_root, "operation", request_id, command_line(op), None)
         try:
             result = await execute(

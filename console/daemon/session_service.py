@@ -34,6 +34,7 @@ from console.sessions import (
     Snapshot,
     UnknownSession,
 )
+from console.store import command_line
 from console.watch import AttributionToken
 
 if TYPE_CHECKING:
@@ -187,16 +188,18 @@ class SessionService:
             prepared.close()
             raise RPCError(UNAVAILABLE, f"the session could not start: {exc}") from None
         self._prepared[info.id] = prepared
-        self._attribute(info, op.workspace_root)
+        self._attribute(info, op.workspace_root, label=command_line(op))
         self.hold(conn, owner)
         return self.to_wire(info)
 
-    def _attribute(self, info: SessionInfo, root: str, *, watch: bool = True) -> None:
-        """Changes in ``root`` while the session runs are attributed to it."""
+    def _attribute(self, info: SessionInfo, root: str, *, label: str = "", watch: bool = True) -> None:
+        """Changes in ``root`` while the session runs are attributed to it (by the
+        operation's own command, not the sandbox's wrapper around it)."""
         if watch:
             self.watch.watch_soon(root)
+        label = info.title or label or " ".join(info.argv)
         self._tokens[info.id] = self.watch.begin(
-            root, "session", info.id, info.title or " ".join(info.argv), info.pid, at=info.created_at
+            root, "session", info.id, label[:200], info.pid, at=info.created_at
         )
 
     def start_for_operator(

@@ -101,6 +101,7 @@ class WatchService:
         self.tripwires: dict[str, TripwireItem] = {}
         self._status = WatchStatus()
         self._collecting: dict[str, list[FileEvent]] = {}
+        self.op_sessions: dict[str, str] = {}  # executed request id -> its agent session
         self._outbox: list[dict[str, Any]] = []
         self._held_back = 0
         self._publisher: asyncio.Task[None] | None = None
@@ -168,8 +169,12 @@ class WatchService:
     def end(self, token: AttributionToken) -> None:
         self.attributions.end(token)
 
-    def collect(self, op_id: str) -> None:
+    def collect(self, op_id: str, agent_session: str = "") -> None:
         self._collecting[op_id] = []
+        if agent_session:
+            if len(self.op_sessions) > RECENT:
+                self.op_sessions.clear()
+            self.op_sessions[op_id] = agent_session
 
     async def changes_of(self, op_id: str, root: str) -> list[Change]:
         """Everything the operation changed, once the watcher has caught up."""
@@ -234,6 +239,8 @@ class WatchService:
             return
         diff = self.watcher.baseline_diff(ev.workspace_root, ev.path)
         for a in sessions:
+            if not self._alive(a.id):
+                continue  # attributed in the short window after it ended: nothing to stop
             if mode is Tripwire.ALERT:
                 self.events.publish(
                     Topic.WATCH,
@@ -264,6 +271,14 @@ class WatchService:
             self._history("tripwire", item, "paused")
             self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
             log.warning("tripwire: %s; session stopped", item.to_wire()["summary"])
+
+    def _alive(self, session_id: str) -> bool:
+        if self.sessions is None:
+            return False
+        try:
+            return self.sessions.manager.get(session_id).alive
+        except Exception:
+            return False
 
     def _stop_session(self, session_id: str) -> None:
         """SIGSTOP through the session manager: its handle never signals a reused pid."""

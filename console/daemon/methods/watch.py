@@ -23,20 +23,19 @@ async def recent(ctx: CallContext, p: Params) -> dict[str, Any]:
     agent_session = p.text("agent_session", "", max_len=256)
     p.done()
     svc = ctx.daemon.watch
-    wanted_sessions: set[str] = {session} if session else set()
+    wanted: set[tuple[str, str]] = {("session", session)} if session else set()
     if agent_session:
-        # The console sessions of an agent session: what the agent's terminals did.
+        # What the agent's terminals and executed operations did.
         owner = f"agent:{agent_session}"
-        wanted_sessions |= {i.id for i in ctx.daemon.sessions.manager.list() if i.owner == owner}
-        if not wanted_sessions:
+        wanted |= {("session", i.id) for i in ctx.daemon.sessions.manager.list() if i.owner == owner}
+        wanted |= {("operation", rid) for rid, s in svc.op_sessions.items() if s == agent_session}
+        if not wanted:
             return {"events": []}
     out = []
     for record in reversed(svc.recent):
         if protected_only and not record["protected"]:
             continue
-        if wanted_sessions and not any(
-            a["kind"] == "session" and a["id"] in wanted_sessions for a in record["attribution"]
-        ):
+        if wanted and not any((a["kind"], a["id"]) in wanted for a in record["attribution"]):
             continue
         out.append(record)
         if len(out) >= limit:
