@@ -4,6 +4,11 @@ program received or what the daemon holds."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+import uuid
+
 import pytest
 from daemon_harness import running_daemon, workspace
 from textual import events
@@ -426,3 +431,57 @@ async def test_awaiting_approval_shows_in_the_list(daemon, clock):
         await until(pilot, lambda: info(daemon, sid)["owner"] == "operator")
     with daemon.operator() as op:
         op.call("sessions.kill", {"session": sid, "grace_s": 1})
+
+
+async def test_attach_to_an_exited_session_shows_its_last_screen(daemon, clock):
+    sid = new_session(daemon, ["bash", "--norc", "--noprofile", "-c", "echo last-words; exit 3"])
+    with daemon.operator() as op:
+        op.call("sessions.wait", {"session": sid, "timeout_s": 10})
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await show_sessions(pilot, app)
+        await until(pilot, lambda: screen.view.select_session(sid))
+        await pilot.press("enter")
+        pane = await until(pilot, lambda: screen.focused_pane())
+        await until(pilot, lambda: pane.ended)
+        await wait_shown(pilot, pane, "last-words")
+        assert "exited" in screen_text(app)
+
+
+def test_sessions_attach_opens_the_console_in_a_real_terminal(daemon):
+    """`agent-console sessions attach ID` in tmux: type into the session, detach, quit."""
+    sid = new_session(daemon, BASH, title="from the cli")
+    socket = f"ac-{uuid.uuid4().hex[:8]}"
+
+    def tmux(*args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-L", socket, *args], capture_output=True, text=True, check=True
+        ).stdout
+
+    def wait_screen(text: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown_now = tmux("capture-pane", "-p", "-t", "t")
+            if text in shown_now:
+                return shown_now
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} never appeared:\n{tmux('capture-pane', '-p', '-t', 't')}")
+
+    command = f"{sys.executable} -m console sessions attach {sid} --state-dir {daemon.state_dir}"
+    tmux(
+        "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", command + "; echo ATTACH-EXITED $?; sleep 30"
+    )
+    try:
+        wait_screen("from the cli")
+        time.sleep(0.5)
+        tmux("send-keys", "-t", "t", "-l", "echo typed-in-tmux-$((40+2))")
+        tmux("send-keys", "-t", "t", "Enter")
+        wait_screen("typed-in-tmux-42")
+        assert "typed-in-tmux-42" in capture(daemon, sid)
+        tmux("send-keys", "-t", "t", "C-b", "d")  # detach: the pane closes
+        wait_screen("keeps running")
+        tmux("send-keys", "-t", "t", "q")
+        wait_screen("ATTACH-EXITED 0")
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+    assert info(daemon, sid)["status"] in ("running", "idle")

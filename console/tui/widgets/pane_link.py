@@ -81,6 +81,7 @@ class PaneLink:
         self._sent_size: tuple[int, int] | None = None
         self._sizing: asyncio.Task[None] | None = None
         self._closed = False
+        self._attaching = False
         self._attached = asyncio.Event()
 
     # ------------------------------------------------------------ lifecycle
@@ -106,17 +107,22 @@ class PaneLink:
                 ("session.ended", self._on_ended),
             ):
                 client.on_notification(method, handler)
+            self._attaching = True
+            self._early = []
             try:
                 result = await client.call(
                     "sessions.attach", {"session": self.session_id, "read_only": self.read_only}
                 )
             except RPCError as exc:
+                self._attaching = False
                 await self._drop_client()
                 what = "no such session" if exc.code == NOT_FOUND else inert(exc.message)[:200]
                 self._set(FAILED, f"cannot attach: {what}")
                 return
             except DaemonUnreachable:
+                self._attaching = False
                 await self._drop_client()
+                await asyncio.sleep(RETRY_S)
                 continue
             self._start(result)
             with contextlib.suppress(DaemonUnreachable, RPCError):
@@ -159,6 +165,8 @@ class PaneLink:
         self.offset = int(result["offset"])
         self.state = LIVE
         self.message = ""
+        self._sent_size = None  # a new connection is a new client to the daemon: say our size again
+        self._attaching = False
         early, self._early = self._early, []
         for method, params in early:
             self._dispatch(method, params)
@@ -192,7 +200,8 @@ class PaneLink:
     def _early_or_mine(self, method: str, params: dict[str, Any]) -> bool:
         if params.get("session") != self.session_id:
             return False
-        if self.screen is None:
+        if self._attaching or self.screen is None:
+            # The stream can start before the attach's answer arrives: keep it for then.
             self._early.append((method, params))
             return False
         return True
