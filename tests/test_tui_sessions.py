@@ -12,7 +12,18 @@ import uuid
 import pytest
 from daemon_harness import running_daemon, workspace
 from textual import events
-from tui_harness import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
+from tui_harness import (
+    Agent,
+    Clock,
+    foreign_controls,
+    frame,
+    make_app,
+    pending_with,
+    screen_text,
+    select,
+    tagged,
+    until,
+)
 from tui_sessions_harness import (
     BASH,
     new_session,
@@ -70,6 +81,13 @@ async def test_output_input_and_resize_round_trip(daemon, clock):
         await type_line(pilot, "clear; stty size")
         await wait_shown(pilot, pane, f"{pane.size.height} {pane.size.width}")
         assert (info(daemon, sid)["cols"], info(daemon, sid)["rows"]) == (pane.size.width, pane.size.height)
+        # ctrl+c interrupts the program (the console does not take it)
+        await type_line(pilot, "sleep 600; echo not-interrupted")
+        await pilot.pause(0.3)
+        await pilot.press("ctrl+c")
+        await type_line(pilot, "echo interrupted-$?")
+        await wait_shown(pilot, pane, "interrupted-130")
+        assert "not-interrupted" not in shown(pane).replace("echo not-interrupted", "")
 
 
 async def test_control_alt_and_function_keys_reach_the_program(daemon, clock):
@@ -365,8 +383,6 @@ async def test_session_list_shows_escaped_titles_and_status(daemon, clock):
         assert "\\u202e" in text and "[@click=app.quit]" in text, text
         assert app.is_running
         await until(pilot, lambda: any(s.get("terminal_title") for s in screen.sessions if s["id"] == sid))
-        from tui_harness import foreign_controls, frame
-
         assert foreign_controls(frame(app)) == ""
         # kill (with confirmation), then remove
         screen.view.select_session(sid)
@@ -485,3 +501,26 @@ def test_sessions_attach_opens_the_console_in_a_real_terminal(daemon):
     finally:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
     assert info(daemon, sid)["status"] in ("running", "idle")
+
+
+async def test_hostile_output_stays_inside_the_pane(daemon, clock):
+    script = (
+        "printf '\\e]52;c;cm0gLXJmIH4=\\a'"  # the program tries to set the clipboard
+        "; printf '\\e]2;title\\e[31m\\x9b2J\\a'"  # a title with escapes in it
+        "; printf '\\e]8;;https://evil.example\\e\\\\link\\e]8;;\\e\\\\\\n'"  # an OSC 8 link
+        "; printf 'bidi \\u202eexe.txt zero\\u200bwidth [@click=app.quit]markup[/]\\n'"
+        "; printf 'DONE\\n'; sleep 600"
+    )
+    sid = new_session(daemon, ["bash", "--norc", "--noprofile", "-c", script])
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await open_pane(pilot, app, sid)
+        text = await wait_shown(pilot, pane, "DONE")
+        assert "[@click=app.quit]markup[/]" in text  # shown as the characters, not run
+        assert "link" in text and "exe.txt" in text
+        assert app.clipboard == ""  # the program's OSC 52 never reached the operator
+        await until(pilot, lambda: "title" in screen_text(app))
+        raw = frame(app)
+        assert foreign_controls(raw) == ""
+        assert "evil.example" not in raw and "\u202e" not in raw and "\u200b" not in raw
+        assert app.is_running
