@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from console.tui.app import ConsoleApp
 
 FRAME_S = 1 / 60  # paint at most this often
+# ... and spend at most about this share of the time painting one pane: a flood redraws
+# every row each frame, and reading a row out of the emulator costs a few hundred µs,
+# so under a flood a pane paints less often and the event loop keeps reading.
+PAINT_SHARE = 0.25
 WHEEL_LINES = 3
 BRACKETED_END = "\x1b[201~"
 _BUTTONS = {1: "left", 2: "middle", 3: "right"}
@@ -163,6 +167,7 @@ class TerminalPane(Widget, can_focus=True):
         self._cursor: tuple[int, int, bool] = (0, 0, False)
         self._top = 0
         self._last_paint = 0.0
+        self._interval = FRAME_S  # between paints: a frame, longer when painting is costly
         self._paint_handle: asyncio.TimerHandle | None = None
         self._keys: PaneKeys | None = None
         self._keys_for: object = None
@@ -237,7 +242,7 @@ class TerminalPane(Widget, can_focus=True):
         if self._paint_handle is not None or not self.is_attached:
             return
         loop = asyncio.get_running_loop()
-        delay = self._last_paint + FRAME_S - loop.time()
+        delay = self._last_paint + self._interval - loop.time()
         self._paint_handle = loop.call_later(max(0.0, delay), self._paint)
 
     def paint_now(self) -> None:
@@ -246,8 +251,15 @@ class TerminalPane(Widget, can_focus=True):
         self._paint()
 
     def _paint(self) -> None:
+        loop = asyncio.get_running_loop()
+        start = self._last_paint = loop.time()
+        try:
+            self._paint_rows()
+        finally:
+            self._interval = max(FRAME_S, (loop.time() - start) / PAINT_SHARE)
+
+    def _paint_rows(self) -> None:
         self._paint_handle = None
-        self._last_paint = asyncio.get_running_loop().time()
         self.paints += 1
         screen = self.link.screen
         self._title_changed()
