@@ -341,3 +341,31 @@ async def test_owners_interactive_sessions_end_with_it_durable_ones_stay(manager
     assert manager.get(a).status == "exited"
     assert manager.get(b).alive and manager.get(c).alive
     assert await manager.release_owner("agent-2") == []
+
+
+def test_a_backlog_is_delivered_in_bounded_pieces():
+    """Output queued for a slow client is handed out at most MAX_OUTPUT at a time, in order."""
+    from console.sessions.attach import MAX_OUTPUT, Attachment, Snapshot
+
+    att = Attachment(
+        "s",
+        "c",
+        False,
+        Snapshot(0, b"", 80, 24),
+        resync=lambda: Snapshot(0, b"", 80, 24),
+        max_pending=64 * MAX_OUTPUT,
+    )
+    chunk = b"x" * 65536
+    total = 3 * MAX_OUTPUT + 1000
+    sent = 0
+    while sent < total:
+        piece = chunk[: min(len(chunk), total - sent)]
+        att._push_output(sent, piece)
+        sent += len(piece)
+    got, offset = [], 0
+    while (ev := att.get_nowait()) is not None:
+        assert ev.offset == offset
+        assert len(ev.data) <= MAX_OUTPUT
+        offset += len(ev.data)
+        got.append(ev)
+    assert offset == total and len(got) == 4

@@ -44,11 +44,11 @@ def _check(value: Any, depth: int) -> None:
     if depth > MAX_DEPTH:
         raise StrictJSONError("too_deep", f"nesting deeper than {MAX_DEPTH} levels")
     if isinstance(value, str):
-        if _SURROGATE.search(value):
+        if not value.isascii() and _SURROGATE.search(value):  # a surrogate is never ASCII
             raise StrictJSONError("lone_surrogate", "a string holds a lone UTF-16 surrogate")
     elif isinstance(value, dict):
         for key, item in value.items():
-            if _SURROGATE.search(key):
+            if not key.isascii() and _SURROGATE.search(key):
                 raise StrictJSONError("lone_surrogate", "a key holds a lone UTF-16 surrogate")
             _check(item, depth + 1)
     elif isinstance(value, list):

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 DEFAULT_MAX_PENDING = 4 * 1024 * 1024
+# The most output one `Output` carries (base64 in a JSON frame must stay under 4 MiB).
+MAX_OUTPUT = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,7 @@ class Attachment:
         self.snapshot = first  # the initial state; not repeated by get()
         self._resync = resync
         self._max_pending = max_pending
-        # Output waits as [offset, [chunks]] so that appending stays cheap; it is
+        # Output waits as [offset, [chunks], end] so that appending stays cheap; it is
         # joined into one `Output` when the client takes it.
         self._queue: deque[AttachEvent | list] = deque()
         self._pending = 0
@@ -132,7 +134,15 @@ class Attachment:
         if self._queue:
             ev = self._queue.popleft()
             if isinstance(ev, list):
-                out = Output(ev[0], b"".join(ev[1]))
+                # At most MAX_OUTPUT per event: joined, a backlog could outgrow a frame.
+                offset, chunks, end = ev
+                size, i = 0, 0
+                while i < len(chunks) and (i == 0 or size + len(chunks[i]) <= MAX_OUTPUT):
+                    size += len(chunks[i])
+                    i += 1
+                out = Output(offset, b"".join(chunks[:i]))
+                if i < len(chunks):
+                    self._queue.appendleft([offset + size, chunks[i:], end])
                 self._pending -= len(out.data)
                 return out
             return ev
