@@ -50,7 +50,7 @@ async def test_kill_leaves_no_process_behind(manager, tmp_path):
     # also leaves the session with setsid (found by the environment marker).
     script = f"""
         sleep 1000 & echo $! >> {pids}
-        (sleep 1001 & echo $! >> {pids}) &
+        sh -c 'sleep 1001 & echo $! >> {pids}'
         sh -c 'trap "" HUP TERM; echo $$ >> {pids}; while :; do sleep 1; done' &
         (setsid sh -c 'echo $$ >> {pids}; exec sleep 1003' &) &
         echo started
@@ -62,7 +62,7 @@ async def test_kill_leaves_no_process_behind(manager, tmp_path):
     children = [int(p) for p in pids.read_text().split()]
     leader = manager.get(sid).pid
     double_forked = psutil.Process(children[1])
-    assert double_forked.ppid() != leader  # it really left the tree
+    assert double_forked.ppid() != leader  # its parent shell has exited: it left the tree
     escaped = psutil.Process(children[3])
     assert os.getsid(escaped.pid) != leader and escaped.ppid() != leader  # left session and tree
 

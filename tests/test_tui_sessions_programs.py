@@ -105,7 +105,8 @@ async def test_htop_draws_its_meters_and_quits(daemon, clock):
     async with app.run_test(size=SIZE) as pilot:
         pane = await open_pane(pilot, app, sid)
         await type_line(pilot, f"{htop} --no-color -d 5")
-        text = await wait_shown(pilot, pane, "Tasks:")
+        await wait_shown(pilot, pane, "Tasks:")
+        text = await wait_shown(pilot, pane, "F10")  # the whole first frame, not just its top
         assert "Mem[" in text and "F10Quit" in text.replace(" ", "")
         await pilot.press("f10")  # a function key, encoded for the program
         await until(pilot, lambda: not pane.link.screen.alternate_screen)
