@@ -13,11 +13,11 @@ from console.cli.common import (
     connect,
     print_json,
     read_input,
+    refused,
 )
 from console.client import DaemonUnreachable, RPCError
 from console.contract.operation import decode
 from console.contract.problem import InvalidInput, Problem
-from console.protocol.jsonrpc import INVALID_PARAMS
 
 
 def cmd_request(args: argparse.Namespace) -> int:
@@ -37,10 +37,7 @@ def cmd_request(args: argparse.Namespace) -> int:
         with client:
             answer = client.submit(operation, timeout_s=args.timeout)
     except RPCError as exc:
-        if exc.code == INVALID_PARAMS and isinstance(exc.data, dict) and "problem" in exc.data:
-            p = Problem(**exc.data["problem"])
-            raise CLIError(f"invalid operation: {p}", EXIT_INVALID, p) from None
-        raise CLIError(f"the daemon refused the request: {exc.message}", EXIT_INVALID) from None
+        raise refused(exc, "the request") from None
     except DaemonUnreachable as exc:
         raise CLIError(f"{exc} (nothing is allowed without the daemon)", EXIT_UNREACHABLE) from None
     print_json(answer)

@@ -10,9 +10,10 @@ import time
 from datetime import datetime
 from typing import Any, NoReturn
 
-from console.client import Client, DaemonUnreachable
+from console.client import Client, DaemonUnreachable, RPCError
 from console.contract.problem import Problem
 from console.locations import Locations, UnsafeLocation, locate
+from console.protocol.jsonrpc import INVALID_PARAMS
 
 EXIT_OK = 0
 EXIT_DENIED = 1
@@ -49,6 +50,14 @@ def connect(args: argparse.Namespace, role: str, *, timeout_s: float | None = 30
         return Client.connect(locations(args), role=role, client="agent-console-cli", timeout_s=timeout_s)
     except (DaemonUnreachable, UnsafeLocation) as exc:
         raise CLIError(str(exc), EXIT_UNREACHABLE) from None
+
+
+def refused(exc: RPCError, what: str) -> CLIError:
+    """The daemon refused a call: an invalid operation (exit 2, with its problem) or else."""
+    if exc.code == INVALID_PARAMS and isinstance(exc.data, dict) and "problem" in exc.data:
+        problem = Problem(**exc.data["problem"])
+        return CLIError(f"invalid operation: {problem}", EXIT_INVALID, problem)
+    return CLIError(f"the daemon refused {what}: {exc.message}", EXIT_INVALID)
 
 
 def read_input(source: str) -> bytes:

@@ -9,10 +9,15 @@ import subprocess
 import sys
 from typing import Any
 
-from console.cli.common import EXIT_INVALID, EXIT_UNREACHABLE, CLIError, add_state_dir, connect, print_json
+from console.cli.common import (
+    EXIT_UNREACHABLE,
+    CLIError,
+    add_state_dir,
+    connect,
+    print_json,
+    refused,
+)
 from console.client import DaemonUnreachable, RPCError
-from console.contract.problem import Problem
-from console.protocol.jsonrpc import INVALID_PARAMS
 
 EXIT_TIMED_OUT = 124
 EXIT_DENIED = 126
@@ -72,10 +77,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
         with client:
             reply = client.call("operation.exec", {"operation": op}, on_notification=on_notification)
     except RPCError as exc:
-        if exc.code == INVALID_PARAMS and isinstance(exc.data, dict) and "problem" in exc.data:
-            p = Problem(**exc.data["problem"])
-            raise CLIError(f"invalid operation: {p}", EXIT_INVALID, p) from None
-        raise CLIError(f"the daemon refused: {exc.message}", EXIT_INVALID) from None
+        raise refused(exc, "the command") from None
     except DaemonUnreachable as exc:
         raise CLIError(
             f"{exc} (the command's fate is unknown; see agent-console history)", EXIT_UNREACHABLE

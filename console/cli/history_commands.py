@@ -11,6 +11,7 @@ from typing import Any
 from console.cli.common import CLIError, add_state_dir, connect, locations, parse_time, when
 from console.client import RPCError
 from console.contract.inert import inert
+from console.protocol.history import SOURCES, VERDICTS
 
 COLUMNS = (
     "seq",
@@ -109,10 +110,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "arguments, cwd, justification, reason and note.",
     )
     add_state_dir(p)
-    p.add_argument("--verdict", choices=["allow", "deny"])
-    p.add_argument(
-        "--source", choices=["policy", "grant", "operator", "timeout", "cancel", "shutdown", "store"]
-    )
+    p.add_argument("--verdict", choices=VERDICTS)
+    p.add_argument("--source", choices=SOURCES)
     p.add_argument("--tool", help="producer name, e.g. claude-code:Bash")
     p.add_argument("--session", help="the agent's session id")
     p.add_argument("--since", type=parse_time, metavar="T", help="ISO time or a duration ago (2h, 7d)")

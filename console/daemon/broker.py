@@ -31,7 +31,15 @@ from console.protocol.jsonrpc import (
     STORE_UNAVAILABLE,
     RPCError,
 )
-from console.store import Event, Store, StoreUnavailable, command_line, decision_event, request_event
+from console.store import (
+    Event,
+    Store,
+    StoreUnavailable,
+    command_line,
+    decision_event,
+    decision_for_request,
+    request_event,
+)
 
 log = logging.getLogger("agent-console.broker")
 
@@ -212,28 +220,14 @@ class Broker:
         if not orphans:
             return 0
         now = self.clock()
-        columns = (
-            "request_id",
-            "fingerprint",
-            "tool",
-            "executable",
-            "command",
-            "cwd",
-            "workspace_root",
-            "session_id",
-            "justification",
-        )
         events = [
-            Event(
-                kind="decision",
+            decision_for_request(
+                r,
                 at=now,
                 verdict="deny",
                 source=Source.SHUTDOWN.value,
                 reason="daemon_restarted",
-                peer_pid=r.get("peer_pid"),
-                latency_ms=round((now - r["at"]) * 1000, 3),
                 body={"denials": [], "orphaned": True},
-                **{c: r[c] for c in columns},
             )
             for r in orphans
         ]
@@ -264,9 +258,7 @@ class Broker:
                 await asyncio.wrap_future(self.store.append(request_event))
             except StoreUnavailable as exc:
                 log.error("store unavailable, denying %s: %s", rid, exc)
-                return self._answer(
-                    rid, op, Verdict.DENY, Source.STORE, "store_unavailable", now, decision=decision
-                )
+                return self._unstored(rid, op, now, decision)
             timeout = config.approval_timeout_s if wait_s is None else min(wait_s, config.approval_timeout_s)
             loop = asyncio.get_running_loop()
             item = Pending(rid, op, decision, now, now + timeout, owner, peer_pid, loop.create_future())
@@ -323,9 +315,7 @@ class Broker:
                 await asyncio.wrap_future(f)
         except StoreUnavailable as exc:
             log.error("store unavailable, denying %s: %s", rid, exc)
-            return self._answer(
-                rid, op, Verdict.DENY, Source.STORE, "store_unavailable", now, decision=decision
-            )
+            return self._unstored(rid, op, now, decision)
         self.events.publish(
             Topic.DECIDED,
             {
@@ -423,22 +413,7 @@ class Broker:
                     self.store.add_grant(grant, tool=first.op.tool, summary=command_line(first.op))
                 )
             except StoreUnavailable as exc:
-                for p in items:
-                    self._settle(
-                        p,
-                        self._answer(
-                            p.id,
-                            p.op,
-                            Verdict.DENY,
-                            Source.STORE,
-                            "store_unavailable",
-                            now,
-                            decision=p.evaluation,
-                        ),
-                    )
-                raise RPCError(
-                    STORE_UNAVAILABLE, f"the decision could not be stored: {exc}; the request was denied"
-                ) from None
+                raise self._fail_closed(items, now, exc) from None
             self.grants.put(grant)
             self.events.publish(Topic.GRANTS, {"change": "added", "grant": grant.to_dict()})
 
@@ -469,22 +444,7 @@ class Broker:
                 )
             )
         except StoreUnavailable as exc:
-            for p, _ in answers:
-                self._settle(
-                    p,
-                    self._answer(
-                        p.id,
-                        p.op,
-                        Verdict.DENY,
-                        Source.STORE,
-                        "store_unavailable",
-                        now,
-                        decision=p.evaluation,
-                    ),
-                )
-            raise RPCError(
-                STORE_UNAVAILABLE, f"the decision could not be stored: {exc}; the request was denied"
-            ) from None
+            raise self._fail_closed([p for p, _ in answers], now, exc) from None
         for p, answer in answers:
             self._settle(p, answer)
         return {
@@ -539,15 +499,7 @@ class Broker:
             )
         except StoreUnavailable as exc:
             log.error("store unavailable while recording %s for %s: %s", reason, item.id, exc)
-            answer = self._answer(
-                item.id,
-                item.op,
-                Verdict.DENY,
-                Source.STORE,
-                "store_unavailable",
-                now,
-                decision=item.evaluation,
-            )
+            answer = self._unstored(item.id, item.op, now, item.evaluation)
         self._settle(item, answer)
 
     def _take(self, rid: str, now: float) -> None:
@@ -613,6 +565,15 @@ class Broker:
         return revoked
 
     # ------------------------------------------------------------------ records
+
+    def _unstored(self, rid: str, op: Operation, now: float, decision: Decision | None) -> dict[str, Any]:
+        """Fail closed: what the agent hears when its decision could not be stored."""
+        return self._answer(rid, op, Verdict.DENY, Source.STORE, "store_unavailable", now, decision=decision)
+
+    def _fail_closed(self, items: list[Pending], now: float, exc: StoreUnavailable) -> RPCError:
+        for p in items:
+            self._settle(p, self._unstored(p.id, p.op, now, p.evaluation))
+        return RPCError(STORE_UNAVAILABLE, f"the decision could not be stored: {exc}; the request was denied")
 
     def _answer(
         self,

@@ -242,17 +242,55 @@ def command_line(op: Operation) -> str:
     return shlex.join(op.argv)
 
 
+# The columns that describe a request's operation; decisions repeat them.
+OPERATION_COLUMNS = (
+    "fingerprint",
+    "tool",
+    "executable",
+    "command",
+    "cwd",
+    "workspace_root",
+    "session_id",
+    "justification",
+)
+
+
 def _op_columns(op: Operation) -> dict[str, Any]:
-    return {
-        "fingerprint": op.fingerprint,
-        "tool": op.tool,
-        "executable": op.executable,
-        "command": command_line(op),
-        "cwd": op.cwd_path,
-        "workspace_root": op.workspace_root,
-        "session_id": op.session_id,
-        "justification": op.justification,
-    }
+    return dict(
+        zip(
+            OPERATION_COLUMNS,
+            (
+                op.fingerprint,
+                op.tool,
+                op.executable,
+                command_line(op),
+                op.cwd_path,
+                op.workspace_root,
+                op.session_id,
+                op.justification,
+            ),
+            strict=True,
+        )
+    )
+
+
+def decision_for_request(
+    request: Mapping[str, Any], *, at: float, verdict: str, source: str, reason: str, body: Mapping[str, Any]
+) -> Event:
+    """A decision for a stored request record (one whose operation object is gone, e.g.
+    left pending by a daemon that died), repeating its columns like :func:`decision_event`."""
+    return Event(
+        kind=EventKind.DECISION,
+        at=at,
+        request_id=request["request_id"],
+        verdict=verdict,
+        source=source,
+        reason=reason,
+        peer_pid=request.get("peer_pid"),
+        latency_ms=round((at - request["at"]) * 1000, 3),
+        body=dict(body),
+        **{c: request[c] for c in OPERATION_COLUMNS},
+    )
 
 
 def request_event(op: Operation, *, request_id: str, at: float, peer_pid: int | None = None) -> Event:

@@ -13,22 +13,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.protocol.history import KINDS, SOURCES, VERDICTS
 from console.tui.timefmt import parse_since
 
-VERDICTS = ("allow", "deny")
-SOURCES = ("operator", "policy", "grant", "timeout", "cancel", "shutdown", "store")
-KINDS = (
-    "request",
-    "decision",
-    "outcome",
-    "file_event",
-    "grant",
-    "grant_revoked",
-    "grant_used",
-    "daemon",
-    "tripwire",
-    "tripwire_resolved",
-)
 _KEYS = {
     "tool": "tool",
     "session": "session_id",

@@ -172,7 +172,7 @@ def _section(out: Text, title: str, styles: Styles, extra: str = "") -> None:
     out.append("\n")
 
 
-def _field(out: Text, label: str, value: Text | str, styles: Styles) -> None:
+def field(out: Text, label: str, value: Text | str, styles: Styles) -> None:
     out.append(f"  {label:<12}", styles["label"])
     if isinstance(value, Text):
         out.append_text(value)
@@ -181,7 +181,7 @@ def _field(out: Text, label: str, value: Text | str, styles: Styles) -> None:
     out.append("\n")
 
 
-def _size(n: int) -> str:
+def byte_size(n: int) -> str:
     for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:g} {unit}"
@@ -339,43 +339,43 @@ def render_request(
     for label, key in (("cwd", "cwd"), ("workspace", "workspace_root")):
         piece, cut = agent_text(str(op.get(key, "")), styles, limit=limit)
         truncated |= cut
-        _field(out, label, piece, styles)
+        field(out, label, piece, styles)
     env = op.get("env") or {}
     if env:
         for i, (name, value) in enumerate(sorted(env.items())):
             piece, cut = agent_text(f"{name}={value}", styles, limit=limit)
             truncated |= cut
-            _field(out, "env" if i == 0 else "", piece, styles)
+            field(out, "env" if i == 0 else "", piece, styles)
     else:
-        _field(out, "env", Text("no overrides", styles["dim"]), styles)
+        field(out, "env", Text("no overrides", styles["dim"]), styles)
     stdin_b64 = op.get("stdin", "") or ""
-    _field(
+    field(
         out,
         "stdin",
         f"{len(stdin_b64) * 3 // 4 - stdin_b64.count('=')} bytes" if stdin_b64 else "none",
         styles,
     )
-    _field(out, "timeout", f"{op.get('timeout_ms', 0) / 1000:g} s", styles)
+    field(out, "timeout", f"{op.get('timeout_ms', 0) / 1000:g} s", styles)
     limits = op.get("output") or {}
-    _field(
+    field(
         out,
         "output",
-        f"keep {_size(int(limits.get('capture_bytes', 0)))}, "
-        f"stop at {_size(int(limits.get('max_bytes', 0)))}",
+        f"keep {byte_size(int(limits.get('capture_bytes', 0)))}, "
+        f"stop at {byte_size(int(limits.get('max_bytes', 0)))}",
         styles,
     )
     if op.get("write_dirs"):
         for i, d in enumerate(op["write_dirs"]):
             piece, cut = agent_text(d, styles, limit=limit)
             truncated |= cut
-            _field(out, "write dir" if i == 0 else "", piece, styles)
-    _field(
+            field(out, "write dir" if i == 0 else "", piece, styles)
+    field(
         out,
         "access",
         f"workspace {op.get('workspace_access', '?')}, network {op.get('network', '?')}",
         styles,
     )
-    _field(
+    field(
         out,
         "origin",
         f"{op.get('origin', '?')}, mode {op.get('mode', '?')}, kind {op.get('kind', '?')}",
@@ -383,17 +383,15 @@ def render_request(
     )
     piece, cut = agent_text(op.get("tool", ""), styles, limit=limit)
     truncated |= cut
-    _field(out, "tool", piece, styles)
+    field(out, "tool", piece, styles)
     session, cut = agent_text(item.get("session_id", "") or "-", styles, limit=limit)
     truncated |= cut
-    _field(out, "session", session, styles)
+    field(out, "session", session, styles)
     deadline = item.get("deadline")
     left = f", denied automatically in {max(0, int(deadline - now))} s" if deadline else ""
-    _field(
-        out, "request", f"{item.get('request_id', '?')} from pid {item.get('peer_pid', '?')}{left}", styles
-    )
+    field(out, "request", f"{item.get('request_id', '?')} from pid {item.get('peer_pid', '?')}{left}", styles)
     fp = str(item.get("fingerprint", ""))
-    _field(
+    field(
         out,
         "fingerprint",
         fp if options.full_fingerprint or options.expanded else f"{fp[:16]}…",
@@ -511,7 +509,7 @@ def render_decision(record: Mapping[str, Any] | None, styles: Styles, limit: int
     for label, key in (("reason", "reason"), ("note", "note")):
         if record.get(key):
             piece, _ = agent_text(str(record[key]), styles, limit=limit)
-            _field(out, label, piece, styles)
+            field(out, label, piece, styles)
     body = record.get("body") or {}
     for d in body.get("denials") or []:
         out.append("  ✖ ", styles["escalation"])
@@ -522,5 +520,5 @@ def render_decision(record: Mapping[str, Any] | None, styles: Styles, limit: int
         )
         out.append("\n")
     if body.get("grant_id"):
-        _field(out, "grant", str(body["grant_id"]), styles)
+        field(out, "grant", str(body["grant_id"]), styles)
     return out

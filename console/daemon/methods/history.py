@@ -6,22 +6,10 @@ import asyncio
 from typing import Any
 
 from console.daemon.connection import CallContext, Method
+from console.protocol.history import KINDS
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.protocol.params import Params
 from console.store import HistoryQuery
-
-KINDS = (
-    "request",
-    "decision",
-    "outcome",
-    "file_event",
-    "grant",
-    "grant_revoked",
-    "grant_used",
-    "daemon",
-    "tripwire",
-    "tripwire_resolved",
-)
 
 
 async def query(ctx: CallContext, p: Params) -> dict[str, Any]:

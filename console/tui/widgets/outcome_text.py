@@ -16,29 +16,13 @@ from typing import Any
 from rich.text import Text
 
 from console.contract.inert import inert
-from console.tui.present import Styles, agent_block, agent_text
+from console.tui.present import Styles, agent_block, agent_text, byte_size, field
 from console.tui.timefmt import clock_time
 from console.tui.untrusted import block
 from console.tui.widgets.watch_text import diff_text, path_text, raw_path_shown
 
 STREAM_LINES = 30
 RECORD_KINDS = ("file_event", "tripwire", "tripwire_resolved", "outcome")
-
-
-def _field(out: Text, label: str, value: Text | str, styles: Styles) -> None:
-    out.append(f"  {label:<12}", styles["label"])
-    if isinstance(value, Text):
-        out.append_text(value)
-    else:
-        out.append(value)
-    out.append("\n")
-
-
-def _size(n: int) -> str:
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def capability_label(capability: Any) -> str:
@@ -77,7 +61,7 @@ def _stream(out: Text, name: str, stream: Any, styles: Styles, limit: int) -> No
         out.append("empty\n", styles["dim"])
         return
     truncated = bool(stream.get("truncated"))
-    out.append(_size(total) + (" — head and tail kept" if truncated else ""), styles["dim"])
+    out.append(byte_size(total) + (" — head and tail kept" if truncated else ""), styles["dim"])
     out.append("\n")
     if head:
         shown = block(head, max_chars=limit, max_lines=STREAM_LINES)
@@ -85,7 +69,7 @@ def _stream(out: Text, name: str, stream: Any, styles: Styles, limit: int) -> No
         out.append("\n")
     if truncated:
         dropped = total - len(stream.get("head", "").encode()) - len(tail.encode())
-        out.append(f"    ⟨{_size(max(0, dropped))} in between not kept⟩\n", styles["marker"])
+        out.append(f"    ⟨{byte_size(max(0, dropped))} in between not kept⟩\n", styles["marker"])
         if tail:
             lines = tail.split("\n")
             shown = block("\n".join(lines[-STREAM_LINES:]), max_chars=limit, max_lines=STREAM_LINES)
@@ -119,7 +103,7 @@ def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int)
     out.append(f"  at {clock_time(record.get('at'))}\n", styles["dim"])
     if body.get("reason"):
         reason, _ = agent_text(str(body["reason"]), styles, limit=limit)
-        _field(out, "reason", reason, styles)
+        field(out, "reason", reason, styles)
     enforcement = body.get("enforcement") or outcome.get("enforcement") or {}
     if isinstance(enforcement, Mapping) and enforcement:
         level = f"{enforcement.get('backend') or 'none'}, {enforcement.get('level') or '?'}"
@@ -129,11 +113,11 @@ def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int)
             )
             value = Text(f"⚠ DEGRADED ({level}): ", styles["warning"], end="")
             value.append_text(why)
-            _field(out, "enforcement", value, styles)
+            field(out, "enforcement", value, styles)
         else:
-            _field(out, "enforcement", Text(level, styles["within"]), styles)
+            field(out, "enforcement", Text(level, styles["within"]), styles)
     if body.get("recorded") is False:
-        _field(out, "recorded", Text("no: the store was unavailable", styles["warning"]), styles)
+        field(out, "recorded", Text("no: the store was unavailable", styles["warning"]), styles)
     denials = [d for d in body.get("denials") or () if isinstance(d, Mapping)]
     if isinstance(outcome.get("denial"), Mapping) and not denials:
         denials = [outcome["denial"]]
@@ -271,12 +255,12 @@ def render_record(r: Mapping[str, Any], styles: Styles, limit: int) -> Text:
     out = Text(end="")
     if kind == "file_event":
         out.append("Protected file change\n", styles["heading"])
-        _field(out, "path", path_text(inert(str(body.get("path", ""))), styles, styles["program"]), styles)
-        _field(out, "change", Text(str(body.get("change", "?")), styles["escalation"]), styles)
+        field(out, "path", path_text(inert(str(body.get("path", ""))), styles, styles["program"]), styles)
+        field(out, "change", Text(str(body.get("change", "?")), styles["escalation"]), styles)
         pattern, _ = agent_text(
             str(body.get("protected_pattern", "")), styles, styles["escalation"], limit=200
         )
-        _field(out, "pattern", pattern, styles)
+        field(out, "pattern", pattern, styles)
         event = (body.get("attribution") or {}).get("event") or {}
         if isinstance(event, Mapping):
             marks = []
@@ -285,8 +269,8 @@ def render_record(r: Mapping[str, Any], styles: Styles, limit: int) -> Text:
             if event.get("path_flagged"):
                 marks.append("the name holds control, invisible or undecodable characters")
             for m in marks:
-                _field(out, "⚠", Text(m, styles["warning"]), styles)
-        _field(out, "who", _who(body, styles), styles)
+                field(out, "⚠", Text(m, styles["warning"]), styles)
+        field(out, "who", _who(body, styles), styles)
     else:
         item = body.get("item") or {}
         state = str(r.get("verdict", "") or item.get("state", ""))
@@ -294,25 +278,25 @@ def render_record(r: Mapping[str, Any], styles: Styles, limit: int) -> Text:
         summary, _ = agent_text(
             str(item.get("summary", r.get("note", ""))), styles, styles["escalation"], limit=300
         )
-        _field(out, "what", summary, styles)
+        field(out, "what", summary, styles)
         session, _ = agent_text(str(item.get("session", r.get("session_id", ""))), styles, limit=64)
         if item.get("session_label"):
             session.append("  ")
             label, _ = agent_text(str(item["session_label"]), styles, styles["dim"], limit=200)
             session.append_text(label)
-        _field(out, "session", session, styles)
-        _field(
+        field(out, "session", session, styles)
+        field(
             out, "path", path_text(inert(str(item.get("display_path", r.get("command", "")))), styles), styles
         )
         pattern, _ = agent_text(
             str(item.get("pattern", r.get("reason", ""))), styles, styles["escalation"], limit=200
         )
-        _field(out, "pattern", pattern, styles)
-        _field(out, "item", inert(str(item.get("id", "")))[:40], styles)
-    _field(out, "workspace", path_text(inert(str(r.get("workspace_root", ""))), styles), styles)
-    _field(out, "when", clock_time(r.get("at")), styles)
+        field(out, "pattern", pattern, styles)
+        field(out, "item", inert(str(item.get("id", "")))[:40], styles)
+    field(out, "workspace", path_text(inert(str(r.get("workspace_root", ""))), styles), styles)
+    field(out, "when", clock_time(r.get("at")), styles)
     if r.get("request_id"):
-        _field(out, "operation", inert(str(r["request_id"]))[:64], styles)
+        field(out, "operation", inert(str(r["request_id"]))[:64], styles)
     if kind != "file_event":
         diff = (body.get("item") or {}).get("diff")
         if isinstance(diff, str) and diff:
