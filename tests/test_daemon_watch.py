@@ -142,7 +142,9 @@ def test_pause_stops_the_session_until_resumed(setup):
         assert item["session"] == sid
         assert item["summary"] == f"session {sid} modified .git/hooks/pre-commit"
         assert "+rm -rf ~" in item["diff"]
-        pid = op.call("sessions.get", {"session": sid})["session"]["pid"]
+        info = op.call("sessions.get", {"session": sid})["session"]
+        assert info["status_text"] == "paused by tripwire"
+        pid = info["pid"]
         assert wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED)
         before = counter.read_text() if counter.exists() else ""
         time.sleep(0.5)

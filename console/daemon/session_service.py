@@ -98,9 +98,15 @@ class SessionService:
 
     def to_wire(self, info: SessionInfo) -> dict[str, Any]:
         out = asdict(info)
-        out["status_text"] = (
-            "awaiting approval" if info.alive and self.awaiting_approval(info) else info.status_text
+        paused = any(
+            t.session == info.id and t.state in ("paused", "kept") for t in self.watch.tripwires.values()
         )
+        if info.alive and paused:
+            out["status_text"] = "paused by tripwire"
+        elif info.alive and self.awaiting_approval(info):
+            out["status_text"] = "awaiting approval"
+        else:
+            out["status_text"] = info.status_text
         out["sandboxed"] = info.id in self._prepared
         try:
             stats = self.manager.stats(info.id)
@@ -117,6 +123,14 @@ class SessionService:
             "running": alive,
             "total": len(infos),
         }
+
+    def changed(self, session_id: str) -> None:
+        """Tell subscribers a session's state changed outside the session manager."""
+        try:
+            info = self.manager.get(session_id)
+        except SessionError:
+            return
+        self.events.publish(Topic.SESSIONS, {"change": "status", "session": self.to_wire(info)})
 
     def _on_event(self, event: SessionEvent) -> None:
         if event.kind in ("exited", "lost", "removed"):

@@ -268,6 +268,8 @@ class WatchService:
             )
             self._stop_session(a.id)
             self.tripwires[item.id] = item
+            if self.sessions is not None:
+                self.sessions.changed(a.id)
             self._history("tripwire", item, "paused")
             self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
             log.warning("tripwire: %s; session stopped", item.to_wire()["summary"])
@@ -305,6 +307,7 @@ class WatchService:
         else:
             item.state = "kept"
         self.watcher.accept_baseline(item.workspace_root, item.path)
+        self.sessions.changed(item.session)
         with contextlib.suppress(StoreUnavailable):  # logged by the callback
             await asyncio.wrap_future(self._history("tripwire_resolved", item, item.state))
         self.events.publish(Topic.WATCH, {"change": "tripwire_resolved", "item": item.to_wire()})
