@@ -32,6 +32,15 @@ async def until(pilot, predicate, timeout: float = 30.0) -> None:  # type: ignor
         await pilot.pause(0.05)
 
 
+def pane_text(app: ConsoleApp) -> str:
+    """What the focused terminal pane paints."""
+    panes = list(app.screen.query("TerminalPane"))
+    if not panes:
+        return ""
+    pane = panes[0]
+    return "\n".join("".join(seg.text for seg in pane.render_line(y)) for y in range(pane.size.height))
+
+
 def find(app: ConsoleApp, needle: str) -> str | None:
     return next((e.request_id for e in app.pending if needle in e.item.get("command", "")), None)
 
@@ -91,6 +100,26 @@ async def shoot(out: Path, size: tuple[int, int], theme: str) -> list[Path]:
             await pilot.press("question_mark")
             await pilot.pause(0.5)
             save("help")
+            await pilot.press("escape", "1")
+
+            # The agent's dev server: approve it, watch it in a pane, until the tripwire
+            # stops it for writing a git hook.
+            await decide("[dev] rebuilt", "a")
+            await pilot.press("4")
+            await until(pilot, lambda: app.screen.id == "sessions")
+            await pilot.pause(1.0)
+            await pilot.press("enter")
+            await until(pilot, lambda: "change #3" in pane_text(app), timeout=30)
+            save("sessions")
+            await pilot.press("ctrl+b", "1")
+            await until(pilot, lambda: find(app, "modified .git/hooks") is not None, timeout=90)
+            queue.select_request(find(app, "modified .git/hooks"))  # type: ignore[arg-type]
+            await pilot.pause(0.7)
+            save("tripwire")
+            await pilot.press("5")
+            await until(pilot, lambda: app.screen.id == "watch")
+            await pilot.pause(1.0)
+            save("watch")
     return saved
 
 
