@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -115,13 +116,10 @@ def test_disk_full_denies_with_store_unavailable(small_fs):
         with d.agent() as a:
             assert a.submit(operation(ws))["verdict"] == "allow"
         # Fill the filesystem to the last byte.
-        with open(small_fs / "filler", "wb") as f:
-            try:
-                while True:
-                    f.write(b"\0" * 65536)
-                    f.flush()
-            except OSError:
-                pass
+        with open(small_fs / "filler", "wb") as f, contextlib.suppress(OSError):  # ENOSPC ends it
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
         answers = []
         with d.agent() as a:
             for i in range(20):

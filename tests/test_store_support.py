@@ -40,10 +40,12 @@ def tmpfs(where: Path, size: str) -> Iterator[Path]:
     """A real, small tmpfs mounted at ``where`` (needs root); unmounted afterwards."""
     where.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
+        pytest.fail(
+            "mounting a tmpfs needs root: run the tests as root (./dev test does, as the README says)"
+        )
     done = _run("mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where))
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        pytest.fail(f"cannot mount a tmpfs here (root is needed): {done.stderr.strip()}")
     try:
         yield where
     finally:
@@ -58,4 +60,6 @@ def remount(where: Path, options: str) -> None:
 def chattr(flag: str, *paths: Path) -> None:
     done = _run("chattr", flag, *map(str, paths))
     if done.returncode != 0:
-        pytest.skip(f"chattr {flag} is not supported here: {done.stderr.strip()}")
+        pytest.fail(
+            f"chattr {flag} failed (root and an ext4-like filesystem are needed): {done.stderr.strip()}"
+        )

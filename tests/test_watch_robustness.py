@@ -416,7 +416,7 @@ def _run_with_watch_limit(ws: Path, when: str) -> list[dict]:
         limit_file = "/proc/sys/fs/inotify/max_user_watches"
         restore = Path(limit_file).read_text()
     else:
-        pytest.skip("needs user namespaces or root to lower the inotify watch limit")
+        pytest.fail("needs user namespaces or root to lower the inotify watch limit: run the tests as root")
     try:
         out = subprocess.run(
             [*cmd, str(REPO), str(ws), when, limit_file], capture_output=True, text=True, timeout=90
