@@ -1,6 +1,6 @@
 """Decision round trips through the real daemon, beside a bare asyncio echo of the same frames.
 
-    python benchmarks/daemon.py [--seconds 5] [--pending 10000]
+    python benchmarks/daemon.py [--seconds 5] [--pending 10000] [--only abuse]
 
 1. Requests that a standing grant settles (durable decision, group commit), at 1, 10
    and 50 concurrent clients, closed loop: p50/p99 and throughput. The floor is a bare
@@ -10,12 +10,20 @@
    targets p50 <= 1 ms, p99 <= 5 ms.
 3. 10,000 requests pending at once: submit, list and decide, with the per-request cost
    of the first and the last thousand side by side (it must not grow with the queue).
+4. Abuse, on a fresh daemon: the quota cases of issue 11 at once (40 connections
+   holding 4 MiB partial frames, a subscriber that stops reading while 24 agents queue
+   2 MiB requests, 1 MiB justifications, history-filling agents, huge history pages,
+   ``request.get ""``), while a separate process lists the pending queue: the daemon's
+   peak RSS (target under 150 MiB) and pending.list p99 (target under 50 ms) beside the
+   same p99 with no abuse. Then ``watch.add /usr`` and ``watch.remove /usr``: inotify
+   watches before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -26,6 +34,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import contextlib
 
 from console.client import AsyncClient
 from console.client.spawn import running_pid
@@ -131,7 +141,8 @@ def report(name: str, lat: list[float], tput: float) -> None:
 
 async def pending_phase(loc, ws: Path, n: int) -> None:
     op = await AsyncClient.connect(loc, role="operator")
-    agents = [await AsyncClient.connect(loc, role="agent") for _ in range(max(1, n // 900))]
+    # An agent identity may have 64 requests waiting; each connection here is one agent.
+    agents = [await AsyncClient.connect(loc, role="agent") for _ in range(max(1, -(-n // 60)))]
     print(f"\n{n:,} requests pending at once")
 
     events: asyncio.Queue[str] = asyncio.Queue()
@@ -190,11 +201,230 @@ async def pending_phase(loc, ws: Path, n: int) -> None:
         await c.close()
 
 
+PROBE = r"""
+import json, socket, sys, time
+# Raw frames, read to the newline and not decoded: the time is the daemon's, not this
+# process's JSON parser's (a 200-item page is ~400 KB).
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+token = open(sys.argv[2]).read().strip()
+def call(i, method, params):
+    s.sendall(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode() + b"\n")
+    data = b""
+    while not data.endswith(b"\n"):
+        data += s.recv(1 << 20)
+    return data
+call(0, "hello", {"token": token})
+lat = []
+stop = time.monotonic() + float(sys.argv[3])
+i = 1
+while time.monotonic() < stop:
+    t0 = time.perf_counter()
+    call(i, "pending.list", {})
+    lat.append(time.perf_counter() - t0)
+    i += 1
+    time.sleep(0.005)
+print(json.dumps(lat))
+"""
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def inotify_watches(pid: int) -> int:
+    """inotify watches the process holds (the `inotify wd:` lines of its fds' fdinfo)."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        with contextlib.suppress(OSError):
+            n += Path(f"/proc/{pid}/fdinfo/{fd}").read_text().count("inotify wd:")
+    return n
+
+
+async def probe(loc, seconds: float) -> list[float]:
+    """pending.list latencies seen by a separate process (so our own load does not count)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        PROBE,
+        str(loc.operator_socket),
+        str(loc.token),
+        str(seconds),
+        stdout=subprocess.PIPE,
+    )
+    out, _ = await proc.communicate()
+    return json.loads(out)
+
+
+ABUSE_CASES = ("partial", "subscriber", "big", "history")
+
+
+async def abuse_phase(loc, ws: Path, pid: int, seconds: float, cases: tuple[str, ...] = ABUSE_CASES) -> None:
+    MiB = 1 << 20
+    print("\nabuse (issue 11 quota cases, all at once)")
+    # A queue of ordinary requests for pending.list to list, as in a busy session.
+    agents = [await AsyncClient.connect(loc, role="agent") for _ in range(4)]
+    waiting = [
+        asyncio.create_task(
+            agents[i % 4].submit(
+                {
+                    "kind": "process",
+                    "executable": "true",
+                    "args": [f"q{i}"],
+                    "workspace_root": str(ws),
+                    "network": "any",
+                },
+                timeout_s=600,
+            )
+        )
+        for i in range(200)
+    ]
+    async with await AsyncClient.connect(loc, role="operator") as op:
+        while (await op.call("pending.list", {"limit": 1}))["count"] < 200:
+            await asyncio.sleep(0.05)
+    quiet = await probe(loc, max(3.0, seconds))
+    base_rss = rss_mib(pid)
+    peak = [base_rss]
+    refused: dict[str, int] = {}
+    stop = asyncio.Event()
+
+    async def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_mib(pid))
+            await asyncio.sleep(0.02)
+
+    def hello(msg_id: int, method: str, params: dict | None = None) -> bytes:
+        return jsonrpc.encode(jsonrpc.request(msg_id, method, params or {}))
+
+    async def partial_holder() -> None:
+        try:
+            r, w = await asyncio.open_unix_connection(str(loc.agent_socket), limit=4 << 20)
+            w.write(hello(1, "hello"))
+            await r.readuntil(b"\n")
+            w.write(
+                b'{"jsonrpc":"2.0","id":2,"method":"daemon.status","params":{"x":"' + b"y" * (4 * MiB - 100)
+            )
+            await w.drain()
+            line = await asyncio.wait_for(r.readuntil(b"\n"), 30)
+            quota = json.loads(line)["error"]["data"]["quota"]
+            refused[quota] = refused.get(quota, 0) + 1
+            w.close()
+        except (OSError, asyncio.IncompleteReadError, TimeoutError, KeyError, ValueError):
+            pass
+
+    async def stuck_subscriber() -> None:
+        _r, w = await asyncio.open_unix_connection(str(loc.operator_socket))
+        w.write(
+            hello(1, "hello", {"token": loc.token.read_text().strip()})
+            + hello(2, "subscribe", {"topics": ["pending"]})
+        )
+        await stop.wait()  # never reads
+        w.close()
+
+    async def big_requests() -> None:
+        big = {"kind": "process", "executable": "true", "workspace_root": str(ws), "network": "any"}
+        clients = [await AsyncClient.connect(loc, role="agent") for _ in range(24)]
+        tasks = [
+            asyncio.create_task(
+                c.submit({**big, "args": ["p" * (500 * 1024), "q" * (500 * 1024), str(i)]}, timeout_s=20)
+            )
+            for i, c in enumerate(clients)
+        ]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for c in clients:
+            await c.close()
+
+    async def history_fillers() -> None:
+        async with await AsyncClient.connect(loc, role="agent") as a:
+            for _ in range(30):
+                try:
+                    await a.submit(
+                        {
+                            "kind": "process",
+                            "executable": "true",
+                            "workspace_root": str(ws),
+                            "justification": "j" * MiB,
+                        }
+                    )
+                except Exception as exc:
+                    q = getattr(exc, "data", {}) or {}
+                    refused[q.get("quota", "?")] = refused.get(q.get("quota", "?"), 0) + 1
+            for i in range(40):
+                try:
+                    await a.submit(
+                        {
+                            "kind": "process",
+                            "executable": "true",
+                            "workspace_root": str(ws),
+                            "args": ["h" * (500 * 1024), "k" * (500 * 1024), str(i)],
+                        }
+                    )
+                except Exception as exc:
+                    q = getattr(exc, "data", {}) or {}
+                    refused[q.get("quota", "?")] = refused.get(q.get("quota", "?"), 0) + 1
+                    break
+        async with await AsyncClient.connect(loc, role="operator") as op:
+            for _ in range(5):
+                await op.call("history.query", {"kinds": ["request"], "limit": 5000})
+            try:
+                await op.call("request.get", {"request_id": ""})
+            except Exception as exc:
+                refused["invalid request_id"] = refused.get("invalid request_id", 0) + (
+                    getattr(exc, "code", 0) == -32602
+                )
+
+    sampler = asyncio.create_task(sample())
+    abuse = [asyncio.create_task(partial_holder()) for _ in range(40 if "partial" in cases else 0)]
+    abuse += [asyncio.create_task(stuck_subscriber())] if "subscriber" in cases else []
+    abuse += [asyncio.create_task(big_requests())] if "big" in cases else []
+    abuse += [asyncio.create_task(history_fillers())] if "history" in cases else []
+    loud = await probe(loc, max(5.0, seconds))
+    stop.set()
+    await asyncio.gather(*abuse, return_exceptions=True)
+    stop.set()
+    await sampler
+    async with await AsyncClient.connect(loc, role="operator") as op:
+        while page := (await op.call("pending.list"))["pending"]:
+            for item in page:
+                await op.call("decide", {"target": item["request_id"], "action": "deny"})
+    await asyncio.gather(*waiting, return_exceptions=True)
+    for a in agents:
+        await a.close()
+    print(f"  refused, by quota: {json.dumps(dict(sorted(refused.items())))}")
+    print(
+        f"  daemon RSS: {base_rss:.0f} MiB before, peak {peak[0]:.0f} MiB during (target under 150 MiB): "
+        f"{'met' if peak[0] < 150 else 'missed'}"
+    )
+    print(
+        f"  pending.list (200 pending), no abuse:  p50 {pct(quiet, 0.5):6.2f} ms  p99 {pct(quiet, 0.99):6.2f} ms  ({len(quiet)} calls)"
+    )
+    print(
+        f"  pending.list (200 pending), abuse:     p50 {pct(loud, 0.5):6.2f} ms  p99 {pct(loud, 0.99):6.2f} ms  ({len(loud)} calls)"
+        f"  target p99 under 50 ms: {'met' if pct(loud, 0.99) < 50 else 'missed'}"
+    )
+    if Path("/usr").is_dir():
+        async with await AsyncClient.connect(loc, role="operator") as op:
+            before = inotify_watches(pid)
+            t0 = time.perf_counter()
+            await op.call("watch.add", {"workspace_root": "/usr"})
+            added = inotify_watches(pid)
+            await op.call("watch.remove", {"workspace_root": "/usr"})
+            print(
+                f"  watch.add /usr: inotify watches {before} -> {added} ({time.perf_counter() - t0:.1f} s); "
+                f"after watch.remove /usr: {inotify_watches(pid)}"
+            )
+
+
 async def main_async(args: argparse.Namespace) -> None:
     base = Path(tempfile.mkdtemp(prefix="acb-", dir="/tmp"))
     ws = base / "ws"
     ws.mkdir()
     loc = locate(base / "s")
+    loc.state_dir.mkdir(mode=0o700)
+    loc.policy.write_text(f"workspaces = [{json.dumps(str(base))}]\n")  # the benchmark's workspace is trusted
     argv = [
         sys.executable,
         "-m",
@@ -235,6 +465,9 @@ async def main_async(args: argparse.Namespace) -> None:
             check = await agent.submit(operation)
             assert check["reason"] == "grant_always", check
 
+        if args.only == "abuse":
+            await abuse_phase(loc, ws, daemon.pid, args.seconds, tuple(args.cases.split(",")))
+            return
         print(
             f"frame {len(frame)} bytes; each daemon answer is a decision committed to SQLite first (group commit)"
         )
@@ -255,6 +488,23 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"  target p50 <= 1 ms and p99 <= 5 ms at 1,000 req/s: {'met' if ok else 'missed'}")
 
         await pending_phase(loc, ws, args.pending)
+        # The abuse figures come from a daemon of their own: the 10,000-request phase
+        # leaves this one's heap high-water mark behind, which would count as abuse.
+        daemon.terminate()
+        daemon.wait(30)
+        fresh = locate(base / "s2")
+        fresh.state_dir.mkdir(mode=0o700)
+        fresh.policy.write_text(f"workspaces = [{json.dumps(str(base))}]\n")
+        with open(base / "daemon2.log", "wb") as log:
+            daemon = subprocess.Popen(
+                [*argv[:-3], str(fresh.state_dir), *argv[-2:]], stdout=subprocess.DEVNULL, stderr=log
+            )
+        deadline = time.monotonic() + 30
+        while running_pid(fresh) != daemon.pid:
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the daemon did not start; see {base / 'daemon2.log'}")
+            await asyncio.sleep(0.05)
+        await abuse_phase(fresh, ws, daemon.pid, args.seconds)
     finally:
         daemon.terminate()
         daemon.wait(30)
@@ -267,6 +517,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--pending", type=int, default=10_000)
+    ap.add_argument("--cases", default=",".join(ABUSE_CASES), help="abuse cases to run together (comma list)")
+    ap.add_argument(
+        "--only", choices=["all", "abuse"], default="all", help="run every section, or only the abuse one"
+    )
     asyncio.run(main_async(ap.parse_args()))
 
 

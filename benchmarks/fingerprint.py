@@ -48,7 +48,7 @@ def main() -> None:
         (Path(tmp) / "src").mkdir()
         data = typical(tmp)
         host = OSHost()
-        config = PolicyConfig()
+        config = PolicyConfig(workspaces=(tmp,))
         op = parse(data, host)
         grants = [
             Grant(

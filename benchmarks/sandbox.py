@@ -12,6 +12,12 @@ on a noisy machine:
 - execute:       the full path: prepare (in a thread: walk, temp root), spawn, pipes,
                  supervision, capture, diagnostics, clean-up
 - unrestricted:  execute with no sandbox (environment and temp root only)
+
+and a script run, `sh ./x.sh`, with content pinning (console/sandbox/content_pins.py)
+and without: bwrap without the pin mount, bwrap with it (`--ro-bind-data` of a memfd),
+and the full execute (which also verifies the content and fills the memfd). The budget
+(issue 10): descriptor-based mounts and run-time hashing add at most 2 ms to `true`;
+`verify true` is the run-time check for `true`, which binds no file.
 """
 
 from __future__ import annotations
@@ -28,11 +34,39 @@ from pathlib import Path
 from console.contract import OSHost, parse
 from console.policy import authorize
 from console.sandbox import SandboxConfig, execute, prepare, probe
+from console.sandbox.content_pins import verify_and_pin
 
 
-async def spawn(argv: list[str], env: dict[str, str] | None = None) -> None:
+def _without_gate(argv: list[str]) -> list[str]:
+    """Without the mount check's handshake (`--info-fd R --block-fd W`, console/sandbox/
+    verify.py): bare bwrap, descriptor-based binds included; `execute` adds the check."""
+    at = argv.index("--info-fd")
+    return argv[:at] + argv[at + 4 :]
+
+
+def _without_data_binds(argv: list[str]) -> list[str]:
+    """The same bwrap command line without its `--perms MODE --ro-bind-data FD DEST`."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--perms" and i + 2 < len(argv) and argv[i + 2] == "--ro-bind-data":
+            i += 5
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+async def spawn(
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
+    rewind: tuple[int, ...] = (),
+) -> None:
+    for fd in rewind:  # bwrap reads a data bind from the descriptor's offset
+        os.lseek(fd, 0, os.SEEK_SET)
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, env=env
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, env=env, pass_fds=pass_fds
     )
     if await proc.wait() != 0:
         raise SystemExit(f"{argv[0]} failed")
@@ -67,14 +101,30 @@ async def main() -> None:
         }
         host = OSHost()
         op = parse(wire, host)
+        (ws / "x.sh").write_text("#!/bin/sh\n: script\n")
+        script = parse({**wire, "executable": "sh", "args": ["./x.sh"]}, host)
+        pinned = prepare(script, cfg, found)
+        pin_fds = pinned.pins.fds
+        unpinned_argv = _without_gate(_without_data_binds(pinned.argv))
         free = parse({**wire, "capabilities": [{"kind": "unrestricted"}]}, host)
         ready = prepare(op, cfg, found)
-        bare_argv, bare_env = ready.argv, ready.env
+        bare_argv, bare_env = _without_gate(ready.argv), ready.env
 
         async def full() -> None:
             result = await execute(op, authorize(op, "bench"), cfg, found)
             if result.exit_code != 0:
                 raise SystemExit(f"execute failed: {result.to_dict()}")
+
+        async def script_full() -> None:
+            result = await execute(script, authorize(script, "bench"), cfg, found)
+            if result.exit_code != 0:
+                raise SystemExit(f"script execute failed: {result.to_dict()}")
+
+        async def verify_true() -> None:
+            verify_and_pin(op).close()
+
+        async def verify_script() -> None:
+            verify_and_pin(script).close()
 
         async def unrestricted() -> None:
             result = await execute(free, authorize(free, "bench"), cfg, found)
@@ -83,9 +133,14 @@ async def main() -> None:
 
         cases: dict[str, Callable[[], Awaitable[None]]] = {
             "direct": lambda: spawn(["/bin/true"]),
-            "bare bwrap": lambda: spawn(bare_argv, bare_env),
+            "bare bwrap": lambda: spawn(bare_argv, bare_env, ready.pass_fds),
             "execute": full,
             "unrestricted": unrestricted,
+            "verify true": verify_true,
+            "script bwrap": lambda: spawn(unpinned_argv, pinned.env, pinned.pass_fds),
+            "script pinned": lambda: spawn(_without_gate(pinned.argv), pinned.env, pinned.pass_fds, pin_fds),
+            "script execute": script_full,
+            "verify script": verify_script,
         }
         times: dict[str, list[float]] = {name: [] for name in cases}
         for case in cases.values():  # warm-up
@@ -96,18 +151,27 @@ async def main() -> None:
                 await case()
                 times[name].append((time.perf_counter() - start) * 1000)
         ready.close()
+        pinned.close()
 
     med = {name: statistics.median(t) for name, t in times.items()}
     p90 = {name: statistics.quantiles(t, n=10)[-1] for name, t in times.items()}
     base = med["direct"]
     print(f"{n} runs each, interleaved; milliseconds")
     print(f"{'':14} {'median':>8} {'p90':>8} {'added':>8} {'ratio':>7}")
-    for name in cases:
+    for name in (c for c in cases if not c.startswith("verify")):  # those are not runs
         print(f"{name:14} {med[name]:8.2f} {p90[name]:8.2f} {med[name] - base:8.2f} {med[name] / base:6.1f}x")
     added = med["execute"] - base
     print(f"executor's own part (execute - bare bwrap): {med['execute'] - med['bare bwrap']:.2f} ms")
     verdict = "met" if added <= 20 else "missed"
     print(f"target <= 20 ms added, median: execute adds {added:.2f} ms to a direct `true` ({verdict})")
+    check = med["verify true"]
+    verdict = "met" if check <= 2 else "missed"
+    print(f"run-time content check for `true`: {check * 1000:.0f} µs (budget <= 2 ms: {verdict})")
+    mount = med["script pinned"] - med["script bwrap"]
+    print(
+        f"`sh ./x.sh`: the pin mount adds {mount:.2f} ms to bare bwrap; verifying and pinning"
+        f" {med['verify script']:.2f} ms; execute with pinning {med['script execute']:.2f} ms"
+    )
     print(f"load average after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
 
 

@@ -29,6 +29,8 @@ def daemon(policy: str = POLICY, history: Path | None = None) -> Iterator[tuple[
     base = Path(tempfile.mkdtemp(prefix="actui-", dir="/tmp"))
     loc = locate(base / "s")
     loc.state_dir.mkdir(mode=0o700)
+    if "workspaces" not in policy:
+        policy += f'workspaces = ["{base}"]\n'  # the benchmark's own workspace is trusted
     loc.policy.write_text(policy)
     if history is not None:
         shutil.copyfile(history, loc.database)

@@ -5,6 +5,7 @@ State dirs live under /tmp with short names: a Unix socket path must fit in 107 
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -19,15 +20,26 @@ from console.client import Client
 from console.client.spawn import running_pid
 from console.locations import Locations, locate
 
+# Test workspaces live under /tmp (see workspace()): the daemon trusts them unless a
+# test's policy names its own `workspaces`. /tmp itself can never be a workspace.
+TRUSTED_TEST_ROOTS = 'workspaces = ["/tmp"]\n'
+
+
+def trusting_test_workspaces(policy: str) -> str:
+    """``policy`` with the test workspaces trusted, unless it says which to trust."""
+    if re.search(r"^\s*workspaces\s*=", policy, re.MULTILINE):
+        return policy
+    return (policy.rstrip("\n") + "\n" if policy.strip() else "") + TRUSTED_TEST_ROOTS
+
 
 class DaemonProcess:
     def __init__(self, state_dir: Path, policy: str | None = None) -> None:
         self.state_dir = state_dir
         self.loc: Locations = locate(state_dir)
         self.proc: subprocess.Popen[bytes] | None = None
-        if policy is not None:
+        if policy is not None or not self.loc.policy.exists():
             state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.loc.policy.write_text(policy)
+            self.loc.policy.write_text(trusting_test_workspaces(policy or ""))
 
     @property
     def log_path(self) -> Path:
@@ -143,4 +155,13 @@ def wait_for(predicate, timeout_s: float = 10.0, interval_s: float = 0.02):
     raise AssertionError("condition not met in time")
 
 
-__all__ = ["DaemonProcess", "operation", "running_daemon", "short_tmp", "wait_for", "workspace"]
+__all__ = [
+    "TRUSTED_TEST_ROOTS",
+    "DaemonProcess",
+    "operation",
+    "running_daemon",
+    "short_tmp",
+    "trusting_test_workspaces",
+    "wait_for",
+    "workspace",
+]

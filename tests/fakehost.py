@@ -1,7 +1,8 @@
 """A filesystem that answers from a table: for the fingerprint vectors and pure tests.
 
 Every path is taken to be canonical and to be a directory unless it is listed as a
-file; bare executable names live in /usr/bin.
+file; bare executable names live in /usr/bin. A file's text is what the table says, so
+content binding can follow what a listed script sources or a listed makefile includes.
 """
 
 from __future__ import annotations
@@ -33,3 +34,9 @@ class FakeHost:
         if path not in self.files:
             return None
         return hashlib.sha256(self.files[path].encode()).hexdigest()
+
+    def read_small_text(self, path: str, limit: int) -> str | None:
+        text = self.files.get(path)
+        if text is None or len(text.encode()) > limit:
+            return None
+        return text

@@ -51,6 +51,8 @@ def run(daemon, payload, timeout="20", env=None):
         env=env,
     )
     assert r.returncode == 0, r.stderr
+    if not r.stdout.strip():
+        return None  # no answer: Claude Code's own flow decides
     out = json.loads(r.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "PreToolUse"
     return out
@@ -118,16 +120,18 @@ def test_write_inside_the_workspace_is_allowed(daemon):
 def test_write_protected_or_outside_goes_to_review(daemon, path):
     ws = workspace()
     target = path if path.startswith("/") else str(ws / path)
-    out = run(daemon, hook_input(ws, "Write", {"file_path": target, "content": "x"}), timeout="0.5")
+    # The hook's deadline counts from its start (interpreter included): leave it room.
+    out = run(daemon, hook_input(ws, "Write", {"file_path": target, "content": "x"}), timeout="3")
     assert out["permissionDecision"] == "deny"
     assert "approval_timeout" in out["permissionDecisionReason"]
 
 
-def test_other_tools_are_left_to_claude_code(daemon):
-    out = run(daemon, hook_input(workspace(), "Read", {"file_path": "/etc/hosts"}))
-    assert out["permissionDecision"] == "ask"
-    out = run(daemon, hook_input(workspace(), "Bash", {"command": "ls"}, event="PostToolUse"))
-    assert out["permissionDecision"] == "ask"
+def test_other_tools_and_events_get_no_answer(daemon):
+    # Nothing printed, exit 0: Claude Code's normal permission flow applies unchanged.
+    assert run(daemon, hook_input(workspace(), "Read", {"file_path": "/etc/hosts"})) is None
+    assert run(daemon, hook_input(workspace(), "WebFetch", {"url": "https://example.com"})) is None
+    assert run(daemon, hook_input(workspace(), "Bash", {"command": "ls"}, event="PostToolUse")) is None
+    assert run(daemon, hook_input(workspace(), "Bash", {"command": "ls"}, event="UserPromptSubmit")) is None
 
 
 @pytest.mark.parametrize(

@@ -153,16 +153,33 @@ def test_standing_grant_settles_identical_waiting_requests_and_future_ones(daemo
 
 
 def test_session_grant_only_for_that_session(daemon, ws):
+    """A session grant belongs to the agent identity that asked, whatever label it sends."""
     mine = operation(ws, args=["sess"], **NET, session_id="alpha")
-    result = submit_in_thread(daemon, mine)
+    with daemon.agent() as first:
+        identity = first.hello["agent"]
+    box: dict = {}
+
+    def ask():
+        with daemon.agent() as agent:
+            agent.call("hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]})
+            box["answer"] = agent.submit(mine)
+
+    t = threading.Thread(target=ask, daemon=True)
+    t.start()
     [rid] = wait_pending(daemon)
     with daemon.operator() as op:
         op.call("decide", {"target": rid, "action": "approve", "scope": "session"})
-    assert result()["verdict"] == "allow"
+    t.join(20)
+    assert box["answer"]["verdict"] == "allow"
     with daemon.agent() as agent:
+        agent.call("hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]})
         assert agent.submit(mine)["reason"] == "grant_session"
-        other = agent.submit(dict(mine, session_id="beta"), timeout_s=0.3)
-    assert (other["verdict"], other["reason"]) == ("deny", "approval_timeout")
+        # Another label from the same agent is still the same agent.
+        assert agent.submit(dict(mine, session_id="beta"))["reason"] == "grant_session"
+    with daemon.agent() as other:
+        # Another agent naming the same label gets nothing.
+        denied = other.submit(mine, timeout_s=0.3)
+    assert (denied["verdict"], denied["reason"]) == ("deny", "approval_timeout")
 
 
 def test_once_grant_is_consumed_by_exactly_one_of_many(daemon, ws):
@@ -283,7 +300,7 @@ def test_policy_reload_and_broken_policy_keeps_last_good(tmp_path):
         ws = workspace()
         with d.agent() as agent:
             assert agent.submit(operation(ws, **NET))["reason"] == "escalation_denied_by_policy"
-        d.loc.policy.write_text('network = "any"\n')
+        d.loc.policy.write_text('network = "any"\nworkspaces = ["/tmp"]\n')
         time.sleep(1.5)
         with d.agent() as agent:
             assert agent.submit(operation(ws, **NET))["reason"] == "within_ceiling"

@@ -119,7 +119,8 @@ def test_batch_answers_each_entry(daemon):
 
 def test_a_64k_line_is_served(daemon):
     ws = workspace()
-    op = operation(ws, justification="x" * 70_000)
+    # (A long argument: justifications are capped at 16 Ki characters.)
+    op = operation(ws, args=["x" * 70_000])
     frame = json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "operation.submit", "params": {"operation": op}}
     ).encode()
@@ -204,7 +205,8 @@ def test_daemon_answers_while_another_connection_is_mid_frame(daemon):
 
 
 def test_too_many_in_flight_refuses_only_the_extra_requests(daemon):
-    """An agent that floods one connection gets per-request refusals, not a dead link."""
+    """An agent that floods one connection gets per-request refusals, not a dead link:
+    past its 64 waiting requests each extra one is refused by its own id (a quota)."""
     import time
 
     ws = workspace()
@@ -217,14 +219,15 @@ def test_too_many_in_flight_refuses_only_the_extra_requests(daemon):
             "params": {"operation": operation(ws, network="any"), "timeout_s": 30},
         }
     )
-    frames = [waiting.replace('"id": 0', f'"id": {i}') for i in range(1, 1003)]
+    frames = [waiting.replace('"id": 0', f'"id": {i}') for i in range(1, 71)]
     s.sendall(("\n".join(frames) + "\n").encode())
     data = b""
     deadline = time.time() + 20
-    while data.count(b"\n") < 2 and time.time() < deadline:
+    while data.count(b"\n") < 6 and time.time() < deadline:
         data += s.recv(65536)
     replies = [json.loads(x) for x in data.splitlines() if x.strip()]
-    assert {r["id"] for r in replies} <= {1001, 1002}
-    assert all(r["error"]["code"] == -32007 for r in replies)
-    s.close()  # the 1000 waiting requests are cancelled with the connection
+    assert {r["id"] for r in replies} == set(range(65, 71))
+    assert all(r["error"]["code"] == -32008 for r in replies)
+    assert all(r["error"]["data"]["quota"] == "requests_in_flight" for r in replies)
+    s.close()  # the 64 waiting requests are cancelled with the connection
     assert still_serves(daemon)

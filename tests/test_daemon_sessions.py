@@ -38,6 +38,7 @@ def screen(client, sid):
 def test_approved_interactive_operation_is_a_sandboxed_session(daemon):
     ws = workspace()
     with daemon.agent() as agent:
+        me = agent.hello["agent"]["id"]
         answer = agent.call("operation.submit", {"operation": shell_op(ws), "cols": 100, "rows": 30})
         assert answer["verdict"] == "allow"
         sid = answer["session"]["id"]
@@ -59,12 +60,14 @@ def test_approved_interactive_operation_is_a_sandboxed_session(daemon):
         info = wait_for(
             lambda: (s := op.call("sessions.get", {"session": sid})["session"])["status"] == "exited" and s
         )
-        assert info["owner"] == "agent:agent-a"
+        # Owned by the identity the daemon issued, not by the session id the agent named.
+        assert info["owner"] == f"agent:{me}"
 
 
 def test_durable_session_outlives_its_agent_and_is_reachable_again(daemon):
     ws = workspace()
     with daemon.agent() as agent:
+        identity = agent.hello["agent"]
         sid = agent.call("operation.submit", {"operation": shell_op(ws, mode="durable", session="agent-d")})[
             "session"
         ]["id"]
@@ -75,8 +78,13 @@ def test_durable_session_outlives_its_agent_and_is_reachable_again(daemon):
         stranger.call("sessions.screen", {"session": sid})
     from console.client import Client
 
+    with Client.connect(daemon.loc, role="agent") as claimer:
+        # Naming the agent's session id claims nothing any more.
+        claimer.call("hello", {"session_id": "agent-d"})
+        with pytest.raises(RPCError):
+            claimer.call("sessions.screen", {"session": sid})
     with Client.connect(daemon.loc, role="agent") as again:
-        again.call("hello", {"session_id": "agent-d"})
+        again.call("hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]})
         again.call("sessions.input", {"session": sid, "text": "echo back\n"})
         assert wait_for(lambda: "back" in screen(again, sid))
         again.call("sessions.kill", {"session": sid, "grace_s": 1})
@@ -126,11 +134,15 @@ def test_session_awaiting_approval_status(daemon):
     with daemon.agent() as agent:
         sid = agent.call("operation.submit", {"operation": shell_op(ws, session="agent-w")})["session"]["id"]
         box = {}
-        t = threading.Thread(
-            target=lambda: box.update(
-                a=daemon.agent().submit(operation(ws, network="any", session_id="agent-w"), timeout_s=10)
-            )
-        )
+        identity = agent.hello["agent"]
+
+        def same_agent_asks():
+            # The same agent (its identity, by secret) asks for more on another connection.
+            with daemon.agent() as again:
+                again.call("hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]})
+                box.update(a=again.submit(operation(ws, network="any", session_id="agent-w"), timeout_s=10))
+
+        t = threading.Thread(target=same_agent_asks)
         t.start()
         with daemon.operator() as op:
             wait_for(

@@ -91,7 +91,7 @@ def test_denied_exits_126_with_the_reason(daemon):
 
 def test_missing_executable_is_a_clear_invalid_input(daemon):
     r = exec_(daemon, workspace(), "definitely-not-installed-xyz")
-    assert r.returncode == 2 and "executable_not_found" in r.stderr
+    assert r.returncode == 122 and "executable_not_found" in r.stderr  # docs/operations.md
 
 
 def test_exec_needs_a_command(daemon):

@@ -9,14 +9,13 @@ import os
 import pytest
 
 from console.contract.capabilities import Capability, CapabilityKind
+from console.contract.content import interpreter_family, script_argument
 from console.contract.host import OSHost
 from console.contract.operation import (
     MAX_STDIN_BYTES,
     Network,
     WorkspaceAccess,
-    interpreter_family,
     parse,
-    script_argument,
 )
 from console.contract.problem import InvalidInput
 
@@ -285,10 +284,17 @@ def test_creating_a_missing_script_changes_the_fingerprint(ws):
     assert parse(op(ws, executable="bash", args=["later.sh"]), HOST).fingerprint != before.fingerprint
 
 
-def test_inline_code_and_outside_scripts_are_not_bound(ws):
+def test_inline_code_binds_what_it_runs_and_outside_scripts_are_bound(ws):
+    # `build.sh` without a slash is looked up on the trusted PATH (not found): nothing.
     assert parse(op(ws, executable="bash", args=["-c", "build.sh"]), HOST).content == ()
-    assert parse(op(ws, executable="python3", args=["-m", "pytest"]), HOST).content == ()
-    assert parse(op(ws, executable="python3", args=["/etc/hostname"]), HOST).content == ()
+    assert parse(op(ws, executable="bash", args=["-c", "./build.sh"]), HOST).content[0][0] == str(
+        ws / "build.sh"
+    )
+    module = parse(op(ws, executable="python3", args=["-m", "pytest"]), HOST)
+    assert all(digest is None for _, digest in module.content)
+    assert module.unbound == ("content not bound: python -m module resolved at run time",)
+    outside = parse(op(ws, executable="python3", args=["/etc/hostname"]), HOST)
+    assert outside.content[0][0] == "/etc/hostname" and outside.content[0][1] is not None
 
 
 def test_symlinked_script_is_bound_by_its_target(ws):

@@ -33,11 +33,13 @@ def op(**fields):
 
 
 def config(**kw):
-    return (
-        PolicyConfig(**kw)
-        if not kw
-        else policy_from_toml("\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in kw.items()))
-    )
+    """A policy from keys, trusting the test workspace's parent unless told otherwise."""
+    kw.setdefault("workspaces", ["/home/dev"])
+    return policy_from_toml("\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in kw.items()))
+
+
+# The default policy, with the test workspace trusted (the default trusts none).
+TRUSTING = PolicyConfig(workspaces=("/home/dev",))
 
 
 # --- config -----------------------------------------------------------------------------
@@ -46,7 +48,7 @@ def config(**kw):
 def test_defaults():
     c = PolicyConfig()
     assert (c.sandbox.value, c.network.value, c.approval.value) == ("workspace-write", "none", "on-request")
-    assert ".git/hooks/**" in c.protected
+    assert "**/.git/hooks/**" in c.protected
     assert c.approval_timeout_s == 300
     assert c.tripwire.value == "alert"
 
@@ -116,7 +118,7 @@ def kinds(items):
 
 def test_diff_splits_within_and_escalations_with_reasons():
     o = op(workspace_access="write", network="any", write_dirs=["/home/dev/.cache"])
-    d = capability_diff(o, PolicyConfig())
+    d = capability_diff(o, TRUSTING)
     assert kinds(d.within) == {("filesystem_read", ""), ("process_spawn", ""), ("workspace_write", W)}
     assert kinds(d.escalations) == {("external_network", ""), ("workspace_write", "/home/dev/.cache")}
     reasons = {i.capability.kind.value: i.reason for i in d.escalations}
@@ -127,7 +129,7 @@ def test_diff_splits_within_and_escalations_with_reasons():
 
 
 def test_write_dir_inside_a_protected_path_requires_protected_metadata():
-    d = capability_diff(op(write_dirs=[W + "/.git/hooks"]), PolicyConfig())
+    d = capability_diff(op(write_dirs=[W + "/.git/hooks"]), TRUSTING)
     assert ("protected_metadata", W + "/.git/hooks") in kinds(d.escalations)
     assert ("workspace_write", W + "/.git/hooks") in kinds(d.escalations)
     assert any("protected path" in i.reason for i in d.escalations)
@@ -139,7 +141,7 @@ def test_write_in_read_only_sandbox_escalates():
 
 
 def test_risky_environment_is_an_escalation():
-    d = capability_diff(op(env={"LD_PRELOAD": "/tmp/x.so", "CI": "1"}), PolicyConfig())
+    d = capability_diff(op(env={"LD_PRELOAD": "/tmp/x.so", "CI": "1"}), TRUSTING)
     assert kinds(d.escalations) == {("environment", "LD_PRELOAD")}
 
 
@@ -197,12 +199,13 @@ def test_untrusted_allows_workspace_reads():
         {"executable": "/usr/bin/cat", "args": ["README.md"]},
         {"executable": "/usr/bin/ls", "args": ["-la", "src"]},
     ):
-        assert evaluate(op(**fields), config(approval="untrusted"), (), NOW).verdict is Verdict.ALLOW
+        d = evaluate(op(**fields), config(approval="untrusted"), (), NOW, resolve_path=lambda p: p)
+        assert d.verdict is Verdict.ALLOW
 
 
 def test_decision_carries_the_fingerprint_and_binds_the_authorization():
     o = op()
-    d = evaluate(o, PolicyConfig(), (), NOW)
+    d = evaluate(o, TRUSTING, (), NOW)
     assert d.fingerprint == o.fingerprint
     assert d.authorization.permits(o)
     assert not d.authorization.permits(op(args=["other"]))
@@ -221,7 +224,7 @@ def grant(o, scope, **kw):
 
 def test_grant_always_allows_an_escalation():
     o = op(network="any")
-    d = evaluate(o, PolicyConfig(), [grant(o, "always")], NOW)
+    d = evaluate(o, TRUSTING, [grant(o, "always")], NOW)
     assert (d.verdict, d.reason) == (Verdict.ALLOW, "grant_always")
     assert d.authorization.source == "grant"
     assert d.authorization.grant_id == "g1"
@@ -230,18 +233,14 @@ def test_grant_always_allows_an_escalation():
 def test_grant_for_another_fingerprint_does_nothing():
     o = op(network="any")
     other = op(network="any", args=["x"])
-    assert evaluate(o, PolicyConfig(), [grant(other, "always")], NOW).verdict is Verdict.REVIEW
+    assert evaluate(o, TRUSTING, [grant(other, "always")], NOW).verdict is Verdict.REVIEW
 
 
 def test_expired_and_revoked_grants_do_nothing():
     o = op(network="any")
-    assert (
-        evaluate(o, PolicyConfig(), [grant(o, "always", expires_at=NOW - 1)], NOW).verdict is Verdict.REVIEW
-    )
-    assert evaluate(o, PolicyConfig(), [grant(o, "always", expires_at=NOW + 1)], NOW).verdict is Verdict.ALLOW
-    assert (
-        evaluate(o, PolicyConfig(), [grant(o, "always", revoked_at=NOW - 1)], NOW).verdict is Verdict.REVIEW
-    )
+    assert evaluate(o, TRUSTING, [grant(o, "always", expires_at=NOW - 1)], NOW).verdict is Verdict.REVIEW
+    assert evaluate(o, TRUSTING, [grant(o, "always", expires_at=NOW + 1)], NOW).verdict is Verdict.ALLOW
+    assert evaluate(o, TRUSTING, [grant(o, "always", revoked_at=NOW - 1)], NOW).verdict is Verdict.REVIEW
 
 
 def test_session_grant_needs_the_same_session():
@@ -249,20 +248,20 @@ def test_session_grant_needs_the_same_session():
     theirs = op(network="any", session_id="s2")
     nobody = op(network="any")
     g = grant(mine, "session", session_id="s1")
-    assert evaluate(mine, PolicyConfig(), [g], NOW).reason == "grant_session"
-    assert evaluate(theirs, PolicyConfig(), [g], NOW).verdict is Verdict.REVIEW
-    assert evaluate(nobody, PolicyConfig(), [g], NOW).verdict is Verdict.REVIEW
+    assert evaluate(mine, TRUSTING, [g], NOW).reason == "grant_session"
+    assert evaluate(theirs, TRUSTING, [g], NOW).verdict is Verdict.REVIEW
+    assert evaluate(nobody, TRUSTING, [g], NOW).verdict is Verdict.REVIEW
 
 
 def test_once_grant_is_used_up_after_one_use():
     o = op(network="any")
-    assert evaluate(o, PolicyConfig(), [grant(o, "once")], NOW).reason == "grant_once"
-    assert evaluate(o, PolicyConfig(), [grant(o, "once", uses=1)], NOW).verdict is Verdict.REVIEW
+    assert evaluate(o, TRUSTING, [grant(o, "once")], NOW).reason == "grant_once"
+    assert evaluate(o, TRUSTING, [grant(o, "once", uses=1)], NOW).verdict is Verdict.REVIEW
 
 
 def test_standing_grant_is_preferred_over_once():
     o = op(network="any")
-    d = evaluate(o, PolicyConfig(), [grant(o, "once", id="a"), grant(o, "always", id="b")], NOW)
+    d = evaluate(o, TRUSTING, [grant(o, "once", id="a"), grant(o, "always", id="b")], NOW)
     assert d.grant.id == "b"
 
 

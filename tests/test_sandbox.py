@@ -392,8 +392,11 @@ async def test_output_limit_stops_the_command(ws, cfg, sandbox_probe):
 
 
 async def test_missing_executable_inside_the_sandbox(ws, cfg, sandbox_probe, tmp_path):
-    # It exists on the host, but in /tmp, which is private inside the sandbox.
-    script = tmp_path / "tool.sh"
+    # It exists on the host, but in /tmp, which is private inside the sandbox (and not in
+    # $HOME = tmp_path, whose approved executables are bound back).
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    script = elsewhere / "tool.sh"
     script.write_text("#!/bin/sh\necho ran\n")
     script.chmod(0o755)
     result = await run(make_op(ws, [str(script)]), cfg, sandbox_probe)
@@ -596,7 +599,12 @@ def test_bwraps_own_setup_failure_is_classified(ws, cfg, sandbox_probe, outside)
     op = make_op(ws, ["/bin/true"], write_dirs=[str(write_dir)])
     with prepare(op, cfg, sandbox_probe) as ready:
         write_dir.rmdir()  # gone between prepare and start: bwrap cannot bind it
-        done = subprocess.run(ready.argv, env=ready.env, cwd=ready.cwd, capture_output=True, check=False)
+        proc = subprocess.Popen(
+            ready.argv, env=ready.env, cwd=ready.cwd, pass_fds=ready.pass_fds, stderr=subprocess.PIPE
+        )
+        assert ready.confirm(proc.pid) is False  # bwrap gave up during setup
+        _, stderr = proc.communicate(timeout=30)
+        done = subprocess.CompletedProcess(ready.argv, proc.returncode, b"", stderr)
     assert done.returncode == 1
     kind, reason = _bwrap_failure(done.stderr, len(done.stderr))
     assert kind is OutcomeKind.SANDBOX_SETUP_FAILURE

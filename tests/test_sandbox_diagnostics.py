@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from console.contract import OSHost, parse
+from console.contract.host import DEFAULT_TRUSTED_PATH
 from console.sandbox import SandboxConfig, prepare, probe
 from console.sandbox.diagnostics import MAX_DENIALS, recognise
 from console.sandbox.environment import child_environment
@@ -143,7 +144,7 @@ def test_unconfined_runs_have_no_sandbox_denials(layout, tmp_path):
 
 def test_environment_allowlist(tmp_path):
     daemon = {
-        "PATH": "/usr/bin:/bin",
+        "PATH": "/home/me/bin:/usr/bin:/bin",  # never inherited: children get the trusted PATH
         "LANG": "C.UTF-8",
         "LC_ALL": "C",
         "TERM": "xterm",
@@ -157,7 +158,7 @@ def test_environment_allowlist(tmp_path):
             "LANG": "C.UTF-8",
             "LC_ALL": "C",
             "MODE": "ci",
-            "PATH": "/usr/bin:/bin",
+            "PATH": DEFAULT_TRUSTED_PATH,
             "TEMP": root.tmp,
             "TERM": "xterm",
             "TMP": root.tmp,

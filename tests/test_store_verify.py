@@ -213,18 +213,23 @@ def test_a_crash_between_commit_and_anchor_update_is_accepted(db: Path, store: S
     assert HeadFile.open(str(db) + HEAD_SUFFIX)[0].read() == Anchor(store_id, N, row(c, N)["hash"])
 
 
-def test_a_head_file_that_lost_its_last_writes_is_reanchored_and_noted(db: Path, store: Store):
+def test_a_head_file_that_lost_its_last_writes_flags_the_rows_until_accepted(db: Path, store: Store):
     store.close()
     c = raw(db)
     store_id = c.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
     head, _ = HeadFile.open(str(db) + HEAD_SUFFIX)
-    head.write(Anchor(store_id, 12, row(c, 12)["hash"]))  # as after a power loss
+    head.write(Anchor(store_id, 12, row(c, 12)["hash"]))  # as after a power loss (or a forgery)
     head.close()
     with Store.open(db) as s:
-        report = s.verify()
-        assert report.ok, report.message
+        assert s.unaccepted_rows == ((13, N),)
+        assert_bad(s, "unaccepted", 13)
         notes = [r.event.body for r in s.history(HistoryQuery(kinds=("daemon",))).records]
-    assert notes == [{"event": "reanchored", "from_seq": 12, "to_seq": N}]
+        assert notes == [{"event": "unanchored", "from_seq": 13, "to_seq": N, "chained": True}]
+        assert s.accept(N, 100.0).result() == [(13, N)]
+        assert s.verify().ok
+        assert s.unaccepted_rows == ()
+    with Store.open(db) as s:  # accepted for good; nothing new is flagged
+        assert s.verify().ok and s.unaccepted() == []
 
 
 def test_a_head_file_from_another_database_is_reported(db: Path, tmp_path: Path, store: Store):
@@ -273,3 +278,44 @@ def test_a_grant_row_without_an_event_is_reported(granted: Store, conn: sqlite3.
 def test_a_deleted_grant_row_is_reported(granted: Store, conn: sqlite3.Connection):
     conn.execute("DELETE FROM grants WHERE id = 'always'")
     assert_bad(granted, "deleted", N + 2)
+
+
+# -- the search index against the events -----------------------------------------------------
+
+
+def _index(conn: sqlite3.Connection, command: str, seq: int, r: dict) -> None:
+    conn.execute(
+        f"INSERT INTO events_fts(events_fts, rowid, command, cwd, justification, reason, note) "
+        f"VALUES ('{command}', ?, ?, ?, ?, ?, ?)",
+        (seq, r["command"], r["cwd"], r["justification"], r["reason"], r["note"]),
+    )
+
+
+def test_deleted_search_index_entries_are_reported(store: Store, conn: sqlite3.Connection):
+    _index(conn, "delete", 7, row(conn, 7))
+    assert_bad(store, "search_index", 7)
+
+
+def test_a_search_index_entry_rewritten_with_other_text_of_the_same_length_is_reported(
+    store: Store, conn: sqlite3.Connection
+):
+    r = row(conn, 9)
+    _index(conn, "delete", 9, r)
+    conn.execute(
+        "INSERT INTO events_fts(rowid, command, cwd, justification, reason, note) VALUES (?, ?, ?, ?, ?, ?)",
+        (9, "ls -l " + "x" * (len(r["command"]) - 6), r["cwd"], r["justification"], r["reason"], r["note"]),
+    )
+    assert_bad(store, "search_index", 9)
+
+
+def test_a_search_index_entry_for_an_event_without_one_is_reported(store: Store, conn: sqlite3.Connection):
+    conn.execute(
+        "INSERT INTO events_fts(rowid, command, cwd, justification, reason, note) VALUES (500, 'ghost', '', '', '', '')"
+    )
+    assert_bad(store, "search_index", 500)
+
+
+def test_a_rebuilt_search_index_still_verifies(store: Store, conn: sqlite3.Connection):
+    # `rebuild` (and histories from schema 3) index request rows too: that is not tampering.
+    conn.execute("INSERT INTO events_fts(events_fts) VALUES ('rebuild')")
+    assert store.verify().ok

@@ -71,7 +71,7 @@ async def test_the_guard_ignores_an_approval_typed_ahead(daemon, ws, clock):
 
 
 async def test_truncated_text_must_be_expanded_before_approving(daemon, ws, clock):
-    op, tag = tagged(ws, justification="x" * 100_000)
+    op, tag = tagged(ws, justification="x" * 16_000)  # the daemon's cap is 16 Ki characters
     agent = Agent(daemon, op)
     app = make_app(daemon, clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -130,15 +130,24 @@ async def test_approve_for_the_session_settles_the_next_one_and_shows_a_grant(da
         await pilot.press("s")
         answer = await first.answer()
         assert (answer["verdict"], answer["scope"]) == ("allow", "session")
-        again = await Agent(daemon, op).answer()
+        # The grant belongs to the agent the daemon identified, not to the label it sent:
+        # the same agent reconnecting is allowed, another agent sending the label is not.
+        again = await Agent(daemon, op, first.identity).answer()
         assert (again["verdict"], again["source"], again["reason"]) == ("allow", "grant", "grant_session")
+        other = Agent(daemon, op)
+        rid2 = await pending_with(pilot, app, tag)
+        assert other.waiting and rid2 != rid
+        with daemon.operator() as operator:
+            operator.call("decide", {"target": rid2, "action": "deny"})
+        assert (await other.answer())["verdict"] == "deny"
+
         await pilot.press("3")
         await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
         view = app.screen.query_one(GrantsView)
         grant = await until(
             pilot, lambda: next((g for g in view.rows if g["fingerprint"] == answer["fingerprint"]), None)
         )
-        assert grant["scope"] == "session" and grant["session_id"] == "agent-s1"
+        assert grant["scope"] == "session" and grant["session_id"] == first.identity["id"]
         await pilot.pause()
         assert grant["id"] in screen_text(app)
 

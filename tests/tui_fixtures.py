@@ -21,7 +21,7 @@ from console.policy import PolicyConfig, evaluate, policy_from_toml
 NOW = 1_796_032_400.0
 WS = "/home/dev/project"
 HOST = FakeHost(files={f"{WS}/build.sh": "#!/bin/sh\n"})
-POLICY: PolicyConfig = policy_from_toml('approval = "untrusted"\n')
+POLICY: PolicyConfig = policy_from_toml('approval = "untrusted"\nworkspaces = ["/home/dev"]\n')
 
 
 def pending_items() -> list[dict[str, Any]]:

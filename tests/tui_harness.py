@@ -32,13 +32,21 @@ class Clock:
 class Agent:
     """One submission from its own thread and connection, as a real agent makes it."""
 
-    def __init__(self, daemon: DaemonProcess, op: dict[str, Any], **kw: Any) -> None:
+    def __init__(
+        self, daemon: DaemonProcess, op: dict[str, Any], identity: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
         self.op = op
         self.box: dict[str, Any] = {}
+        self.identity: dict[str, Any] = {}  # the daemon-issued agent identity, once connected
 
         def run() -> None:
             try:
                 with daemon.agent() as agent:
+                    if identity is not None:  # the same agent as an earlier connection
+                        agent.hello = agent.call(
+                            "hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]}
+                        )
+                    self.identity = agent.hello["agent"]
                     self.box["answer"] = agent.submit(op, **kw)
             except Exception as exc:
                 self.box["error"] = exc

@@ -1,21 +1,31 @@
-"""Claude Code's PreToolUse hook: every tool call asks the console first.
+"""Claude Code's PreToolUse hook: every supervised tool call asks the console first.
 
 Claude Code runs a Bash command itself, outside the console's sandbox, so the operation
 says so honestly: it asks for ``unrestricted``, which only a grant or the operator can
 allow. File writes become a ``workspace_write`` scoped to the file: inside the
-workspace they pass, a protected path or a path outside goes to review. Anything else
-is left to Claude Code's own dialog (``ask``).
+workspace they pass, a protected path or a path outside goes to review. Read, Glob and
+Grep are answered here, without the daemon: one that reaches agent-console's state
+directory (the operator token, the history, the sockets) or a protected secret is
+denied, anything else is left to Claude Code. Tools the console does not supervise,
+and events other than PreToolUse, get no answer at all (exit 0, nothing printed), so
+Claude Code's own permission flow applies to them unchanged.
 
-A hook that crashes lets Claude Code run the tool, so :func:`run_hook` never raises:
-every failure — daemon down, timeout, bad input, a bug — answers ``deny`` with the
-reason.
+Claude Code goes ahead with the tool when a hook exits with anything but 0-with-JSON
+or 2, and when the hook outlives its ``timeout``. So :func:`run_hook` never raises —
+every failure (daemon down or stalled, bad input, a bug) answers ``deny`` with the
+reason — and everything it waits for shares one deadline: ``--timeout`` from the
+moment the hook started, plus a short grace for the daemon's own ``approval_timeout``
+answer. What no Python code can catch (the interpreter missing, a broken install) is
+covered by the installed command's `` || exit 2`` (see :mod:`console.adapters.claude_code_install`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import sys
+import time
 from typing import IO, Any
 
 WRITE_TOOLS = {
@@ -24,11 +34,21 @@ WRITE_TOOLS = {
     "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
 }
+READ_TOOLS = ("Read", "Glob", "Grep", "NotebookRead", "LS")
+SUPERVISED_TOOLS = ("Bash", *WRITE_TOOLS, *READ_TOOLS)
 DEFAULT_TIMEOUT_S = 55.0  # below Claude Code's default 60 s hook timeout
+# How long after --timeout the hook still waits for the daemon's approval_timeout deny
+# (which the daemon records); past it the hook denies by itself. Keeps the whole hook
+# within --timeout + 1 s of its start.
+ANSWER_GRACE_S = 0.5
 
 
 class HookInputError(ValueError):
     pass
+
+
+class Refused(Exception):
+    """The hook itself refuses the call (no daemon needed); the message says why."""
 
 
 def _field(data: dict[str, Any], name: str, kind: type) -> Any:
@@ -38,24 +58,85 @@ def _field(data: dict[str, Any], name: str, kind: type) -> Any:
     return value
 
 
-def operation_for(hook: dict[str, Any], env: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """The operation a tool call amounts to, or None for tools the console leaves to Claude Code."""
-    env = os.environ if env is None else env  # type: ignore[assignment]
+def _within(path: str, root: str) -> bool:
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/") or root == "/"
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _home() -> str:
+    return _real(os.path.expanduser("~"))
+
+
+def _workspace_for(cwd: str, env: dict[str, str]) -> tuple[str, bool]:
+    """The workspace root and whether the hook's cwd lies outside the project.
+
+    ``CLAUDE_PROJECT_DIR`` names the project. Without it the cwd is the workspace — but
+    never the home directory, one of its ancestors or ``/``: that would make every
+    dotfile (``~/.bashrc``) an in-workspace write.
+    """
+    project = env.get("CLAUDE_PROJECT_DIR") or ""
+    workspace = project or cwd
+    if not workspace.startswith("/"):
+        raise Refused(f"the workspace {workspace!r} is not an absolute path")
+    _refuse_home(workspace, "CLAUDE_PROJECT_DIR" if project else "the cwd")
+    outside = bool(project) and not _within(_real(cwd), _real(workspace))
+    if outside:
+        _refuse_home(cwd, "the cwd")
+    return workspace, outside
+
+
+def _refuse_home(path: str, what: str) -> None:
+    real = _real(path)
+    if real == "/" or _within(_home(), real):
+        raise Refused(
+            f"{what} is {real}, which holds your home directory: it cannot be a workspace. "
+            "Run Claude Code inside a project directory"
+        )
+
+
+def operation_for(
+    hook: dict[str, Any], env: dict[str, str] | None = None, state_dir: str | None = None
+) -> dict[str, Any] | None:
+    """The operation a tool call amounts to, or None for tools the console leaves to Claude Code.
+
+    Raises :class:`Refused` for a call the hook denies by itself (see the module docstring).
+    """
+    env = dict(os.environ) if env is None else env
     tool = _field(hook, "tool_name", str)
     tool_input = _field(hook, "tool_input", dict)
     cwd = _field(hook, "cwd", str)
-    session = hook.get("session_id") if isinstance(hook.get("session_id"), str) else ""
-    workspace = env.get("CLAUDE_PROJECT_DIR") or cwd
+    if tool not in SUPERVISED_TOOLS:
+        return None
+    if not cwd.startswith("/"):
+        raise HookInputError("hook input's cwd is not an absolute path")
+    if tool in READ_TOOLS:
+        check_read(tool, tool_input, cwd, env, state_dir)
+        return None
+    raw_session = hook.get("session_id")
+    session = raw_session if isinstance(raw_session, str) else ""
+    workspace, outside = _workspace_for(cwd, env)
     base = {
         "origin": "hook",
         "workspace_root": workspace,
-        "cwd": cwd if cwd.startswith(workspace.rstrip("/") + "/") or cwd == workspace else ".",
+        "cwd": ".",
         "session_id": session[:256],
-        "tool": f"claude-code:{tool}"[:128] if tool.isidentifier() else "claude-code:unknown",
+        "tool": f"claude-code:{tool}",
     }
     if tool == "Bash":
         command = _field(tool_input, "command", str)
         description = tool_input.get("description")
+        justification = description if isinstance(description, str) else ""
+        if outside:
+            # The command runs where Claude is, not in the project: the operator sees
+            # that place as the workspace (the daemon judges it as one), said plainly.
+            base["workspace_root"] = cwd
+            justification = f"[cwd {cwd} is outside the project {workspace}] {justification}"
+        else:
+            base["cwd"] = cwd  # absolute: the daemon resolves it and keeps it inside the workspace
         return {
             **base,
             "kind": "shell",
@@ -64,22 +145,105 @@ def operation_for(hook: dict[str, Any], env: dict[str, str] | None = None) -> di
             "workspace_access": "write",
             "network": "any",
             "capabilities": [{"kind": "unrestricted"}],
-            "justification": description if isinstance(description, str) else "",
+            "justification": justification,
         }
-    if tool in WRITE_TOOLS:
-        path = _field(tool_input, WRITE_TOOLS[tool], str)
-        if not path.startswith("/"):
-            path = os.path.join(cwd, path)
-        return {
-            **base,
-            "kind": "process",
-            # Claude Code performs the write; `true` stands for "nothing else runs".
-            "executable": "true",
-            "args": [path],
-            "capabilities": [{"kind": "workspace_write", "scope": os.path.normpath(path)}],
-            "justification": f"{tool} {path}",
-        }
-    return None
+    path = _field(tool_input, WRITE_TOOLS[tool], str)
+    if not path.startswith("/"):
+        path = os.path.join(cwd, path)
+    path = os.path.normpath(path)
+    real = _real(path)
+    if real != path:  # a symlink (or a `..` through one): the operator sees where it lands
+        path = real
+    check_private(path, state_dir)
+    return {
+        **base,
+        "kind": "process",
+        # Claude Code performs the write; `true` stands for "nothing else runs".
+        "executable": "true",
+        "args": [path],
+        "capabilities": [{"kind": "workspace_write", "scope": path}],
+        "justification": f"{tool} {path}",
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Reads: what the agent must never see, decided here
+
+
+def _private_roots(state_dir: str | None) -> list[str]:
+    from console.locations import locate
+
+    loc = locate(state_dir)
+    return [_real(str(p)) for p in (loc.state_dir, loc.runtime_dir, loc.token)]
+
+
+def _protected_patterns() -> Any:
+    """The secrets of the one protected set (reading .git/config or .claude/ is fine;
+    writing them is what the daemon's policy guards)."""
+    from console.policy.patterns import ProtectedPaths
+    from console.policy.protected_set import ENTRIES
+
+    return ProtectedPaths([e.pattern for e in ENTRIES if e.group == "secrets"])
+
+
+def check_private(path: str, state_dir: str | None) -> None:
+    """Refuse a path inside agent-console's state or runtime directory."""
+    real = _real(path)
+    for root in _private_roots(state_dir):
+        if _within(real, root):
+            raise Refused(f"{path} belongs to agent-console's private state; the agent may not touch it")
+
+
+def _check_secret(path: str, cwd: str, env: dict[str, str]) -> None:
+    real = _real(path)
+    protected = _protected_patterns()
+    candidates = [real.lstrip("/"), path.lstrip("/")]
+    project = env.get("CLAUDE_PROJECT_DIR") or cwd
+    for base in {_real(project), _real(cwd)}:
+        if _within(real, base) and real != base:
+            candidates.append(posixpath.relpath(real, base))
+    for candidate in candidates:
+        pattern = protected.match(candidate) if candidate else None
+        if pattern is not None:
+            raise Refused(
+                f"{path} is a protected secret ({pattern}); ask the operator to share what you need"
+            )
+
+
+def check_read(
+    tool: str, tool_input: dict[str, Any], cwd: str, env: dict[str, str], state_dir: str | None
+) -> None:
+    """Refuse a Read/Glob/Grep that reaches private state or a protected secret."""
+    targets: list[str] = []
+    for key in ("file_path", "notebook_path", "path"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and value:
+            targets.append(value)
+    if tool in ("Glob", "Grep", "LS") and not targets:
+        targets.append(cwd)  # they search the cwd when no path is given
+    pattern = tool_input.get("pattern") if tool == "Glob" else tool_input.get("glob")
+    roots = [os.path.normpath(t if t.startswith("/") else os.path.join(cwd, t)) for t in targets]
+    for root in roots:
+        check_private(root, state_dir)
+        _check_secret(root, cwd, env)
+        if tool in ("Glob", "Grep", "LS"):
+            # A search over a folder that holds the state directory would reach the token.
+            real = _real(root)
+            for private in _private_roots(state_dir):
+                if _within(private, real):
+                    raise Refused(
+                        f"a {tool} over {root} would reach agent-console's private state ({private}); "
+                        "narrow the path"
+                    )
+            if isinstance(pattern, str) and pattern:
+                joined = pattern if pattern.startswith("/") else os.path.join(root, pattern)
+                if "*" not in joined and "?" not in joined and "[" not in joined:
+                    check_private(joined, state_dir)
+                _check_secret(joined.replace("**/", "").replace("*", "x"), cwd, env)
+
+
+# ---------------------------------------------------------------------------------------
+# Answers
 
 
 def _output(decision: str, reason: str) -> dict[str, Any]:
@@ -92,30 +256,48 @@ def _output(decision: str, reason: str) -> dict[str, Any]:
     }
 
 
-def decide(hook_text: str, *, state_dir: str | None, timeout_s: float) -> dict[str, Any]:
+def decide(
+    hook_text: str, *, state_dir: str | None, timeout_s: float, started: float | None = None
+) -> dict[str, Any] | None:
+    """Claude Code's answer for one hook call, or None for "no answer" (not ours to judge).
+
+    ``started`` (a ``time.monotonic()`` value, default now) is when the hook began: the
+    whole call ends by ``started + timeout_s + ANSWER_GRACE_S``.
+    """
     from console.client import Client, DaemonUnreachable, RPCError
     from console.contract import strictjson
+    from console.protocol.procs import agent_process_pid
 
+    started = time.monotonic() if started is None else started
+    deadline = started + timeout_s + ANSWER_GRACE_S
     try:
         hook = strictjson.loads(hook_text)
         if not isinstance(hook, dict):
             raise HookInputError("hook input is not a JSON object")
-        if hook.get("hook_event_name", "PreToolUse") != "PreToolUse":
-            return _output("ask", "agent-console only answers PreToolUse")
-        operation = operation_for(hook)
+        event = hook.get("hook_event_name", "PreToolUse")
+        if event != "PreToolUse":
+            return None
+        operation = operation_for(hook, state_dir=state_dir)
     except (strictjson.StrictJSONError, HookInputError) as exc:
         return _output("deny", f"agent-console could not read the hook input: {exc}")
+    except Refused as exc:
+        return _output("deny", f"denied by agent-console: {exc}")
     if operation is None:
-        return _output("ask", "agent-console does not supervise this tool; Claude Code decides")
+        return None
     try:
         with Client.connect(
-            state_dir, role="agent", client="claude-code-hook", timeout_s=timeout_s + 10
+            state_dir,
+            role="agent",
+            client="claude-code-hook",
+            deadline=deadline,
+            agent_pid=agent_process_pid(),  # the claude process: its calls are one agent
         ) as client:
-            answer = client.submit(operation, timeout_s=timeout_s)
+            wait_s = max(0.05, deadline - ANSWER_GRACE_S - time.monotonic())
+            answer = client.submit(operation, timeout_s=wait_s)
     except DaemonUnreachable as exc:
         return _output("deny", f"agent-console is unreachable, so nothing is allowed: {exc}")
     except RPCError as exc:
-        return _output("deny", f"agent-console refused the request: {exc.message}")
+        return _output("deny", f"agent-console refused the request: {_one_line(exc.message)}")
     if answer.get("verdict") == "allow":
         note = answer.get("note") or ""
         return _output(
@@ -126,13 +308,25 @@ def decide(hook_text: str, *, state_dir: str | None, timeout_s: float) -> dict[s
     return _output("deny", f"denied by agent-console: {reason}" + (f" — {note}" if note else ""))
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())[:500]
+
+
 def run_hook(
-    stdin: IO[str], stdout: IO[str], *, state_dir: str | None, timeout_s: float = DEFAULT_TIMEOUT_S
+    stdin: IO[str],
+    stdout: IO[str],
+    *,
+    state_dir: str | None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    started: float | None = None,
 ) -> int:
+    started = time.monotonic() if started is None else started
     try:
-        result = decide(stdin.read(), state_dir=state_dir, timeout_s=timeout_s)
+        result = decide(stdin.read(), state_dir=state_dir, timeout_s=timeout_s, started=started)
     except BaseException as exc:
         result = _output("deny", f"agent-console hook failed ({type(exc).__name__}); denying to stay safe")
+    if result is None:
+        return 0
     try:
         stdout.write(json.dumps(result) + "\n")
         stdout.flush()

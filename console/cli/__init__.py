@@ -7,7 +7,9 @@ this module only assembles them and turns :class:`CLIError` into one line on std
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -23,6 +25,7 @@ from console.cli import (
     session_commands,
     tui_commands,
     watch_commands,
+    workspace_commands,
 )
 from console.cli.common import CLIError
 
@@ -35,6 +38,7 @@ COMMAND_MODULES = [
     history_commands,
     session_commands,
     watch_commands,
+    workspace_commands,
     hook_commands,
     contract_commands,
 ]
@@ -69,3 +73,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly. Never 0: a command whose verdict
+        # could not be written has not told anyone it was allowed.
+        _detach_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:
+        if os.environ.get("AGENT_CONSOLE_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"agent-console: internal error ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
+            "nothing was allowed. Run again with AGENT_CONSOLE_DEBUG=1 for the traceback and report it\n"
+        )
+        return EXIT_INTERNAL
+
+
+EXIT_BROKEN_PIPE = 141  # as a shell reports a command ended by SIGPIPE
+EXIT_INTERNAL = 70  # EX_SOFTWARE
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

@@ -14,6 +14,7 @@ from console.client import Client, DaemonUnreachable, RPCError
 from console.contract.problem import Problem
 from console.locations import Locations, UnsafeLocation, locate
 from console.protocol.jsonrpc import INVALID_PARAMS
+from console.protocol.procs import agent_process_pid
 
 EXIT_OK = 0
 EXIT_DENIED = 1
@@ -47,7 +48,13 @@ def locations(args: argparse.Namespace) -> Locations:
 
 def connect(args: argparse.Namespace, role: str, *, timeout_s: float | None = 30.0) -> Client:
     try:
-        return Client.connect(locations(args), role=role, client="agent-console-cli", timeout_s=timeout_s)
+        return Client.connect(
+            locations(args),
+            role=role,
+            client="agent-console-cli",
+            timeout_s=timeout_s,
+            agent_pid=agent_process_pid() if role == "agent" else None,
+        )
     except (DaemonUnreachable, UnsafeLocation) as exc:
         raise CLIError(str(exc), EXIT_UNREACHABLE) from None
 

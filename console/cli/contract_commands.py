@@ -10,9 +10,10 @@ from typing import Any
 
 from console.cli.common import CLIError, print_json, read_input
 from console.contract.fingerprint import canonical_bytes
-from console.contract.host import OSHost
+from console.contract.host import OSHost, host_workspace_limits
 from console.contract.operation import Operation, decode, parse
 from console.contract.problem import InvalidInput
+from console.locations import locate
 from console.policy import PolicyError, evaluate, load_policy
 
 
@@ -20,9 +21,14 @@ def load_operation(source: str, workspace: str | None = None) -> Operation:
     """Read, validate and canonicalize an operation file; ``workspace`` overrides its root."""
     try:
         obj = decode(read_input(source))
-        if workspace and isinstance(obj, dict):
+        if not isinstance(obj, dict):
+            what = {list: "an array", str: "a string", bool: "a boolean"}.get(type(obj), "a number or null")
+            raise CLIError(f"invalid operation: an operation is a JSON object, not {what}")
+        if workspace:
             _rebase(obj, os.path.abspath(workspace))
-        return parse(obj, OSHost())
+        # The same refusals as the daemon's: no /, home, /tmp, system or state directory.
+        limits = host_workspace_limits(map(str, locate().private_paths()))
+        return parse(obj, OSHost(), limits)
     except InvalidInput as exc:
         raise CLIError(f"invalid operation: {exc.problem}", problem=exc.problem) from None
 
@@ -74,7 +80,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         raise CLIError(f"invalid policy: {exc}") from None
     op = load_operation(args.file, args.workspace)
-    decision = evaluate(op, config, (), time.time())
+    # Offline: the trusted workspaces are the policy file's `workspaces` (the daemon adds
+    # those trusted at run time), and paths are resolved on this host.
+    decision = evaluate(op, config, (), time.time(), resolve_path=lambda path: OSHost().resolve(path).path)
     print_json(decision.to_dict())
     return 0
 

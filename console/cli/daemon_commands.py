@@ -84,6 +84,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     for key in ("sandbox", "watch", "sessions"):
         if key in status:
             lines.append(f"{key:<11} {status[key].get('summary', status[key])}")
+    for low, high in status.get("history", {}).get("unaccepted", []):
+        lines.append(
+            f"history     UNACCEPTED rows {low}-{high}: found past the head anchor at start-up, their grants "
+            f"are not honoured; review, then: agent-console history accept --through {high}"
+        )
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

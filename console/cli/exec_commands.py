@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from console.cli.common import (
+    EXIT_INVALID,
     EXIT_UNREACHABLE,
     CLIError,
     add_state_dir,
@@ -19,7 +20,15 @@ from console.cli.common import (
 )
 from console.client import DaemonUnreachable, RPCError
 
+# What `agent-console exec` exits with when the console, not the command, decided the
+# end: each its own code, none of them a death by signal (128+N) or the shell's 127 for
+# "not found" (the SIGTERM the executor sends at the output limit would otherwise read
+# 143, like the command's own SIGTERM). Documented in --help, docs/operations.md and
+# the executor's module docstring.
+EXIT_NOT_FOUND = 122  # the executable is missing: at the daemon's parse or in the sandbox
+EXIT_SETUP_FAILED = 123  # the sandbox could not be set up; the command did not start
 EXIT_TIMED_OUT = 124
+EXIT_OUTPUT_LIMIT = 125
 EXIT_DENIED = 126
 
 
@@ -77,7 +86,10 @@ def cmd_exec(args: argparse.Namespace) -> int:
         with client:
             reply = client.call("operation.exec", {"operation": op}, on_notification=on_notification)
     except RPCError as exc:
-        raise refused(exc, "the command") from None
+        error = refused(exc, "the command")
+        if error.problem is not None and error.problem.reason == "executable_not_found":
+            error.code = EXIT_NOT_FOUND  # as when the sandbox finds it missing
+        raise error from None
     except DaemonUnreachable as exc:
         raise CLIError(
             f"{exc} (the command's fate is unknown; see agent-console history)", EXIT_UNREACHABLE
@@ -105,10 +117,30 @@ def cmd_exec(args: argparse.Namespace) -> int:
         return EXIT_TIMED_OUT
     if status == "output_limit":
         sys.stderr.write("agent-console: output limit exceeded; the sandbox was killed\n")
+        return EXIT_OUTPUT_LIMIT
     if status == "not_started":
-        sys.stderr.write(f"agent-console: {result['outcome']['kind']}: {result['reason']}\n")
+        outcome = result["outcome"]
+        if outcome["state"] == "denied":  # e.g. content_changed: not what was approved
+            sys.stderr.write(f"agent-console: denied: {result['reason']}\n")
+            return EXIT_DENIED
+        sys.stderr.write(f"agent-console: {outcome['kind']}: {result['reason']}\n")
+        return EXIT_NOT_FOUND if outcome["kind"] == "executable_not_found" else EXIT_SETUP_FAILED
     code = result["exit_code"]
     return int(code) if code is not None else 1
+
+
+EXIT_CODES_HELP = f"""\
+exit codes (the reason is on stderr; a command can exit with any of these itself,
+--json tells them apart):
+  N    the command's own exit code; 128+N when it died of signal N
+  {EXIT_NOT_FOUND}  the executable does not exist (found missing by the daemon or in the sandbox)
+  {EXIT_SETUP_FAILED}  the sandbox could not be set up; the command did not start
+  {EXIT_TIMED_OUT}  it timed out and the sandbox was killed
+  {EXIT_OUTPUT_LIMIT}  its output passed the limit and the sandbox was killed
+  {EXIT_DENIED}  denied: by the policy, the operator, or because what would run changed
+  {EXIT_INVALID}    invalid usage or operation
+  {EXIT_UNREACHABLE}    the daemon is unreachable (nothing ran, or its fate is unknown)
+"""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -116,9 +148,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "exec",
         help="ask, then run a command in the daemon's sandbox, streaming its output",
         description="Build an operation from CMD ARG…, submit it, wait for the decision, run it in the "
-        "daemon's bubblewrap sandbox and stream stdout and stderr. Exits with the command's own "
-        "exit code; 126 when denied (reason on stderr), 124 when it timed out, 3 when the daemon "
-        "is unreachable.",
+        "daemon's bubblewrap sandbox and stream stdout and stderr.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="agent-console exec [options] -- CMD [ARG ...]",
     )
     add_state_dir(p)

@@ -5,13 +5,28 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
+import tempfile
 from typing import Any
 
-from console.cli.common import CLIError, add_state_dir, connect, locations, parse_time, when
-from console.client import RPCError
+from console.cli.common import (
+    EXIT_INVALID,
+    EXIT_UNREACHABLE,
+    CLIError,
+    add_state_dir,
+    connect,
+    locations,
+    parse_time,
+    print_json,
+    when,
+)
+from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.history import SOURCES, VERDICTS
+from console.store.chain import Anchor
+
+EXIT_TAMPERED = 1
 
 COLUMNS = (
     "seq",
@@ -69,15 +84,35 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_history(args: argparse.Namespace) -> Any:
+    """The history, read-only and offline (no daemon needed); exit 2 when there is none
+    or it cannot be opened, with the reason."""
+    from console.store import Store, StoreUnavailable
+
+    path = locations(args).database
+    try:
+        return Store.open_readonly(path)
+    except StoreUnavailable as exc:
+        code = EXIT_TAMPERED if exc.reason == "corrupt" and args.history_command == "verify" else EXIT_INVALID
+        raise CLIError(f"cannot read the history: {exc}", code) from None
+    except OSError as exc:
+        raise CLIError(f"cannot read the history at {path}: {exc.strerror or exc}", EXIT_INVALID) from None
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    from console.store import Store
+    from console.store import StoreUnavailable
 
     # Offline and read-only: exporting must not need (or disturb) the daemon.
-    store = Store.open_readonly(locations(args).database)
+    store = _open_history(args)
     try:
-        out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+        try:
+            out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+        except OSError as exc:
+            raise CLIError(f"cannot write {args.output}: {exc.strerror or exc}", EXIT_INVALID) from None
         try:
             n = store.export_jsonl(out)
+        except StoreUnavailable as exc:
+            raise CLIError(f"the export stopped: {exc}", EXIT_INVALID) from None
         finally:
             if args.output:
                 out.close()
@@ -87,19 +122,98 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
-    from console.store import Store
-
-    store = Store.open_readonly(locations(args).database)
+def _read_anchor(source: str) -> Anchor:
     try:
-        report = store.verify()
+        with open(source, "rb") as f:
+            data = f.read(4096)
+    except OSError as exc:
+        raise CLIError(f"cannot read the anchor file {source}: {exc.strerror or exc}", EXIT_INVALID) from None
+    try:
+        return Anchor.from_bytes(data)
+    except ValueError as exc:
+        raise CLIError(f"{source} is not an agent-console anchor file: {exc}", EXIT_INVALID) from None
+
+
+def _verified(args: argparse.Namespace, external: Anchor | None = None) -> Any:
+    from console.store import StoreUnavailable
+
+    store = _open_history(args)
+    try:
+        return store.verify(external)
+    except StoreUnavailable as exc:
+        code = EXIT_TAMPERED if exc.reason == "corrupt" else EXIT_INVALID
+        raise CLIError(f"cannot verify the history: {exc}", code) from None
     finally:
         store.close()
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    external = _read_anchor(args.anchor) if args.anchor else None
+    report = _verified(args, external)
+    if args.json:
+        print_json(report.to_dict())
     if report.ok:
-        print(f"OK: {report.checked} events, chain intact")
+        if not args.json:
+            against = f", matches {args.anchor}" if args.anchor else ""
+            print(f"OK: {report.checked} events, chain intact, search index intact{against}")
+            if report.message.count(";"):
+                print("  " + report.message.split("; ", 1)[1])
         return 0
-    print(f"TAMPERED: {report.message}", file=sys.stderr)
-    return 1
+    label = "UNACCEPTED" if report.what == "unaccepted" else "TAMPERED"
+    print(f"{label}: {report.message}", file=sys.stderr)
+    return EXIT_TAMPERED
+
+
+def cmd_anchor(args: argparse.Namespace) -> int:
+    """Copy the verified head somewhere the agent cannot write (another disk, a USB stick,
+    another account): `history verify --anchor FILE` then proves nothing before it changed."""
+    report = _verified(args)
+    if not report.ok:
+        raise CLIError(f"the history does not verify, so it is not anchored: {report.message}", EXIT_TAMPERED)
+    data = Anchor(report.store_id, report.tail_seq, report.tail_hash).to_bytes()
+    target = os.path.abspath(os.path.expanduser(args.to))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".agent-console-anchor.", dir=os.path.dirname(target))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.to}: {exc.strerror or exc}", EXIT_INVALID) from None
+    print(f"anchored seq {report.tail_seq} ({report.tail_hash[:16]}…) in {target}")
+    print(f"check the history against it: agent-console history verify --anchor {target}")
+    return 0
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    with connect(args, "operator") as client:
+        try:
+            if args.through is None:
+                status = client.call("daemon.status")
+                flagged = status.get("history", {}).get("unaccepted", [])
+                if not flagged:
+                    print("no unaccepted rows: nothing to accept")
+                    return 0
+                for low, high in flagged:
+                    print(f"rows {low}-{high} were found past the head anchor at start-up")
+                print(
+                    "review them (agent-console history export | tail), then accept: "
+                    f"agent-console history accept --through {flagged[-1][1]}"
+                )
+                return EXIT_TAMPERED
+            result = client.call("history.accept", {"through_seq": args.through, "note": args.note or ""})
+        except RPCError as exc:
+            raise CLIError(f"the daemon refused: {exc.message}", EXIT_INVALID) from None
+        except DaemonUnreachable as exc:
+            raise CLIError(str(exc), EXIT_UNREACHABLE) from None
+    for low, high in result["accepted"]:
+        print(f"accepted rows {low}-{high}: their grants are honoured from now on")
+    if not result["accepted"]:
+        print(f"no flagged rows end at or before seq {args.through}: nothing accepted")
+    for low, high in result["unaccepted"]:
+        print(f"still unaccepted: rows {low}-{high}")
+    return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -129,6 +243,39 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     q.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     q.set_defaults(func=cmd_export)
 
-    q = hsub.add_parser("verify", help="check the hash chain; exit 1 naming the first tampered event")
+    q = hsub.add_parser(
+        "verify",
+        help="check the hash chain, its anchors, the grants and the search index; exit 1 naming the first bad event",
+        description="Checks the history offline: every row's hash, the head anchors, the grants table, the "
+        "search index, and rows flagged at start-up and not yet accepted. Exit 0 intact, 1 tampered, damaged "
+        "or unaccepted rows, 2 no history there or an unreadable --anchor file.",
+    )
     add_state_dir(q)
+    q.add_argument(
+        "--anchor", metavar="FILE", help="also check against a head copied by `history anchor --to FILE`"
+    )
+    q.add_argument("--json", action="store_true", help="print the report as JSON")
     q.set_defaults(func=cmd_verify)
+
+    q = hsub.add_parser(
+        "anchor",
+        help="copy the verified head of the history to a file of your choosing",
+        description="Verifies the history, then writes its newest (seq, hash) to FILE — keep it where "
+        "the agent cannot write. `history verify --anchor FILE` later proves that nothing up to that "
+        "row changed, even if the state directory's own anchors were rewritten.",
+    )
+    add_state_dir(q)
+    q.add_argument("--to", metavar="FILE", required=True)
+    q.set_defaults(func=cmd_anchor)
+
+    q = hsub.add_parser(
+        "accept",
+        help="accept rows start-up found past the head anchor (after reviewing them)",
+        description="Without --through, lists the flagged rows (exit 1 if any). With --through SEQ, "
+        "accepts every flagged range ending at or before SEQ: grants created in them are honoured again. "
+        "Needs the daemon.",
+    )
+    add_state_dir(q)
+    q.add_argument("--through", type=int, metavar="SEQ")
+    q.add_argument("--note", help="why (recorded with the acceptance)")
+    q.set_defaults(func=cmd_accept)

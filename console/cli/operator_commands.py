@@ -23,6 +23,8 @@ from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
 def _badges(item: dict[str, Any]) -> str:
     kinds = {e["kind"] for e in item["evaluation"]["escalations"]}
     badges = []
+    if any(e.get("code") == "new_workspace" for e in item["evaluation"]["escalations"]):
+        badges.append("NEW-WS")
     if "external_network" in kinds:
         badges.append("NET")
     if any(e["kind"] == "workspace_write" for e in item["evaluation"]["escalations"]):
@@ -73,6 +75,10 @@ def cmd_pending(args: argparse.Namespace) -> int:
             f"{item['request_id']:<14} {age(item['submitted_at']):>4}  {item['fingerprint'][:12]}  {session:<12}  "
             f"{inert(item['operation']['tool'])[:18]:<18} {_badges(item):<14} {command}"
         )
+        for e in item["evaluation"]["escalations"]:
+            if e.get("code") == "new_workspace":
+                # e.g. "new workspace: /x is not among your trusted workspaces; approve always to trust it"
+                print(f"{'':<14}   {inert(str(e.get('reason', '')))}")
     return 0
 
 

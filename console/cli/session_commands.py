@@ -94,8 +94,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = locations(args).sessions_dir / os.path.basename(args.id) / "output.cast"
     if not path.is_file():
         raise CLIError(f"no recording for session {args.id} in {path.parent}", 1)
+    if not args.speed > 0:
+        raise CLIError("--speed must be above 0 (e.g. 2 plays twice as fast)", 2)
+
+    def write(text: str) -> None:
+        # A reader that goes away (`| head`) ends the command in cli.main, quietly.
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
     try:
-        replay(path, speed=args.speed, write=lambda s: (sys.stdout.write(s), sys.stdout.flush()))
+        replay(path, speed=args.speed, write=write)
     except RecordingError as exc:
         raise CLIError(f"cannot replay {path}: {exc}", 1) from None
     except KeyboardInterrupt:

@@ -217,10 +217,18 @@ class DemoAgent:
     """A simulated agent in its own thread: asks, waits for each answer, asks again."""
 
     def __init__(
-        self, loc: Locations, ws: Path, *, pace_s: float = 4.0, max_waiting: int = 6, seed: int = 7
+        self,
+        loc: Locations,
+        ws: Path,
+        *,
+        pace_s: float = 4.0,
+        max_waiting: int = 6,
+        seed: int = 7,
+        fresh: Path | None = None,
     ) -> None:
         self.loc = loc
         self.ws = ws
+        self.fresh = fresh
         self.pace_s = pace_s
         self.max_waiting = max_waiting
         self.rng = random.Random(seed)  # noqa: S311 - pacing, not secrets
@@ -261,6 +269,8 @@ class DemoAgent:
                     await asyncio.sleep(0.5)
                     continue
             waiting = {t for t in waiting if not t.done()}
+            if self.fresh is not None and i == 0 and not waiting:
+                waiting.add(asyncio.create_task(self._ask(client, first_use(self.fresh))))
             if i == SESSION_AFTER and not self._session_asked:
                 # Once: a long-running session, to show sessions and the tripwire.
                 self._session_asked = True
@@ -301,6 +311,20 @@ tripwire = "pause"
 SESSION_AFTER = 4
 
 
+def first_use(fresh: Path) -> dict[str, Any]:
+    """The agent's first request in a directory nobody trusted yet: it waits for the
+    operator as `new workspace` ("approve always" trusts the directory from then on)."""
+    return {
+        "kind": "git",
+        "tool": "claude-code:Bash",
+        "executable": "git",
+        "args": ["status"],
+        "workspace_root": str(fresh),
+        "justification": "Look at the checkout you just cloned before I start on it.",
+        "session_id": "agent-2",
+    }
+
+
 def dev_server(ws: Path) -> dict[str, Any]:
     """A durable session like a coding agent's dev server. Claude Code runs it unconfined
     (so it asks for `unrestricted`); after a while a "dependency" writes a git hook, which
@@ -333,15 +357,22 @@ class Demo:
         self.keep = keep
         self.pace_s = pace_s
         self.workspace = make_workspace(self.base)
+        # A second checkout the operator has not trusted: the agent's first request
+        # there shows the first-use flow (`new workspace`).
+        self.fresh = self.base / "fresh-clone"
+        (self.fresh / "src").mkdir(parents=True)
+        (self.fresh / "README.md").write_text("# a repository the agent just cloned\n")
         self.agent: DemoAgent | None = None
         self.pid: int | None = None
 
     def __enter__(self) -> Demo:
         try:
             self.loc.state_dir.mkdir(mode=0o700)
-            self.loc.policy.write_text(DEMO_POLICY + f"watch = [{json.dumps(str(self.workspace))}]\n")
+            ws = json.dumps(str(self.workspace))
+            # The demo's project is trusted, as `agent-console workspaces add` would make it.
+            self.loc.policy.write_text(DEMO_POLICY + f"watch = [{ws}]\nworkspaces = [{ws}]\n")
             self.pid, _ = start_daemon(self.loc)
-            self.agent = DemoAgent(self.loc, self.workspace, pace_s=self.pace_s).start()
+            self.agent = DemoAgent(self.loc, self.workspace, pace_s=self.pace_s, fresh=self.fresh).start()
         except BaseException:
             self.close()
             raise

@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
-from console.cli.common import add_state_dir, connect, when
-from console.client import DaemonUnreachable
+from console.cli.common import CLIError, add_state_dir, connect, when
+from console.client import DaemonUnreachable, RPCError
 
 
 def _line(event: dict[str, Any]) -> str:
@@ -18,7 +18,23 @@ def _line(event: dict[str, Any]) -> str:
     return f"{when(event['at'])}  {mark}{event['kind']:<8} {event['display_path']}{escape}  — {who}"
 
 
+def cmd_watch_remove(args: argparse.Namespace) -> int:
+    """Stop watching a root (and free its inotify watches)."""
+    import os
+
+    root = os.path.abspath(os.path.expanduser(args.root))
+    with connect(args, "operator") as client:
+        try:
+            status = client.call("watch.remove", {"workspace_root": root})
+        except RPCError as exc:
+            raise CLIError(f"the daemon refused watch remove: {exc.message}") from None
+    print(f"no longer watching {root}; {status.get('summary', '')}".rstrip("; "))
+    return 0
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
+    if getattr(args, "watch_command", None) == "remove":
+        return cmd_watch_remove(args)
     out = sys.stdout
     with connect(args, "operator", timeout_s=None) as client:
         if args.workspace:
@@ -62,3 +78,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--protected-only", action="store_true", help="only changes to protected paths")
     p.add_argument("--workspace", action="append", metavar="DIR", help="also start watching DIR (repeatable)")
     p.set_defaults(func=cmd_watch)
+    wsub = p.add_subparsers(dest="watch_command", metavar="ACTION", required=False)
+    r = wsub.add_parser("remove", help="stop watching a workspace root (frees its inotify watches)")
+    add_state_dir(r)
+    r.add_argument("root", metavar="ROOT", help="the watched root, as watch.status lists it")
+    r.set_defaults(func=cmd_watch_remove)

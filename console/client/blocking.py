@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import socket
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -16,9 +17,12 @@ from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
 
 
 class Client:
-    def __init__(self, sock: socket.socket, role: str) -> None:
+    def __init__(self, sock: socket.socket, role: str, deadline: float | None = None) -> None:
         self.role = role
         self._sock = sock
+        # An absolute time.monotonic() after which every wait gives up (None: no bound).
+        self.deadline = deadline
+        self._idle_s: float | None = None
         self._buf = bytearray()
         self._ids = itertools.count(1)
         self._events: deque[dict[str, Any]] = deque()
@@ -32,18 +36,37 @@ class Client:
         role: str = "agent",
         client: str = "python",
         timeout_s: float | None = None,
+        deadline: float | None = None,
+        agent_pid: int | None = None,
     ) -> Client:
-        """Connect; ``timeout_s`` bounds every later wait for the daemon (None: no bound)."""
+        """Connect; ``timeout_s`` bounds every later wait for the daemon (None: no bound).
+
+        ``deadline`` (a ``time.monotonic()`` value) bounds everything at once — connect,
+        ``hello`` and every later call — so a caller that must answer by a fixed time
+        (the Claude Code hook) never outlives it however the daemon stalls.
+        ``agent_pid`` (agent role): the agent process this client runs under, so that a
+        short-lived client (a hook, ``agent-console exec``) acts as that agent
+        (docs/protocol.md, "Identity"); see :func:`console.protocol.procs.agent_process_pid`.
+        """
         path, token = socket_for(role, state_dir)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(10.0)
+        self = cls(sock, role, deadline)
         try:
+            wait_s = self._wait_s(10.0)
+        except DaemonUnreachable:
+            sock.close()
+            raise
+        try:
+            sock.settimeout(wait_s)
             sock.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             sock.close()
             raise DaemonUnreachable(
                 f"no daemon answers on {path} ({exc.strerror}); start one: agent-console daemon start"
             ) from None
+        except TimeoutError:
+            sock.close()
+            raise DaemonUnreachable(f"timed out connecting to {path}") from None
         except OSError as exc:
             sock.close()
             raise DaemonUnreachable(f"cannot connect to {path}: {exc.strerror or exc}") from None
@@ -52,12 +75,12 @@ class Client:
         except DaemonUnreachable:
             sock.close()
             raise
-        sock.settimeout(timeout_s)
-        self = cls(sock, role)
+        self._idle_s = timeout_s
         try:
-            self.hello = self.call(
-                "hello", {"token": token, "client": client} if token else {"client": client}
-            )
+            params: dict[str, Any] = {"token": token, "client": client} if token else {"client": client}
+            if agent_pid is not None and not token:
+                params["agent_pid"] = agent_pid
+            self.hello = self.call("hello", params)
         except BaseException:
             self.close()
             raise
@@ -72,6 +95,15 @@ class Client:
     def close(self) -> None:
         self._sock.close()
 
+    def _wait_s(self, idle_s: float | None) -> float | None:
+        """How long the next socket wait may take: the idle bound, cut by the deadline."""
+        if self.deadline is None:
+            return idle_s
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise DaemonUnreachable("timed out waiting for the daemon (deadline passed)")
+        return left if idle_s is None else min(idle_s, left)
+
     def _read_frame(self) -> bytes:
         while True:
             end = self._buf.find(b"\n")
@@ -81,6 +113,7 @@ class Client:
                 return frame
             if len(self._buf) > MAX_FRAME:
                 raise DaemonUnreachable("the daemon sent an oversized frame")
+            self._sock.settimeout(self._wait_s(self._idle_s))
             try:
                 chunk = self._sock.recv(1 << 16)
             except TimeoutError:
@@ -100,8 +133,11 @@ class Client:
         """One call. Notifications that arrive meanwhile go to ``on_notification`` if given
         (``exec`` output does), else events are queued for :meth:`next_event`."""
         msg_id = next(self._ids)
+        self._sock.settimeout(self._wait_s(self._idle_s))
         try:
             self._sock.sendall(jsonrpc.encode(jsonrpc.request(msg_id, method, params)))
+        except TimeoutError:
+            raise DaemonUnreachable("timed out sending to the daemon") from None
         except OSError as exc:
             raise DaemonUnreachable(f"lost the daemon: {exc}") from None
         while True:

@@ -7,11 +7,16 @@ tests and the fingerprint test vectors can use a fixed, fake host while the daem
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import pwd
 import stat
 import time
+from collections.abc import Iterable
 from typing import NamedTuple, Protocol
+
+from console.contract.workspace import WorkspaceLimits
 
 DEFAULT_TRUSTED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -28,6 +33,7 @@ class Host(Protocol):
     def resolve(self, path: str) -> Resolved: ...
     def which(self, name: str) -> str | None: ...
     def file_sha256(self, path: str) -> str | None: ...
+    def read_small_text(self, path: str, limit: int) -> str | None: ...
 
 
 class OSHost:
@@ -131,3 +137,38 @@ class OSHost:
             return digest.hexdigest()
         finally:
             os.close(fd)
+
+    def read_small_text(self, path: str, limit: int) -> str | None:
+        """A regular file's text (UTF-8, undecodable bytes replaced) when it holds at most
+        ``limit`` bytes; None when absent, not a regular file, unreadable or larger. For
+        scanning what a script sources or a makefile includes (console/contract/content.py)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return None
+            data = b""
+            while len(data) <= limit and (chunk := os.read(fd, limit + 1 - len(data))):
+                data += chunk
+            return None if len(data) > limit else data.decode("utf-8", "replace")
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+
+def host_workspace_limits(private: Iterable[str] = ()) -> WorkspaceLimits:
+    """The refusals for this host: every passwd entry's home and ``$HOME`` (each also in
+    its canonical form), plus the console's private directories given by the caller."""
+    homes: set[str] = set()
+    with contextlib.suppress(OSError):
+        homes.update(entry.pw_dir for entry in pwd.getpwall())
+    if os.environ.get("HOME"):
+        homes.add(os.environ["HOME"])
+    homes.update(os.path.realpath(h) for h in list(homes) if h.startswith("/"))
+    private = [str(p) for p in private]
+    private += [os.path.realpath(p) for p in private]
+    return WorkspaceLimits.of(homes, private)

@@ -22,8 +22,11 @@ from typing import Any
 
 from console.contract import strictjson
 from console.contract.capabilities import Capability, CapabilityKind, normalize_capabilities
+from console.contract.content import bind as bind_content
+from console.contract.environment import env_is_risky
 from console.contract.host import Host
 from console.contract.problem import invalid
+from console.contract.workspace import WorkspaceLimits
 
 MAX_STDIN_BYTES = 1 << 20
 MAX_STRING_CHARS = 1 << 20
@@ -38,6 +41,9 @@ MAX_OUTPUT_BYTES = 1 << 30
 DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_CAPTURE_BYTES = 65_536
 DEFAULT_MAX_BYTES = 8_388_608
+
+# Without the host's facts, still refuse / and the system's directories.
+DEFAULT_LIMITS = WorkspaceLimits()
 
 _TOOL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+_-]{0,127}")
 
@@ -72,49 +78,6 @@ class Network(StrEnum):
     ANY = "any"
 
 
-# Environment overrides that change what code runs or how, rather than what it reads.
-# Setting one is asking for the `environment` capability on that name.
-RISKY_ENV_EXACT = frozenset(
-    {
-        "PATH",
-        "IFS",
-        "ENV",
-        "BASH_ENV",
-        "PROMPT_COMMAND",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PYTHONPATH",
-        "PYTHONSTARTUP",
-        "PYTHONHOME",
-        "PYTHONINSPECT",
-        "NODE_OPTIONS",
-        "NODE_PATH",
-        "PERL5OPT",
-        "PERL5LIB",
-        "PERLLIB",
-        "RUBYOPT",
-        "RUBYLIB",
-        "GIT_SSH",
-        "GIT_SSH_COMMAND",
-        "GIT_EXEC_PATH",
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_ASKPASS",
-        "SSH_ASKPASS",
-        "EDITOR",
-        "VISUAL",
-        "PAGER",
-        "GIT_PAGER",
-        "HOME",
-    }
-)
-RISKY_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG")
-
-
-def env_is_risky(name: str) -> bool:
-    return name in RISKY_ENV_EXACT or name.startswith(RISKY_ENV_PREFIXES)
-
-
 @dataclass(frozen=True, slots=True)
 class OutputLimits:
     capture_bytes: int = DEFAULT_CAPTURE_BYTES
@@ -126,8 +89,8 @@ class Operation:
     """A validated, canonical operation.
 
     ``cwd`` is relative to ``workspace_root`` (``"."`` or ``"a/b"``); every other path is
-    absolute and canonical. ``content`` maps the files the authority depends on (an
-    executable or script inside the workspace) to their SHA-256, or None when absent.
+    absolute and canonical. ``content`` maps the files whose bytes decide what runs
+    (console/contract/content.py) to their SHA-256, or None when absent.
     """
 
     kind: Kind
@@ -149,6 +112,9 @@ class Operation:
     justification: str = ""
     session_id: str = ""
     content: tuple[tuple[str, str | None], ...] = ()
+    # What could not be bound (fixed reasons, console/contract/content.py). Derived from
+    # the fingerprinted fields, so not part of the fingerprint; a standing grant is refused.
+    unbound: tuple[str, ...] = ()
 
     @property
     def cwd_path(self) -> str:
@@ -179,7 +145,9 @@ class Operation:
         if self.network is Network.ANY:
             caps.append(Capability(CapabilityKind.EXTERNAL_NETWORK))
         caps.extend(
-            Capability(CapabilityKind.ENVIRONMENT, name) for name, _ in self.env if env_is_risky(name)
+            Capability(CapabilityKind.ENVIRONMENT, name)
+            for name, value in self.env
+            if env_is_risky(name, value)
         )
         caps.extend(self.capabilities)
         return normalize_capabilities(caps)
@@ -430,68 +398,6 @@ def _relative(path: str, root: str) -> str:
     return path[len(root.rstrip("/")) + 1 :]
 
 
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh"})
-_PYTHON_RE = re.compile(r"python[0-9.]*")
-# Options after which the next argument is inline code (so there is no script file),
-# and options that take a separate value (so the next argument is not the script).
-_INLINE_CODE = {
-    "python": frozenset({"-c", "-m"}),
-    "node": frozenset({"-e", "--eval", "-p", "--print"}),
-    "ruby": frozenset({"-e"}),
-    "perl": frozenset({"-e", "-E"}),
-}
-_TAKES_VALUE = {
-    "python": frozenset({"-W", "-X", "--check-hash-based-pycs"}),
-    "node": frozenset(
-        {"-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions"}
-    ),
-    "ruby": frozenset({"-I", "-r", "-C", "-E"}),
-    "perl": frozenset({"-I", "-M", "-m"}),
-    "shell": frozenset({"-o", "+o", "-O", "+O"}),
-}
-
-
-def interpreter_family(*names: str) -> str | None:
-    """The known interpreter family of an executable, judged by any of its names."""
-    for name in names:
-        base = posixpath.basename(name)
-        if base in _SHELLS:
-            return "shell"
-        if _PYTHON_RE.fullmatch(base):
-            return "python"
-        if base in ("node", "nodejs"):
-            return "node"
-        if base == "ruby" or re.fullmatch(r"ruby[0-9.]+", base):
-            return "ruby"
-        if base == "perl" or re.fullmatch(r"perl[0-9.]+", base):
-            return "perl"
-    return None
-
-
-def script_argument(family: str, args: tuple[str, ...]) -> str | None:
-    """The script file an interpreter would run, or None when it runs inline code."""
-    inline = _INLINE_CODE.get(family, frozenset())
-    takes_value = _TAKES_VALUE.get(family, frozenset())
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            return args[i + 1] if i + 1 < len(args) else None
-        if arg == "-":
-            return None
-        is_option = arg.startswith("-") or (family == "shell" and arg.startswith("+"))
-        if not is_option:
-            return arg
-        if family == "shell" and arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
-            return None
-        if arg in inline or (family == "python" and arg.startswith(("-c", "-m")) and len(arg) > 2):
-            return None
-        if arg in takes_value:
-            i += 1
-        i += 1
-    return None
-
-
 def _canonical_dir(host: Host, path: str, name: str) -> str:
     real, kind = host.resolve(path)
     if kind != "dir":
@@ -499,14 +405,11 @@ def _canonical_dir(host: Host, path: str, name: str) -> str:
     return real
 
 
-def resolve(spec: _Spec, host: Host) -> Operation:
+def resolve(spec: _Spec, host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS) -> Operation:
     root = _canonical_dir(host, posixpath.normpath(spec.workspace_root), "workspace_root")
-    if root == "/":
-        raise invalid(
-            "workspace_root",
-            "workspace_is_root",
-            "the filesystem root cannot be a workspace; name the project directory",
-        )
+    refused = limits.refusal(root)
+    if refused is not None:
+        raise invalid("workspace_root", *refused)
 
     if ".." in spec.cwd.split("/"):
         raise invalid(
@@ -556,16 +459,7 @@ def resolve(spec: _Spec, host: Host) -> Operation:
         else:
             caps.append(c)
 
-    content: dict[str, str | None] = {}
-    if is_within(exe_real, root):
-        content[exe_real] = host.file_sha256(exe_real)
-    family = interpreter_family(spec.executable, exe_real)
-    if family is not None:
-        script = script_argument(family, spec.args)
-        if script:
-            script_path = host.resolve(posixpath.normpath(posixpath.join(cwd_real, script))).path
-            if is_within(script_path, root):
-                content[script_path] = host.file_sha256(script_path)
+    binding = bind_content(host, exe_real, spec.args, cwd_real)
 
     return Operation(
         origin=spec.origin,
@@ -586,7 +480,8 @@ def resolve(spec: _Spec, host: Host) -> Operation:
         capabilities=normalize_capabilities(caps),
         justification=spec.justification,
         session_id=spec.session_id,
-        content=tuple(sorted(content.items())),
+        content=tuple(sorted(binding.content.items())),
+        unbound=tuple(binding.unbound),
     )
 
 
@@ -598,7 +493,10 @@ def decode(data: str | bytes) -> Any:
         raise invalid("", exc.code, str(exc)) from None
 
 
-def parse(data: str | bytes | Mapping[str, Any], host: Host) -> Operation:
-    """Decode, validate and canonicalize one operation."""
+def parse(
+    data: str | bytes | Mapping[str, Any], host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS
+) -> Operation:
+    """Decode, validate and canonicalize one operation; ``limits`` say which directories
+    can never be its workspace (the daemon adds the host's homes and its own state)."""
     obj = decode(data) if isinstance(data, str | bytes) else dict(data)
-    return resolve(validate_wire(obj), host)
+    return resolve(validate_wire(obj), host, limits)

@@ -65,6 +65,12 @@ class DenialSource(StrEnum):
     APPROVAL = "approval"
 
 
+# A denial reason of the run itself (not of a policy or an operator): the bytes of a
+# file the fingerprint binds are not the bytes it names, so the run did not start
+# (console/sandbox/content_pins.py). The outcome is denied / enforcement_denied.
+CONTENT_CHANGED = "content_changed"
+
+
 class NextAction(StrEnum):
     NONE = "none"
     REQUEST_APPROVAL = "request_approval"

@@ -25,11 +25,19 @@ from console.daemon.broker import Broker
 from console.daemon.connection import Connection, Role
 from console.daemon.events import EventHub, Topic
 from console.daemon.execution import ExecutionService
+from console.daemon.identity import Agent, AgentRegistry
 from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
-from console.daemon.server import AlreadyRunning, close_socket_file, listen, live_daemon_pid
+from console.daemon.server import (
+    AlreadyRunning,
+    close_socket_file,
+    limit_heap_growth,
+    listen,
+    live_daemon_pid,
+)
 from console.daemon.session_service import SessionService
 from console.daemon.watch_service import WatchService
+from console.daemon.workspaces import WorkspaceTrust
 from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.peer import PeerCred
 from console.store import Store, daemon_event
@@ -56,12 +64,14 @@ class Daemon:
         self.policy = PolicySource(locations.policy, on_change=self._policy_changed)
         self.methods = all_methods()
         self.connections: dict[int, Connection] = {}
+        self.agents = AgentRegistry(in_use=self._agent_in_use)
         self.token = ""
         self.store: Store
         self.broker: Broker
         self.execution: ExecutionService
         self.sessions: SessionService
         self.watch: WatchService
+        self.workspaces: WorkspaceTrust
         self._stop = asyncio.Event()
         self._background: set[asyncio.Future[None]] = set()
         self._lock_fd: int | None = None
@@ -79,10 +89,19 @@ class Daemon:
             "policy": self.policy.to_dict(),
             "pending": len(self.broker.pending),
             "connections": len(self.connections),
+            "agents": len(self.agents),
             "sandbox": self.execution.status(),
             "sessions": self.sessions.status(),
             "watch": self.watch.status(),
+            "workspaces": self.workspaces.to_list(),
         }
+
+    def _agent_in_use(self, agent: Agent) -> bool:
+        """Owns a live session or a pending request: not to be forgotten while idle."""
+        owner = agent.owner
+        return any(p.agent == agent.id for p in self.broker.pending.values()) or any(
+            i.owner == owner and i.alive for i in self.sessions.manager.list()
+        )
 
     def _policy_changed(self) -> None:
         self.events.publish(Topic.STATUS, {"status": self.status()})
@@ -124,6 +143,7 @@ class Daemon:
         ensure_private_dir(self.loc.runtime_dir)
         self._acquire_lock()
         _raise_fd_limit()
+        limit_heap_growth()
         # The store's writer thread shares the GIL with the event loop; a short switch
         # interval keeps a decision's answer from waiting out the writer's time slice.
         sys.setswitchinterval(0.0005)
@@ -132,7 +152,12 @@ class Daemon:
         self.store = await asyncio.to_thread(Store.open, self.loc.database)
         for note in self.store.open_notes:
             log.warning("history store: %s", note)
+        self.workspaces = WorkspaceTrust(self.loc, self.policy, self.store)
+        await self.workspaces.load()
+        self.workspaces.on_change = lambda: self.events.publish(Topic.STATUS, {"status": self.status()})
         self.broker = Broker(self.store, self.events, self.policy)
+        self.broker.workspaces = self.workspaces
+        self.broker.resolve_path = lambda path: self.host.resolve(path).path
         await self.broker.load()
         await self.broker.settle_orphans()
         await asyncio.wrap_future(

@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.operation import Operation
-from console.contract.outcome import Denial, DenialSource, NextAction
+from console.contract.outcome import CONTENT_CHANGED, Denial, DenialSource, NextAction
 from console.daemon.events import EventHub, Topic
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
+from console.policy.diff import NEW_WORKSPACE
 from console.protocol.jsonrpc import (
     ALREADY_DECIDED,
     CONFLICT,
@@ -31,6 +32,7 @@ from console.protocol.jsonrpc import (
     STORE_UNAVAILABLE,
     RPCError,
 )
+from console.sandbox.content_pins import content_changed_since
 from console.store import (
     Event,
     Store,
@@ -40,6 +42,9 @@ from console.store import (
     decision_for_request,
     request_event,
 )
+
+if TYPE_CHECKING:
+    from console.daemon.workspaces import WorkspaceTrust
 
 log = logging.getLogger("agent-console.broker")
 
@@ -99,8 +104,19 @@ class Pending:
     peer_pid: int
     answer: asyncio.Future[dict[str, Any]]
     timer: asyncio.TimerHandle | None = None
+    agent: str = ""  # the submitting agent identity (console/daemon/identity.py)
+    # The request this one replaces because its bound content changed (content_changed).
+    supersedes: str = ""
+    _wire: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_wire(self) -> dict[str, Any]:
+        """The wire form, made once: every field is fixed at submit (pending.list and the
+        pending event send it often; callers must not change it)."""
+        if self._wire is None:
+            self._wire = self._make_wire()
+        return self._wire
+
+    def _make_wire(self) -> dict[str, Any]:
         ev = self.evaluation.to_dict()
         return {
             "request_id": self.id,
@@ -108,10 +124,13 @@ class Pending:
             "submitted_at": self.submitted_at,
             "deadline": self.deadline,
             "peer_pid": self.peer_pid,
+            "agent_id": self.agent,
             "session_id": self.op.session_id,
             "command": command_line(self.op),
             "operation": self.op.to_wire(),
             "content": [list(pair) for pair in self.op.content],
+            "unbound": list(self.op.unbound),
+            "supersedes": self.supersedes,
             "evaluation": {
                 k: ev[k]
                 for k in (
@@ -178,6 +197,10 @@ class Broker:
         self._closing = False
         self._background: set[asyncio.Future[None]] = set()
         self._uses: dict[str, tuple[int, float, str]] = {}  # grant id -> (uses, last at, last request)
+        # The operator's trusted workspaces and the host's path resolver (the daemon sets
+        # them; without them the policy's `workspaces` and lexical paths are all there is).
+        self.workspaces: WorkspaceTrust | None = None
+        self.resolve_path: Callable[[str], str] | None = None
 
     async def load(self) -> None:
         grants = await asyncio.to_thread(self.store.grants, include_inactive=False)
@@ -240,9 +263,21 @@ class Broker:
     # ------------------------------------------------------------------ submit
 
     async def submit(
-        self, op: Operation, *, owner: int, peer_pid: int, wait_s: float | None = None
+        self,
+        op: Operation,
+        *,
+        owner: int,
+        peer_pid: int,
+        wait_s: float | None = None,
+        agent: str = "",
+        supersedes: str = "",
     ) -> dict[str, Any]:
-        """Evaluate an operation and return the agent's answer once it is durable."""
+        """Evaluate an operation and return the agent's answer once it is durable.
+
+        ``agent`` is the issued identity: session grants are matched against it, never
+        against the label the operation carries in ``session_id``. ``supersedes``: the
+        request this one submits again because its content changed (shown in the detail).
+        """
         now = self.clock()
         rid = self.new_request_id()
         config = self.policy()
@@ -250,18 +285,42 @@ class Broker:
             return await self._answer_without_queue(
                 rid, op, None, peer_pid, now, Verdict.DENY, Source.SHUTDOWN, "daemon_shutdown"
             )
-        decision = evaluate(op, config, self.grants.for_fingerprint(op.fingerprint), now)
+        decision = evaluate(
+            _as_agent(op, agent),
+            config,
+            self.grants.for_fingerprint(op.fingerprint),
+            now,
+            trusted=self.workspaces.roots() if self.workspaces is not None else None,
+            resolve_path=self.resolve_path,
+        )
         request_event = self._request_event(rid, op, peer_pid, now)
 
         if decision.verdict is Verdict.REVIEW:
+            # Shielded: an agent that hangs up now cancels this task, not the write; the
+            # request it leaves behind then gets its decision (agent_disconnected).
+            stored = asyncio.ensure_future(asyncio.wrap_future(self.store.append(request_event)))
             try:
-                await asyncio.wrap_future(self.store.append(request_event))
+                await asyncio.shield(stored)
             except StoreUnavailable as exc:
                 log.error("store unavailable, denying %s: %s", rid, exc)
                 return self._unstored(rid, op, now, decision)
+            except asyncio.CancelledError:
+                self._decide_abandoned(stored, rid, op, decision, peer_pid, now)
+                raise
             timeout = config.approval_timeout_s if wait_s is None else min(wait_s, config.approval_timeout_s)
             loop = asyncio.get_running_loop()
-            item = Pending(rid, op, decision, now, now + timeout, owner, peer_pid, loop.create_future())
+            item = Pending(
+                rid,
+                op,
+                decision,
+                now,
+                now + timeout,
+                owner,
+                peer_pid,
+                loop.create_future(),
+                agent=agent,
+                supersedes=supersedes,
+            )
             item.timer = loop.call_later(timeout, self._expire, rid)
             self.pending[rid] = item
             self.events.publish(Topic.PENDING, {"request": item.to_wire()})
@@ -286,6 +345,44 @@ class Broker:
             request_event=request_event,
             grant=grant,
         )
+
+    def _decide_abandoned(
+        self,
+        stored: asyncio.Future[Any],
+        rid: str,
+        op: Operation,
+        decision: Decision,
+        peer_pid: int,
+        now: float,
+    ) -> None:
+        """The agent left while its request was being stored: record how it ended."""
+
+        async def record() -> None:
+            try:
+                await stored
+            except (StoreUnavailable, asyncio.CancelledError):
+                return  # not stored, so nothing is left undecided
+            self._decided[rid] = self.clock()
+            answer = self._answer(
+                rid,
+                op,
+                Verdict.DENY,
+                Source.CANCEL,
+                "agent_disconnected",
+                self.clock(),
+                decision=decision,
+                submitted_at=now,
+            )
+            try:
+                await asyncio.wrap_future(
+                    self.store.append(self._decision_event(answer, op, peer_pid, decision))
+                )
+            except StoreUnavailable as exc:
+                log.error("store unavailable while recording agent_disconnected for %s: %s", rid, exc)
+
+        task = asyncio.ensure_future(record())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _answer_without_queue(
         self,
@@ -372,13 +469,21 @@ class Broker:
         now = self.clock()
         first = items[0]
         grant: Grant | None = None
+        if action is Action.APPROVE and scope is not GrantScope.ONCE and first.op.unbound:
+            raise RPCError(
+                INVALID_PARAMS,
+                "this request's content is not fully bound ("
+                + "; ".join(r.removeprefix("content not bound: ") for r in first.op.unbound)
+                + "): approve once",
+                {"unbound": list(first.op.unbound)},
+            )
         if action is Action.APPROVE and scope is not GrantScope.ONCE:
             grant = Grant(
                 id="g-" + secrets.token_hex(5),
                 fingerprint=first.op.fingerprint,
                 scope=scope,
                 effect=Effect.ALLOW,
-                session_id=first.op.session_id if scope is GrantScope.SESSION else "",
+                session_id=first.agent if scope is GrantScope.SESSION else "",
                 created_at=now,
                 expires_at=now + expires_in_s if expires_in_s else None,
                 note=note,
@@ -397,8 +502,7 @@ class Broker:
             items = [
                 p
                 for p in self.pending.values()
-                if p.op.fingerprint == first.op.fingerprint
-                and grant.applies(p.op.fingerprint, p.op.session_id, now)
+                if p.op.fingerprint == first.op.fingerprint and grant.applies(p.op.fingerprint, p.agent, now)
             ] or [first]
         elif target not in self.pending:
             items = [first]  # a once decision by fingerprint settles the oldest only
@@ -406,12 +510,18 @@ class Broker:
         # Take them out of the queue now: a second operator gets "already decided".
         for p in items:
             self._take(p.id, now)
+        if action is Action.APPROVE:
+            changed = await asyncio.to_thread(content_changed_since, first.op)
+            if changed:
+                raise await self._changed_since_shown(items, now, changed)
 
         if grant is not None:
             try:
                 await asyncio.wrap_future(
                     self.store.add_grant(grant, tool=first.op.tool, summary=command_line(first.op))
                 )
+                if grant.effect is Effect.ALLOW and grant.scope is GrantScope.ALWAYS:
+                    await self._trust_new_workspace(first)
             except StoreUnavailable as exc:
                 raise self._fail_closed(items, now, exc) from None
             self.grants.put(grant)
@@ -453,9 +563,58 @@ class Broker:
             "grant": grant.to_dict() if grant else None,
         }
 
-    async def cancel(self, request_id: str, *, owner: int | None, reason: str = "cancelled") -> bool:
+    async def _trust_new_workspace(self, item: Pending) -> None:
+        """An "always" approval of a request in a new workspace trusts that workspace."""
+        if self.workspaces is None:
+            return
+        codes = {e.code for e in item.evaluation.diff.escalations}
+        if NEW_WORKSPACE in codes:
+            await self.workspaces.add(item.op.workspace_root, source="approval", request_id=item.id)
+
+    async def _changed_since_shown(
+        self, items: list[Pending], now: float, changed: tuple[str, ...]
+    ) -> RPCError:
+        """The bound content is not what the operator saw: the decision applies to nothing.
+        Each request is denied ``content_changed`` (recorded, no grant); the agent's call
+        submits the operation again as a fresh request that names the old one."""
+        answers = [
+            (
+                p,
+                self._answer(
+                    p.id,
+                    p.op,
+                    Verdict.DENY,
+                    Source.OPERATOR,
+                    CONTENT_CHANGED,
+                    now,
+                    decision=p.evaluation,
+                    submitted_at=p.submitted_at,
+                ),
+            )
+            for p in items
+        ]
+        try:
+            await asyncio.wrap_future(
+                self.store.append(
+                    *(self._decision_event(a, p.op, p.peer_pid, p.evaluation) for p, a in answers)
+                )
+            )
+        except StoreUnavailable as exc:
+            return self._fail_closed(items, now, exc)
+        for p, answer in answers:
+            self._settle(p, answer)
+        return RPCError(
+            CONFLICT,
+            "changed since shown: "
+            + ", ".join(changed)
+            + " — nothing was approved; the agent's request comes back as a fresh one, decide again",
+            {"reason": CONTENT_CHANGED, "decided": [p.id for p in items], "paths": list(changed)},
+        )
+
+    async def cancel(self, request_id: str, *, owner: str | None, reason: str = "cancelled") -> bool:
+        """Cancel a pending request; ``owner`` (an agent identity) must be the one that asked."""
         item = self.pending.get(request_id)
-        if item is None or (owner is not None and item.owner != owner):
+        if item is None or (owner is not None and item.agent != owner):
             return False
         await self._close_pending(item, Source.CANCEL, reason)
         return True
@@ -470,6 +629,8 @@ class Broker:
         self._closing = True
         items = list(self.pending.values())
         await asyncio.gather(*(self._close_pending(p, Source.SHUTDOWN, "daemon_shutdown") for p in items))
+        # Decisions for requests whose agents left mid-submit land before the store closes.
+        await asyncio.gather(*list(self._background), return_exceptions=True)
 
     def _expire(self, rid: str) -> None:
         item = self.pending.get(rid)
@@ -620,7 +781,12 @@ class Broker:
                 )
             else:
                 denial_source, next_action = DenialSource.APPROVAL, NextAction.REQUEST_APPROVAL
-                recoverable = source in (Source.TIMEOUT, Source.CANCEL, Source.SHUTDOWN, Source.STORE)
+                recoverable = reason == CONTENT_CHANGED or source in (
+                    Source.TIMEOUT,
+                    Source.CANCEL,
+                    Source.SHUTDOWN,
+                    Source.STORE,
+                )
             answer["denials"] = _denials(escalations, denial_source, reason, recoverable, next_action)
         else:
             answer["denials"] = []
@@ -655,3 +821,12 @@ class Broker:
             denials=answer["denials"],
             grant_id=(answer["authorization"] or {}).get("grant_id", ""),
         )
+
+
+def _as_agent(op: Operation, agent: str) -> Operation:
+    """The operation as grants see it: its session is the issued identity, not its label."""
+    if op.session_id == agent:
+        return op
+    bound = replace(op, session_id=agent)
+    bound.__dict__["fingerprint"] = op.fingerprint  # unchanged: the session is not authority
+    return bound

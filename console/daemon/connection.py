@@ -1,9 +1,16 @@
 """One client connection: framing, dispatch, and an output queue that never blocks the daemon.
 
 Each request runs in its own task, so an agent waiting on a decision can still cancel
-on the same connection. Replies and events go through a bounded queue drained by a
-writer task; a client that stops reading is disconnected instead of growing the
-daemon's memory or holding up the broker.
+on the same connection. Replies and events go through a queue bounded in frames and in
+bytes, drained by a writer task; a client that stops reading is disconnected instead of
+growing the daemon's memory or holding up the broker.
+
+Input is framed here rather than by ``StreamReader.readuntil``, so the daemon decides
+what an incomplete frame may cost: a connection that has not said hello may send frames
+of at most 256 KiB and must say hello within 10 s; any frame must be complete 10 s after
+its first byte; and incomplete frames of all connections together hold at most 24 MiB
+(console/daemon/quotas.py). Each limit is answered with an error naming it, logged and
+recorded, and ends the connection.
 """
 
 from __future__ import annotations
@@ -14,8 +21,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from console.daemon import identity, quotas
 from console.protocol import jsonrpc
 from console.protocol.jsonrpc import (
     INTERNAL_ERROR,
@@ -32,11 +40,20 @@ from console.protocol.peer import PeerCred
 
 if TYPE_CHECKING:
     from console.daemon.app import Daemon
+    from console.daemon.identity import Agent
 
 log = logging.getLogger("agent-console.connection")
 
 MAX_QUEUED_FRAMES = 10_000
 MAX_IN_FLIGHT = 1_000
+READ_CHUNK = 256 * 1024
+
+
+class _PartialBudget:
+    """Bytes of incomplete frames held for every connection together, and by whom."""
+
+    total = 0
+    holders: ClassVar[set[Connection]] = set()
 
 
 class Role(StrEnum):
@@ -53,6 +70,9 @@ class Method:
     operator_only: bool = False
     # Methods an unauthenticated operator connection may call (hello).
     before_auth: bool = False
+    # Methods that do not act for an agent identity (an agent may still switch identity
+    # with a second hello after calling only these).
+    inert: bool = False
 
 
 @dataclass(slots=True)
@@ -82,25 +102,65 @@ class Connection:
         self.writer = writer
         self.methods = methods
         self.authenticated = role is Role.AGENT
+        # The identity an agent connection acts for (console/daemon/identity.py); bound
+        # by hello, or by the first other call.
+        self.agent: Agent | None = None
+        self.acted = False  # called something that acts for the identity
         self.owns_requests = False
         self.owns_executions = False
         self.session_owners: set[str] = set()  # session owners this connection acts for
         self.closed = asyncio.Event()
         self._out: asyncio.Queue[bytes | None] = asyncio.Queue(MAX_QUEUED_FRAMES)
+        self._queued_bytes = 0
+        self._partial = 0  # bytes of the incomplete frame held
+        self._partial_since: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._closer: asyncio.Future[None] | None = None
+        self._refused = False  # a connection-level quota ended it: read nothing more
+        self._opened = 0.0
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_close: list[Callable[[], Awaitable[None] | None]] = []
         self._writer_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ output
 
+    @property
+    def identified(self) -> bool:
+        """Said hello: an operator with the token, an agent bound to an identity."""
+        return self.agent is not None if self.role is Role.AGENT else self.authenticated
+
+    @property
+    def owner(self) -> str:
+        """Whose sessions this connection creates: its agent identity's, or the operator's."""
+        return self.agent.owner if self.agent is not None else "operator"
+
     def send(self, message: dict[str, Any]) -> None:
         if self.closed.is_set():
             return
+        frame = jsonrpc.encode(message)
+        if self._queued_bytes + len(frame) > quotas.MAX_QUEUED_BYTES:
+            self._drop_slow("queued_bytes", f"{quotas.MAX_QUEUED_BYTES // quotas.MiB} MiB")
+            return
         try:
-            self._out.put_nowait(jsonrpc.encode(message))
+            self._out.put_nowait(frame)
         except asyncio.QueueFull:
-            log.warning("connection %d (pid %d) is not reading; disconnecting it", self.id, self.peer.pid)
-            self.close()
+            self._drop_slow("queued_frames", f"{MAX_QUEUED_FRAMES} frames")
+            return
+        self._queued_bytes += len(frame)
+
+    def _drop_slow(self, quota: str, limit: str) -> None:
+        """A peer that does not read what it asked for is cut off, not buffered without end."""
+        log.warning(
+            "connection %d (pid %d) is not reading: more than %s queued; disconnecting it",
+            self.id,
+            self.peer.pid,
+            limit,
+        )
+        quotas.note(self.daemon, quota, who=self._who())
+        self.close(abort=True)
+
+    def _who(self) -> str:
+        return self.agent.id if self.agent is not None else f"{self.role.value} pid {self.peer.pid}"
 
     def backlog(self) -> int:
         """Frames queued for the peer and not yet written."""
@@ -112,6 +172,7 @@ class Connection:
     async def _write_loop(self) -> None:
         try:
             while (frame := await self._out.get()) is not None:
+                self._queued_bytes -= len(frame)
                 self.writer.write(frame)
                 if self._out.empty():
                     await self.writer.drain()
@@ -119,14 +180,95 @@ class Connection:
         except (ConnectionError, OSError):
             self.closed.set()
 
-    def close(self) -> None:
-        """Stop now: queued output is dropped."""
+    def close(self, *, abort: bool = False) -> None:
+        """Stop now: queued output is dropped (``abort``: and what the transport holds)."""
+        self._hold_partial(0)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self.closed.is_set():
             return
         self.closed.set()
         with contextlib.suppress(asyncio.QueueFull):
             self._out.put_nowait(None)
-        self.writer.close()
+        if abort:
+            self.writer.transport.abort()
+        else:
+            self.writer.close()
+
+    def refuse_and_close(self, quota: str, message: str, limit: int | float | None = None) -> None:
+        """Answer a connection-level quota with an error frame, record it, and hang up."""
+        err = quotas.refuse(self.daemon, quota, message, who=self._who(), limit=limit)
+        self._refused = True
+        self._stop_reading()
+        self.send(jsonrpc.error_response(None, err))
+        if self._closer is None:
+            self._closer = asyncio.ensure_future(self.finish(0.5))
+
+    # ------------------------------------------------------------------ timers
+
+    def _arm(self, delay: float) -> None:
+        if self._timer is None and not self.closed.is_set():
+            self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
+
+    def _tick(self) -> None:
+        """One timer per connection: the hello deadline, then incomplete-frame deadlines."""
+        self._timer = None
+        if self.closed.is_set():
+            return
+        now = asyncio.get_running_loop().time()
+        if not self.identified and now - self._opened >= quotas.HELLO_TIMEOUT_S:
+            self.refuse_and_close(
+                "hello_timeout",
+                f"no hello within {quotas.HELLO_TIMEOUT_S:g} s of connecting; say hello first",
+                quotas.HELLO_TIMEOUT_S,
+            )
+            return
+        if self._partial_since is not None:
+            if now - self._partial_since >= quotas.PARTIAL_FRAME_TIMEOUT_S:
+                self.refuse_and_close(
+                    "partial_frame_timeout",
+                    f"a frame was not completed within {quotas.PARTIAL_FRAME_TIMEOUT_S:g} s of its first byte",
+                    quotas.PARTIAL_FRAME_TIMEOUT_S,
+                )
+                return
+            self._arm(self._partial_since + quotas.PARTIAL_FRAME_TIMEOUT_S - now)
+        elif not self.identified:
+            self._arm(self._opened + quotas.HELLO_TIMEOUT_S - now)
+
+    def _stop_reading(self) -> None:
+        """What a refused peer still sends must not pile up in the transport meanwhile."""
+        self._partial_since = None
+        self._hold_partial(0)
+        with contextlib.suppress(AttributeError, RuntimeError):
+            self.writer.transport.pause_reading()  # type: ignore[attr-defined]
+
+    def _hold_partial(self, nbytes: int) -> bool:
+        """Account the incomplete frame's bytes against the daemon-wide budget.
+
+        When the budget is full, the connection holding the largest incomplete frame
+        gives way (it is told why and dropped): a few connections that sit on big partial
+        frames cannot starve everyone else's ordinary large frames. False when that is
+        this connection.
+        """
+        grow = nbytes - self._partial
+        while grow > 0 and _PartialBudget.total + grow > quotas.MAX_PARTIAL_BYTES_TOTAL:
+            largest = max(_PartialBudget.holders, key=lambda c: c._partial, default=None)
+            if largest is None or largest is self or largest._partial <= nbytes:
+                return False
+            largest.refuse_and_close(
+                "partial_bytes_total",
+                "the daemon holds as many incomplete frames as it will, and this one was the largest; "
+                "send whole frames",
+                quotas.MAX_PARTIAL_BYTES_TOTAL,
+            )
+        _PartialBudget.total += grow
+        self._partial = nbytes
+        if nbytes:
+            _PartialBudget.holders.add(self)
+        else:
+            _PartialBudget.holders.discard(self)
+        return True
 
     # ------------------------------------------------------------------ input
 
@@ -142,6 +284,8 @@ class Connection:
         self.close()
 
     async def serve(self) -> None:
+        self._opened = asyncio.get_running_loop().time()
+        self._arm(quotas.HELLO_TIMEOUT_S)
         self._writer_task = writer_task = asyncio.create_task(self._write_loop())
         try:
             await self._read_loop()
@@ -156,6 +300,7 @@ class Connection:
                 except Exception:
                     log.exception("close callback failed on connection %d", self.id)
             # Let what was already answered reach the peer, briefly, then hang up.
+            self._hold_partial(0)
             with contextlib.suppress(asyncio.QueueFull):
                 self._out.put_nowait(None)
             try:
@@ -164,27 +309,76 @@ class Connection:
                 writer_task.cancel()
             self.close()
 
+    def _frame_cap(self) -> int:
+        return jsonrpc.MAX_FRAME if self.identified else quotas.MAX_FRAME_BEFORE_HELLO
+
+    def _too_big(self) -> None:
+        """An oversized frame ends the connection: the rest of the line is not a frame, so
+        there is no resynchronising inside it."""
+        cap = self._frame_cap()
+        quota = "frame_bytes" if cap == jsonrpc.MAX_FRAME else "frame_bytes_before_hello"
+        quotas.note(self.daemon, quota, who=self._who(), limit=cap)
+        hint = "" if cap == jsonrpc.MAX_FRAME else " before hello; say hello first"
+        self.send(
+            jsonrpc.error_response(
+                None,
+                RPCError(
+                    INVALID_REQUEST, f"frame larger than {cap} bytes{hint}", {"quota": quota, "limit": cap}
+                ),
+            )
+        )
+
     async def _read_loop(self) -> None:
+        buf = bytearray()
+        pos = scan = 0  # start of the current frame; where to look for its newline
         while not self.closed.is_set():
-            try:
-                frame = await self.reader.readuntil(b"\n")
-            except asyncio.LimitOverrunError:
-                # Never resync inside an oversized line: the rest of it is not a frame.
-                self.send(
-                    jsonrpc.error_response(
-                        None, RPCError(INVALID_REQUEST, f"frame larger than {jsonrpc.MAX_FRAME} bytes")
-                    )
+            nl = buf.find(b"\n", scan)
+            if nl >= 0:
+                if nl + 1 - pos > self._frame_cap():
+                    self._too_big()
+                    return
+                frame = bytes(memoryview(buf)[pos : nl + 1])
+                pos = scan = nl + 1
+                self._partial_since = None  # a frame completed: the clock starts again
+                if frame.strip():
+                    self._handle_frame(frame)
+                del frame
+                continue
+            if pos:
+                # A fresh buffer, not an in-place delete: a big frame's capacity must not
+                # stay allocated for as long as the connection lives.
+                buf = bytearray(memoryview(buf)[pos:])
+                scan -= pos
+                pos = 0
+            if len(buf) > self._frame_cap():
+                self._too_big()
+                return
+            if not self._hold_partial(len(buf)):
+                self.refuse_and_close(
+                    "partial_bytes_total",
+                    "the daemon holds as many incomplete frames as it will; send whole frames",
+                    quotas.MAX_PARTIAL_BYTES_TOTAL,
                 )
                 return
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial.strip():
-                    self._handle_frame(exc.partial)
-                    await self._drain_tasks()
-                return
+            if buf:
+                if self._partial_since is None:
+                    self._partial_since = asyncio.get_running_loop().time()
+                    self._arm(quotas.PARTIAL_FRAME_TIMEOUT_S)
+            else:
+                self._partial_since = None
+            try:
+                chunk = await self.reader.read(READ_CHUNK)
             except (ConnectionError, OSError):
                 return
-            if frame.strip():
-                self._handle_frame(frame)
+            if self._refused:
+                return
+            if not chunk:
+                if buf.strip():
+                    self._handle_frame(bytes(buf))
+                    await self._drain_tasks()
+                return
+            scan = len(buf)
+            buf += chunk
 
     async def _drain_tasks(self) -> None:
         if self._tasks:
@@ -249,6 +443,13 @@ class Connection:
             raise RPCError(METHOD_NOT_FOUND, "this method is served on operator.sock only")
         if not self.authenticated and not method.before_auth:
             raise RPCError(UNAUTHORIZED, "authenticate first: call hello with the operator token")
+        if self.role is Role.AGENT and not method.before_auth:
+            if self.agent is None:
+                identity.bind(self, identity.default_agent(self))
+            if not method.inert and not self.acted:
+                self.acted = True
+                assert self.agent is not None
+                self.daemon.sessions.hold(self, self.agent.owner)
         params = Params(request.params)
         return await method.handler(CallContext(self.daemon, self), params)
 

@@ -103,6 +103,8 @@ class ExecutionService:
                 hidden_paths=tuple(map(str, self.loc.private_paths())),
                 temp_base=self.temp_base,
                 protected=policy.protected_paths,
+                readable=policy.readable,
+                hidden=policy.hidden,
                 allow_degraded=policy.allow_degraded,
                 inherit_env=dict(os.environ),
             )

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from console.locations import UnsafeLocation, check_socket_path
-from console.protocol.jsonrpc import MAX_FRAME
 from console.protocol.peer import PeerCred, peer_credentials
 
 log = logging.getLogger("agent-console.server")
+
+READ_BUFFER = 256 * 1024
 
 
 class AlreadyRunning(RuntimeError):
@@ -90,7 +91,29 @@ async def listen(
             return
         await on_connect(reader, writer, peer)  # type: ignore[misc]
 
-    return await asyncio.start_unix_server(accept, sock=sock, limit=MAX_FRAME)
+    # Connections frame their own input (console/daemon/connection.py) and read in chunks;
+    # the limit only bounds what a transport buffers before it pauses reading.
+    return await asyncio.start_unix_server(accept, sock=sock, limit=READ_BUFFER)
+
+
+def limit_heap_growth() -> None:
+    """Big buffers (agents' frames, operations, history rows) come from mmap and go back
+    to the system when freed: glibc otherwise raises its mmap threshold after the first
+    free of a big block, and later big blocks then stay in the heap, so a burst of
+    large requests would leave the daemon's RSS high for good. No-op off glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 128 * 1024)
+    mallopt(m_trim_threshold, 256 * 1024)
 
 
 def close_socket_file(path: Path) -> None:

@@ -3,9 +3,10 @@
 An approved ``interactive`` or ``durable`` operation becomes a session running in the
 sandbox (with its own PTY, so no ``--new-session``); the operator's own sessions
 (``sessions.new``) run unconfined, like a tmux window. An agent reaches only the
-sessions of its agent session: the owner is ``agent:<session_id>`` (or the connection
-when the operation named no session). When the last connection holding an owner
-closes, that owner's ``interactive`` sessions end; ``durable`` ones keep running.
+sessions of its identity (console/daemon/identity.py): the owner is ``agent:<agent id>``,
+never the session id the operation names (that is a label). When the last connection
+holding an owner closes, that owner's ``interactive`` sessions end; ``durable`` ones
+keep running.
 """
 
 from __future__ import annotations
@@ -51,10 +52,6 @@ OPERATOR = "operator"
 MAX_BACKLOG_FRAMES = 64
 
 
-def owner_for(op: Operation, conn_id: int) -> str:
-    return f"agent:{op.session_id}" if op.session_id else f"agent:conn-{conn_id}"
-
-
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
@@ -91,16 +88,19 @@ class SessionService:
     # ------------------------------------------------------------------ views
 
     def awaiting_approval(self, info: SessionInfo) -> bool:
-        if not info.owner.startswith("agent:") or info.owner.startswith("agent:conn-"):
+        if not info.owner.startswith("agent:"):
             return False
-        agent_session = info.owner.removeprefix("agent:")
-        return any(p.op.session_id == agent_session for p in self.broker.pending.values())
+        agent = info.owner.removeprefix("agent:")
+        return any(p.agent == agent for p in self.broker.pending.values())
+
+    def paused_by_tripwire(self, session_id: str) -> bool:
+        return any(
+            t.session == session_id and t.state in ("paused", "kept") for t in self.watch.tripwires.values()
+        )
 
     def to_wire(self, info: SessionInfo) -> dict[str, Any]:
         out = asdict(info)
-        paused = any(
-            t.session == info.id and t.state in ("paused", "kept") for t in self.watch.tripwires.values()
-        )
+        paused = self.paused_by_tripwire(info.id)
         if info.alive and paused:
             out["status_text"] = "paused by tripwire"
         elif info.alive and self.awaiting_approval(info):
@@ -186,7 +186,7 @@ class SessionService:
             prepared = prepare(op, self.execution.config(), probe, terminal=True)
         except (SandboxUnavailable, SandboxSetupError) as exc:
             raise RPCError(UNAVAILABLE, f"the session could not be sandboxed: {exc}") from None
-        owner = owner_for(op, conn.id)
+        owner = conn.owner
         try:
             info = self.manager.create(
                 prepared.argv,
@@ -197,11 +197,18 @@ class SessionService:
                 rows=rows,
                 owner=owner,
                 mode=op.mode.value,  # type: ignore[arg-type]
+                pass_fds=prepared.pass_fds,
             )
         except SessionError as exc:
             prepared.close()
             raise RPCError(UNAVAILABLE, f"the session could not start: {exc}") from None
         self._prepared[info.id] = prepared
+        try:
+            # The sandbox waits, set up, until its mounts are checked (console/sandbox/verify.py);
+            # on a mismatch it is killed before the command runs, and the session ends.
+            prepared.confirm(info.pid)
+        except SandboxSetupError as exc:
+            raise RPCError(UNAVAILABLE, f"the session could not be sandboxed: {exc}") from None
         self._attribute(info, op.workspace_root, label=command_line(op))
         self.hold(conn, owner)
         return self.to_wire(info)

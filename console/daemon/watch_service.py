@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from console.contract.outcome import Change
+from console.contract.outcome import Change, ChangeKind
 from console.daemon.events import EventHub, Topic
 from console.daemon.policy_source import PolicySource
 from console.policy import Tripwire
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
+from console.sandbox.placeholders import is_placeholder
 from console.store import Event, Store, StoreUnavailable, file_event
 from console.watch import (
     Attributions,
@@ -127,6 +128,18 @@ class WatchService:
             task = self._adding[root] = asyncio.create_task(self._add(root))
         await asyncio.shield(task)
 
+    async def remove_root(self, root: str) -> bool:
+        """Stop watching ``root`` (its inotify watches go with it); False if it was not watched.
+
+        A root the policy's ``watch`` names comes back at the next policy reload.
+        """
+        task = self._adding.pop(root, None)
+        watched = root in self.watcher.roots()
+        if task is not None and not task.done():
+            task.cancel()
+        await self.watcher.remove_root(root)
+        return watched or task is not None
+
     def watch_soon(self, root: str) -> None:
         if root not in self._adding:
             self._adding[root] = asyncio.create_task(self._add(root))
@@ -188,6 +201,8 @@ class WatchService:
         self.events.publish(Topic.STATUS, {"watch": self.status()})
 
     def _on_event(self, ev: FileEvent) -> None:
+        if ev.kind is ChangeKind.ADDED and is_placeholder(ev.workspace_root, ev.path, ev.is_dir):
+            return  # the sandbox's own placeholder (console/sandbox/placeholders.py)
         record = ev.to_dict()
         self.recent.append(record)
         for a in ev.attribution:

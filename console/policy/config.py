@@ -6,6 +6,7 @@ editing ``policy.toml`` by hand.
 
 from __future__ import annotations
 
+import posixpath
 import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from console.policy.patterns import PatternError, ProtectedPaths, validate_pattern
+from console.policy.protected_set import DEFAULT_PROTECTED as _DEFAULT_PROTECTED
+from console.policy.visibility import DEFAULT_READABLE
 
 
 class SandboxMode(StrEnum):
@@ -38,15 +41,8 @@ class Tripwire(StrEnum):
     PAUSE = "pause"
 
 
-DEFAULT_PROTECTED: tuple[str, ...] = (
-    ".git/hooks/**",
-    ".git/config",
-    ".env",
-    ".env.*",
-    "**/*.pem",
-    "**/id_rsa*",
-    "**/id_ed25519*",
-)
+# The default protected set and why each entry is in it: console/policy/protected_set.py.
+DEFAULT_PROTECTED: tuple[str, ...] = _DEFAULT_PROTECTED
 
 
 class PolicyError(ValueError):
@@ -67,6 +63,12 @@ class PolicyConfig:
     tripwire: Tripwire = Tripwire.ALERT
     allow_degraded: bool = False
     watch: tuple[str, ...] = ()  # workspace roots watched from the start
+    # The operator's trusted roots: a request's workspace_root must be one of them or
+    # inside one, or it is the escalation `new_workspace` (console/contract/workspace.py).
+    workspaces: tuple[str, ...] = ()
+    # What of the operator's home the sandbox shows (console/sandbox/home.py): globs, `~` expanded.
+    readable: tuple[str, ...] = DEFAULT_READABLE
+    hidden: tuple[str, ...] = ()
 
     @property
     def protected_paths(self) -> ProtectedPaths:
@@ -82,6 +84,9 @@ class PolicyConfig:
             "tripwire": self.tripwire.value,
             "allow_degraded": self.allow_degraded,
             "watch": list(self.watch),
+            "workspaces": list(self.workspaces),
+            "readable": list(self.readable),
+            "hidden": list(self.hidden),
         }
 
 
@@ -117,7 +122,27 @@ _KEYS = (
     "tripwire",
     "allow_degraded",
     "watch",
+    "workspaces",
+    "readable",
+    "hidden",
 )
+
+
+def _home_globs(data: dict[str, Any], key: str, example: str) -> tuple[str, ...]:
+    """``readable``/``hidden``: absolute or ``~/`` globs, no ``..``, at most 256."""
+    value = data.get(key, list(DEFAULT_READABLE) if key == "readable" else [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PolicyError(key, f"must be a list of paths or globs, e.g. {example}")
+    if len(value) > 256:
+        raise PolicyError(key, "at most 256 entries")
+    for i, entry in enumerate(value):
+        if not (entry.startswith(("/", "~/")) or entry == "~") or "\x00" in entry:
+            raise PolicyError(f"{key}[{i}]", f"must be an absolute path or start with ~/, e.g. {example}")
+        if ".." in entry.split("/"):
+            raise PolicyError(f"{key}[{i}]", "must not contain '..'")
+        if key == "hidden" and entry.rstrip("/") in ("", "/"):
+            raise PolicyError(f"{key}[{i}]", "hiding / would hide the system itself")
+    return tuple(value)
 
 
 def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
@@ -151,6 +176,25 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
     if len(watch) > 256:
         raise PolicyError("watch", "at most 256 roots")
 
+    workspaces = data.get("workspaces", [])
+    example = 'must be a list of absolute directory paths, e.g. ["/home/me/src"]'
+    if not isinstance(workspaces, list) or not all(isinstance(w, str) for w in workspaces):
+        raise PolicyError("workspaces", example)
+    if len(workspaces) > 256:
+        raise PolicyError("workspaces", "at most 256 roots")
+    for i, root in enumerate(workspaces):
+        if not root.startswith("/") or "\x00" in root or root != posixpath.normpath(root):
+            raise PolicyError(
+                f"workspaces[{i}]",
+                "must be an absolute, normalized directory path (no '..', '.', '//' or trailing '/'), "
+                "e.g. /home/me/src",
+            )
+        if root == "/":
+            raise PolicyError(
+                f"workspaces[{i}]",
+                "the filesystem root would trust every directory; name your projects' parent",
+            )
+
     return PolicyConfig(
         sandbox=_choice(data, "sandbox", SandboxMode, defaults.sandbox),
         network=_choice(data, "network", NetworkMode, defaults.network),
@@ -160,6 +204,9 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
         tripwire=_choice(data, "tripwire", Tripwire, defaults.tripwire),
         allow_degraded=allow_degraded,
         watch=tuple(watch),
+        workspaces=tuple(workspaces),
+        readable=_home_globs(data, "readable", '["~/.gitconfig"]'),
+        hidden=_home_globs(data, "hidden", '["~/work/secrets"]'),
     )
 
 

@@ -8,12 +8,14 @@ unused — what the sandbox would still forbid is everything else.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from console.contract.capabilities import Capability, CapabilityKind, normalize_capabilities
 from console.contract.operation import Operation, is_within
+from console.contract.workspace import is_trusted
 from console.policy.config import NetworkMode, PolicyConfig, SandboxMode
 from console.policy.patterns import ProtectedPaths
 
@@ -31,12 +33,30 @@ SANDBOX_FORBIDS: dict[CapabilityKind, str] = {
 }
 
 
+# The reason code of the escalation a workspace outside the trusted roots is.
+NEW_WORKSPACE = "new_workspace"
+
+
 class DiffItem(NamedTuple):
     capability: Capability
     reason: str
+    code: str = ""  # a stable machine-readable code, where one kind has several causes
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.capability.to_dict(), "reason": self.reason}
+        out = {**self.capability.to_dict(), "reason": self.reason}
+        if self.code:
+            out["code"] = self.code
+        return out
+
+
+def new_workspace_reason(root: str) -> str:
+    return f"new workspace: {root} is not among your trusted workspaces; approve always to trust it"
+
+
+def trusted_roots(config: PolicyConfig, trusted: Iterable[str] | None) -> tuple[str, ...]:
+    """The trusted roots an evaluation uses: the caller's (the daemon's: the policy's and
+    the operator's list, canonical), or else the policy's own ``workspaces``."""
+    return tuple(config.workspaces if trusted is None else trusted)
 
 
 @dataclass(frozen=True)
@@ -183,23 +203,28 @@ def _forbidden(ceil: tuple[Capability, ...], asked: frozenset[CapabilityKind]) -
 # and on the policy: an operation asked again (the grant-settled common case) reuses it.
 # Keyed by the config's identity (the daemon holds one per policy load; hashing a config
 # costs more than the lookup), with the config kept in the entry so an id is never reused.
-_DIFFS: dict[tuple[str, int], tuple[PolicyConfig, CapabilityDiff]] = {}
+_DIFFS: dict[tuple[str, int, bool], tuple[PolicyConfig, CapabilityDiff]] = {}
 _DIFFS_MAX = 4096
 
 
-def capability_diff(op: Operation, config: PolicyConfig) -> CapabilityDiff:
-    key = (op.fingerprint, id(config))
+def capability_diff(
+    op: Operation, config: PolicyConfig, trusted: Iterable[str] | None = None
+) -> CapabilityDiff:
+    """The diff under ``config``, with the escalation ``new_workspace`` when the workspace
+    is under none of the ``trusted`` roots (None: the policy's ``workspaces``)."""
+    known = is_trusted(op.workspace_root, trusted_roots(config, trusted))
+    key = (op.fingerprint, id(config), known)
     found = _DIFFS.get(key)
     if found is not None and found[0] is config:
         return found[1]
     if len(_DIFFS) >= _DIFFS_MAX:
         _DIFFS.clear()
-    diff = _compute_diff(op, config)
+    diff = _compute_diff(op, config, known)
     _DIFFS[key] = (config, diff)
     return diff
 
 
-def _compute_diff(op: Operation, config: PolicyConfig) -> CapabilityDiff:
+def _compute_diff(op: Operation, config: PolicyConfig, trusted_workspace: bool = True) -> CapabilityDiff:
     protected = config.protected_paths
     ceil = ceiling(config, op.workspace_root)
     facts = _facts(ceil)
@@ -211,6 +236,12 @@ def _compute_diff(op: Operation, config: PolicyConfig) -> CapabilityDiff:
             within.append(DiffItem(cap, _WITHIN_REASON.get(cap.kind, "the policy grants it without asking")))
         else:
             escalations.append(DiffItem(cap, _why_escalation(cap, op, config, protected)))
+    if not trusted_workspace:
+        # Whatever the ceiling (even unrestricted): the workspace itself is the operator's
+        # to give, since the sandbox makes it readable and, for writes, writable.
+        cap = Capability(K.FILESYSTEM_READ, op.workspace_root)
+        req = normalize_capabilities([*req, cap])
+        escalations.insert(0, DiffItem(cap, new_workspace_reason(op.workspace_root), NEW_WORKSPACE))
     used_kinds = {i.capability.kind for i in within}
     unused = tuple(
         DiffItem(c, "granted by the sandbox, not requested") for c in ceil if c.kind not in used_kinds

@@ -6,6 +6,7 @@ stable (docs/policy.md lists them); tools and tests match on them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -14,7 +15,7 @@ from console.contract.operation import Operation
 from console.policy.config import ApprovalMode, PolicyConfig
 from console.policy.diff import CapabilityDiff, capability_diff
 from console.policy.grants import Grant, GrantScope, matching
-from console.policy.readonly import is_read_only_command
+from console.policy.readonly import Resolver, is_read_only_command
 
 
 class Verdict(StrEnum):
@@ -98,9 +99,17 @@ def evaluate(
     config: PolicyConfig,
     grants: list[Grant] | tuple[Grant, ...] = (),
     now: float = 0.0,
+    *,
+    trusted: Iterable[str] | None = None,
+    resolve_path: Resolver | None = None,
 ) -> Decision:
+    """The verdict on ``op``. ``trusted`` are the operator's trusted workspace roots
+    (canonical); None means the policy's ``workspaces``. A workspace under none of them
+    is the escalation ``new_workspace``: never allowed without the operator.
+    ``resolve_path`` canonicalizes a path with symlinks followed, for the read-only set's
+    argument check (without it, commands with path arguments are not read-only)."""
     fp = op.fingerprint
-    diff = capability_diff(op, config)
+    diff = capability_diff(op, config, trusted)
 
     def decide(verdict: Verdict, reason: Reason, grant: Grant | None = None) -> Decision:
         auth = (
@@ -111,6 +120,11 @@ def evaluate(
         return Decision(verdict, reason.value, fp, diff, auth, grant)
 
     deny_rule, allow_grant = matching(grants, fp, op.session_id, now)
+    if allow_grant is not None and op.unbound and allow_grant.scope is not GrantScope.ONCE:
+        # Content this operation runs is not bound by its fingerprint, so a standing
+        # grant could carry over to other code: only a once grant applies.
+        once = [g for g in grants if g.scope is GrantScope.ONCE]
+        allow_grant = matching(once, fp, op.session_id, now)[1]
     if deny_rule is not None:
         return decide(Verdict.DENY, Reason.DENY_RULE, deny_rule)
     if allow_grant is not None:
@@ -118,7 +132,7 @@ def evaluate(
 
     escalates = bool(diff.escalations)
     if config.approval is ApprovalMode.UNTRUSTED:
-        if not escalates and is_read_only_command(op):
+        if not escalates and is_read_only_command(op, resolve_path):
             return decide(Verdict.ALLOW, Reason.READ_ONLY_COMMAND)
         return decide(Verdict.REVIEW, Reason.UNTRUSTED_REQUIRES_APPROVAL)
     if not escalates:

@@ -5,6 +5,13 @@ matter here: a pattern without ``/`` matches a name at any depth (``.env`` prote
 ``backend/.env`` too), a pattern with ``/`` is anchored at the root, ``*`` stays inside
 one path segment and ``**`` spans any number of them. A path is protected when it or
 any of its ancestors matches, so a directory pattern covers everything below it.
+
+Names are matched as they are: a newline or any other character in a directory name is
+just a character (the expressions are compiled with DOTALL, so ``.*`` crosses it and
+``backend\\n/.env`` is still protected by ``.env``).
+
+One rule is not a pattern: a ``.git`` that is not a directory (a gitfile, which points
+git at another git dir) is protected wherever it is (console/policy/protected_set.py).
 """
 
 from __future__ import annotations
@@ -53,27 +60,37 @@ def validate_pattern(pattern: str) -> None:
         raise PatternError("a protected pattern must not contain '..'")
 
 
+GITFILE_PATTERN = ".git"
+
+
 class ProtectedPaths:
-    """A compiled set of protected patterns."""
+    """A compiled set of protected patterns (plus the gitfile rule unless ``gitfiles=False``)."""
 
-    __slots__ = ("_each", "_regex", "patterns")
+    __slots__ = ("_each", "_regex", "gitfiles", "patterns")
 
-    def __init__(self, patterns: tuple[str, ...] | list[str]) -> None:
+    def __init__(self, patterns: tuple[str, ...] | list[str], *, gitfiles: bool = True) -> None:
         for p in patterns:
             validate_pattern(p)
         self.patterns = tuple(patterns)
-        self._each = tuple((p, re.compile(_translate(p))) for p in self.patterns)
+        self.gitfiles = gitfiles
+        self._each = tuple((p, re.compile(_translate(p), re.DOTALL)) for p in self.patterns)
         joined = "|".join(f"(?:{_translate(p)})" for p in self.patterns) or "(?!)"
-        self._regex = re.compile(joined)
+        self._regex = re.compile(joined, re.DOTALL)
 
-    def match(self, relative: str) -> str | None:
-        """The first pattern protecting ``relative`` (or an ancestor of it), else None."""
+    def match(self, relative: str, *, is_dir: bool | None = None) -> str | None:
+        """The first pattern protecting ``relative`` (or an ancestor of it), else None.
+
+        ``is_dir``: what ``relative`` is, when the caller knows; a ``.git`` that is not
+        known to be a directory is a gitfile (protected, pattern ``.git``).
+        """
         parts = relative.strip("/").split("/")
+        if self.gitfiles and is_dir is not True and parts[-1] == GITFILE_PATTERN:
+            return GITFILE_PATTERN
         for end in range(len(parts), 0, -1):
             candidate = "/".join(parts[:end])
             if self._regex.fullmatch(candidate):
                 return next(p for p, rx in self._each if rx.fullmatch(candidate))
         return None
 
-    def is_protected(self, relative: str) -> bool:
-        return self.match(relative) is not None
+    def is_protected(self, relative: str, *, is_dir: bool | None = None) -> bool:
+        return self.match(relative, is_dir=is_dir) is not None

@@ -30,6 +30,8 @@ STORE_UNAVAILABLE = -32004
 SHUTTING_DOWN = -32005
 CONFLICT = -32006
 UNAVAILABLE = -32007
+QUOTA_EXCEEDED = -32008  # a limit of console/daemon/quotas.py; data names the quota
+FORBIDDEN = -32009  # an operator-only power asked for on agent.sock
 
 
 class RPCError(Exception):

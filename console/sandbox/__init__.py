@@ -2,7 +2,9 @@
 
 The daemon calls :func:`probe` and :func:`sweep` once at start (in a thread), builds
 one :class:`SandboxConfig`, and for each approved operation awaits :func:`execute`.
-PTY sessions use :func:`prepare` and spawn ``Prepared.argv`` themselves. See plan.py
+PTY sessions use :func:`prepare`, spawn ``Prepared.argv`` themselves (passing
+``Prepared.pass_fds``) and call ``Prepared.confirm(pid)`` at once: the sandbox waits,
+set up, until its mounts are checked. See plan.py
 for what the boundary grants and executor.py for statuses and outcome kinds.
 """
 

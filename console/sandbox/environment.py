@@ -16,9 +16,12 @@ from collections.abc import Mapping
 from console.contract.host import DEFAULT_TRUSTED_PATH
 from console.sandbox.tempdir import PrivateTempRoot
 
+# PATH is not inherited: the daemon's may start with a directory the user (or an agent)
+# can write, e.g. ~/.local/bin, where a `git` dropped by an earlier command would win.
+# Commands always get the trusted PATH; an operation that overrides PATH asked for the
+# `environment` capability on it, and the operator approved that.
 INHERITED = frozenset(
     {
-        "PATH",
         "HOME",
         "LANG",
         "LANGUAGE",
@@ -67,7 +70,7 @@ def child_environment(
     """The complete environment of a sandboxed command, sorted by name."""
     validate_overrides(overrides)
     env = {k: v for k, v in daemon_env.items() if inherited(k) and "\x00" not in v}
-    env.setdefault("PATH", DEFAULT_TRUSTED_PATH)
+    env["PATH"] = DEFAULT_TRUSTED_PATH
     env.update(overrides)
     env.update(private_variables(root))
     return dict(sorted(env.items()))

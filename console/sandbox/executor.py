@@ -8,19 +8,33 @@ process of the sandbox, ``term_grace_s`` to finish, then SIGKILL. bwrap's pid na
 and ``--die-with-parent`` make the kill total: when the sandbox's init dies the kernel
 kills everything left in the namespace, grandchildren included.
 
-Statuses and outcomes (state/kind; the exit code is the command's, 128+N for a death
-by signal N, as shells report it):
+Statuses, outcomes (state / kind) and what ``agent-console exec`` exits with. The
+recorded exit code is the command's, 128+N for a death by signal N, as shells report
+it; when the console ended the command or never started it, the CLI exits with a code
+of its own instead (console/cli/exec_commands.py), so that the SIGTERM sent at the
+output limit (recorded 143) is not mistaken for the command's own SIGTERM, and a
+missing executable exits the same whether the daemon's parse or the sandbox found it:
 
-=================  =============================================================
-exited 0           completed / success
-exited != 0        failed / application_failure (enforcement_degraded if degraded)
-signaled           failed / application_failure (enforcement_degraded if degraded)
-timed_out          failed / timed_out
-output_limit       failed / output_limit
-cancelled          cancelled / cancelled
-not_started        failed / executable_not_found (exit 127) or
-                   failed / sandbox_setup_failure (exit 126)
-=================  =============================================================
+============  ===========================================================  =========
+status        state / kind (recorded exit code)                            exec CLI
+============  ===========================================================  =========
+exited 0      completed / success                                          0
+exited N      failed / application_failure (1)                             N
+signaled      failed / application_failure (1)                             128+N
+timed_out     failed / timed_out                                           124
+output_limit  failed / output_limit                                        125
+cancelled     cancelled / cancelled                                        128+N
+not_started   failed / executable_not_found (127)                          122
+not_started   failed / sandbox_setup_failure (126)                         123
+not_started   denied / enforcement_denied, denial ``content_changed``      126
+              (126): a bound file is not what the fingerprint names
+              (content_pins.py)
+============  ===========================================================  =========
+
+(1) enforcement_degraded when degraded. The CLI also exits 126 when the request is
+denied, 122 when the daemon's parse finds the executable missing (an invalid_input
+problem ``executable_not_found``), 2 for any other invalid operation and 3 when the
+daemon is unreachable.
 
 Denials recognised in the output are listed in ``ExecResult.denials``; for a command
 that did not succeed the first is also the outcome's ``denial``. They do not change the
@@ -50,12 +64,23 @@ from typing import IO, Any
 
 import psutil  # type: ignore[import-untyped]
 
+from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.operation import MAX_STDIN_BYTES, Operation
-from console.contract.outcome import Denial, Enforcement, Exit, Outcome, OutcomeKind, State
+from console.contract.outcome import (
+    CONTENT_CHANGED,
+    Denial,
+    DenialSource,
+    Enforcement,
+    Exit,
+    NextAction,
+    Outcome,
+    OutcomeKind,
+    State,
+)
 from console.policy.evaluate import Authorization
 from console.sandbox.capture import OutputChunk, Stream, StreamCapture, StreamResult
 from console.sandbox.diagnostics import recognise
-from console.sandbox.plan import Prepared, SandboxConfig, SandboxSetupError, prepare
+from console.sandbox.plan import ContentChangedError, Prepared, SandboxConfig, SandboxSetupError, prepare
 from console.sandbox.probing import BACKEND, SandboxProbe
 
 EXIT_NOT_FOUND = 127
@@ -154,6 +179,8 @@ async def execute(
         # The thread finishes anyway; whatever it made must still be cleaned up.
         preparing.add_done_callback(_close_when_prepared)
         raise
+    except ContentChangedError as exc:
+        return _content_changed(exc, started)
     except SandboxSetupError as exc:
         failed = Enforcement(backend=BACKEND, level="none", degraded=False, downgrade_reason="")
         return _not_started(OutcomeKind.SANDBOX_SETUP_FAILURE, str(exc), failed, started)
@@ -162,6 +189,32 @@ async def execute(
     finally:
         removed = await asyncio.shield(asyncio.to_thread(prepared.close))
     return _with_removed(result, removed)
+
+
+def _content_changed(exc: ContentChangedError, started: float) -> ExecResult:
+    """Denied before it started: what would run is not what was approved."""
+    denial = Denial(
+        Capability(CapabilityKind.PROCESS_SPAWN),
+        DenialSource.APPROVAL,
+        CONTENT_CHANGED,
+        recoverable=True,
+        next_action=NextAction.REQUEST_APPROVAL,
+    )
+    enforcement = Enforcement(backend=BACKEND, level="none")
+    outcome = Outcome(State.DENIED, OutcomeKind.ENFORCEMENT_DENIED, denial=denial, enforcement=enforcement)
+    outcome.validate()
+    return ExecResult(
+        outcome=outcome,
+        status=Status.NOT_STARTED,
+        exit_code=EXIT_SETUP_FAILURE,
+        signal="",
+        duration_ms=(time.monotonic() - started) * 1000,
+        stdout=StreamResult(),
+        stderr=StreamResult(),
+        denials=(denial,),
+        enforcement=enforcement,
+        reason=_bounded(str(exc)),
+    )
 
 
 def _with_removed(result: ExecResult, removed: bool) -> ExecResult:
@@ -226,11 +279,23 @@ class _Run:
                 cwd=p.cwd,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=p.pass_fds,
             )
         except OSError as exc:
             # Unconfined, argv[0] is the command itself; sandboxed, it is bwrap.
             kind = OutcomeKind.SANDBOX_SETUP_FAILURE if p.sandboxed else OutcomeKind.EXECUTABLE_NOT_FOUND
             return _not_started(kind, f"could not start: {exc.strerror}", p.enforcement, self.started)
+        try:
+            # The sandbox waits, set up, until its mounts are checked (console/sandbox/verify.py).
+            await asyncio.to_thread(p.confirm, proc.pid)
+        except SandboxSetupError as exc:
+            proc.kill()
+            proc.communicate()
+            return _not_started(OutcomeKind.SANDBOX_SETUP_FAILURE, str(exc), p.enforcement, self.started)
+        except BaseException:
+            proc.kill()
+            proc.communicate()
+            raise
         try:
             pidfd = os.pidfd_open(proc.pid)
         except OSError as exc:

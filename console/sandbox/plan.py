@@ -11,6 +11,11 @@ showed the operator (:func:`console.policy.diff.requested`):
   read-only again, unless a `protected_metadata` capability covers them; the
   directories between a writable mount and a protected path are pinned (bound onto
   themselves) so the protected path cannot be moved aside by renaming its parent;
+  what a protected symlink points to and other hardlinks of a protected file are
+  protected too (console/sandbox/protected.py);
+- no home: /root, /home and $HOME covered by empty scratch mounts (gone with the
+  sandbox, like /tmp), the workspace and write dirs bound back inside; the policy's `readable` bound back read-only and its
+  `hidden` covered too (console/sandbox/home.py);
 - the hidden paths (the console's state and runtime directories, the user's runtime
   directory with its session bus and agent sockets) covered by empty read-only mounts;
 - no network unless `external_network` (a private loopback exists either way);
@@ -23,9 +28,26 @@ allows degraded execution. Unconfined runs see everything the operator's account
 the console's state included: that is what `unrestricted` means, and why degraded
 execution is opt-in.
 
+Mount what was checked: every bind source (workspace, write dirs, pins, readable
+paths) is opened once, component by component, never through a symlink
+(console/sandbox/resolve.py), and bwrap is given the descriptor (``--bind-fd``). A write
+dir that vanished or became a symlink since the request was checked, or a workspace
+that did, fails the preparation with a message naming the field; nothing runs.
+
+That is not enough by itself: bwrap 0.8.0 turns each descriptor back into a path when it
+parses its arguments, mounts that path later and finds every mount point by name in the
+new root, following symlinks on both sides. So the sandbox waits, set up, before it
+runs anything (``--block-fd``), and :meth:`Prepared.confirm` checks its mounts from
+outside — each bind is the opened object, at its place, read-only exactly when asked,
+and nothing else was mounted — then lets it go, or kills it (console/sandbox/verify.py).
+Binds go shallow to deep and, at equal depth, a protected pin after a writable bind:
+a pin wins, and a deeper mount point cannot be created inside an already pinned
+directory.
+
 Limits, by construction: a protected path that does not exist yet can be created (only
 existing paths can be mounted over; the watcher's tripwire reports it); a protected
-entry that is a symlink is not protected (a mount would land on its target); a pinned
+entry that is a symlink cannot itself be pinned — its target is, when writable, but the
+link can be replaced where its parent is writable (the watcher reports it); a pinned
 directory cannot be renamed or removed during the run; `process_control` and
 `host_visible_binding` are not granted inside the sandbox (the pid and net namespaces
 rule them out; only `unrestricted` has them); `network = "any"` shares the host's
@@ -38,11 +60,14 @@ both start ``Prepared.argv`` their own way.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 import tempfile
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from console.contract.capabilities import Capability, CapabilityKind
@@ -51,10 +76,16 @@ from console.contract.outcome import Enforcement
 from console.policy.config import DEFAULT_PROTECTED
 from console.policy.diff import requested
 from console.policy.patterns import ProtectedPaths
-from console.sandbox.bwrap import Bind, BindMode, Boundary, bwrap_argv, ordered
+from console.policy.visibility import DEFAULT_READABLE
+from console.sandbox import placeholders, verify
+from console.sandbox.bwrap import Bind, BindMode, Boundary, DataBind, bwrap_argv, ordered
+from console.sandbox.content_pins import ContentChanged, PinError, Pins, private_argv, verify_and_pin
 from console.sandbox.environment import child_environment
+from console.sandbox.gitconfig import config_targets
+from console.sandbox.home import expand, home_masks
 from console.sandbox.probing import BACKEND, SandboxProbe
 from console.sandbox.protected import ProtectedWalkError, find_protected
+from console.sandbox.resolve import Opened, ResolveError, open_path
 from console.sandbox.tempdir import PrivateTempRoot, TempRootError
 
 K = CapabilityKind
@@ -80,11 +111,25 @@ def user_runtime_dirs(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
 
 
 class SandboxSetupError(RuntimeError):
-    """The sandbox cannot be prepared for this operation; the message says why."""
+    """The sandbox cannot be prepared for this operation; the message says why and
+    ``field`` names the operation's (or the policy's) field at fault, when one is."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class SandboxUnavailable(SandboxSetupError):
     """No working sandbox, and the policy does not allow running without one."""
+
+
+class ContentChangedError(SandboxSetupError):
+    """A bound file is not what the fingerprint names: nothing may run (``paths``,
+    escaped for display)."""
+
+    def __init__(self, paths: tuple[str, ...]) -> None:
+        super().__init__("content changed since it was approved: " + ", ".join(paths))
+        self.paths = paths
 
 
 @dataclass(frozen=True)
@@ -96,13 +141,16 @@ class SandboxConfig:
     ``$XDG_RUNTIME_DIR`` from ``inherit_env``) and container sockets are added always.
     ``inherit_env``: the daemon's environment; only the allowlisted names are passed on.
     ``protected``: the policy's ``protected_paths`` (the same patterns policy used to
-    decide which writes need `protected_metadata`). ``temp_base``: where private temp
+    decide which writes need `protected_metadata`). ``readable``/``hidden``: the
+    policy's keys of those names (globs, ``~`` is ``inherit_env``'s HOME). ``temp_base``: where private temp
     roots are made (private, or sticky like /tmp); best inside the hidden state dir or
     under /tmp, where concurrent runs cannot see each other's roots.
     """
 
     hidden_paths: tuple[str, ...] = ()
     temp_base: str = field(default_factory=tempfile.gettempdir)
+    readable: tuple[str, ...] = DEFAULT_READABLE  # the policy's `readable` globs (home.py)
+    hidden: tuple[str, ...] = ()  # the policy's `hidden` globs
     protected: ProtectedPaths = field(default_factory=lambda: ProtectedPaths(DEFAULT_PROTECTED))
     allow_degraded: bool = False
     inherit_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -118,6 +166,32 @@ class SandboxConfig:
             raise ValueError("grace periods must not be negative")
         if not 512 <= self.chunk_bytes <= 1 << 24:
             raise ValueError("chunk_bytes must be between 512 and 16 MiB")
+
+
+@dataclass
+class Gate:
+    """The daemon's ends of bwrap's ``--info-fd`` and ``--block-fd``, and what to check."""
+
+    info_fd: int
+    block_fd: int
+    child_ends: tuple[int, int]
+    expected: list[verify.Expected]
+    extra: Counter[str]
+
+
+def _gate(boundary: Boundary, stats: dict[int, os.stat_result]) -> Gate:
+    info_r, info_w = os.pipe2(os.O_CLOEXEC)
+    block_r, block_w = os.pipe2(os.O_CLOEXEC)
+    covered = {d.dest for d in boundary.data_binds}  # content pins land on top of these
+    expected = [
+        verify.Expected(b.path, stats[b.fd].st_dev, stats[b.fd].st_ino, b.mode is BindMode.READ_ONLY)
+        for b in (*boundary.readable, *boundary.binds)
+        if b.fd >= 0 and b.path not in covered
+    ]
+    extra_binds = Counter(b.path for b in (*boundary.readable, *boundary.binds) if b.path in covered)
+    extra = Counter([*boundary.hidden_files, *([boundary.temp_root] if boundary.temp_root else [])])
+    extra += extra_binds
+    return Gate(info_r, block_w, (info_w, block_r), expected, extra)
 
 
 @dataclass
@@ -141,6 +215,39 @@ class Prepared:
     binds: tuple[Bind, ...] = ()
     protected: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
+    # Descriptors the spawn must pass on (mount sources, content pins); open until :meth:`close`.
+    pass_fds: tuple[int, ...] = ()
+    pins: Pins = field(default_factory=Pins)
+    mount_fds: tuple[int, ...] = ()  # the O_PATH sources of the binds (part of pass_fds)
+    masks: tuple[str, ...] = ()
+    gate: Gate | None = None  # the mount check before the command starts (verify.py)
+
+    def confirm(self, pid: int) -> bool:
+        """Check the mounts of the just-spawned sandbox (``pid``: bwrap) and let it run.
+
+        Every spawner calls this right after starting ``argv``: the sandbox waits for it
+        before running anything. False when bwrap exited during setup (its error is on
+        its stderr); raises :class:`SandboxSetupError` (field ``write_dirs``) after killing
+        bwrap when the mounts are not the ones asked for.
+        """
+        gate, self.gate = self.gate, None
+        if gate is None:
+            return True
+        for fd in gate.child_ends:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.mount_fds = tuple(fd for fd in self.mount_fds if fd not in gate.child_ends)
+        try:
+            return verify.confirm(pid, gate.info_fd, gate.block_fd, gate.expected, gate.extra)
+        except verify.MountMismatch as exc:
+            raise SandboxSetupError(
+                f"write_dirs: the sandbox's mounts are not the ones asked for ({exc}): a directory "
+                "on the way was swapped (for a symlink) while it started, so nothing runs",
+                "write_dirs",
+            ) from None
+        finally:
+            os.close(gate.info_fd)
+            os.close(gate.block_fd)
 
     def writable(self, path: str) -> bool:
         """Whether the command could write at canonical ``path`` (by the mounts alone).
@@ -152,6 +259,7 @@ class Prepared:
         mounts = [
             ("/tmp", True),
             ("/dev/shm", True),
+            *((m, True) for m in self.masks),
             *((b.path, b.mode is BindMode.WRITABLE) for b in self.binds),
             *((h, False) for h in self.hidden),
             (self.temp_root.path, True),
@@ -163,7 +271,16 @@ class Prepared:
         return result
 
     def close(self) -> bool:
-        """Remove the private temp root (only if still the one created); idempotent."""
+        """Remove the private temp root (only if still the one created) and close the
+        pins' and the mounts' descriptors; idempotent. Call it after the process ended:
+        an unconfirmed gate's end is left open (closing it would let a sandbox still
+        waiting run unchecked; its spawner kills it)."""
+        self.pins.close()
+        for fd in self.mount_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.mount_fds = ()
+        self.pass_fds = ()
         return self.temp_root.close()
 
     def __enter__(self) -> Prepared:
@@ -201,7 +318,7 @@ def _metadata_scopes(op: Operation, caps: tuple[Capability, ...]) -> list[str]:
     return sorted({c.scope or op.workspace_root for c in caps if c.kind is K.PROTECTED_METADATA})
 
 
-def _pins(match: str, writable: list[str]) -> list[str]:
+def _chain(match: str, writable: list[str]) -> list[str]:
     """Directories strictly between the innermost writable mount holding ``match`` and it."""
     holders = [w for w in writable if is_within(match, w) and w != match]
     if not holders:
@@ -215,57 +332,197 @@ def _pins(match: str, writable: list[str]) -> list[str]:
     return pins
 
 
+class _Sources:
+    """The open descriptors of one boundary's binds; all closed if preparing fails."""
+
+    def __init__(self, root: str) -> None:
+        self.fds: list[int] = []
+        self.stats: dict[int, os.stat_result] = {}
+        self.root = root
+        try:
+            ws = open_path(root)
+        except ResolveError as exc:
+            raise SandboxSetupError(
+                f"workspace_root: {_shown(root)} {exc.why} now; the request was checked against a "
+                "real directory, so nothing runs (submit it again)",
+                "workspace_root",
+            ) from None
+        self.fds.append(ws.fd)
+        self.stats[ws.fd] = ws.st
+        if not ws.is_dir:
+            self.close()
+            raise SandboxSetupError(
+                f"workspace_root: {_shown(root)} is no longer a directory", "workspace_root"
+            )
+        self.root_fd = ws.fd
+
+    def open(self, path: str) -> Opened:
+        """``path`` opened without following symlinks; below the workspace's descriptor
+        when inside it (so it is the same workspace that was opened first)."""
+        if path == self.root:
+            opened = open_path(path, beneath=self.root_fd)
+        elif is_within(path, self.root):
+            opened = open_path(path, beneath=self.root_fd, relative=path[len(self.root.rstrip("/")) + 1 :])
+        else:
+            opened = open_path(path)
+        self.fds.append(opened.fd)
+        self.stats[opened.fd] = opened.st
+        return opened
+
+    def close(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = []
+
+
+def _shown(path: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in path)[:200]
+
+
+def _scope_field(op: Operation, scope: str) -> str:
+    return "write_dirs" if scope in op.write_dirs else "capabilities"
+
+
+def _policy_paths(cfg: SandboxConfig) -> tuple[list[str], list[str]]:
+    """The policy's ``readable`` and ``hidden`` paths that exist now."""
+    try:
+        readable = expand(cfg.readable, cfg.inherit_env, "readable")
+        hidden = expand(cfg.hidden, cfg.inherit_env, "hidden")
+    except ValueError as exc:
+        key = str(exc).partition(":")[0]
+        raise SandboxSetupError(str(exc), key) from None
+    return readable, hidden
+
+
 def _boundary(
     op: Operation, cfg: SandboxConfig, caps: tuple[Capability, ...], temp_root: str, terminal: bool
-) -> tuple[Boundary, tuple[str, ...], tuple[str, ...]]:
+) -> tuple[Boundary, tuple[str, ...], tuple[str, ...], _Sources]:
     root = op.workspace_root
+    readable_paths, policy_hidden = _policy_paths(cfg)
     always = (*user_runtime_dirs(cfg.inherit_env), *SOCKET_PATHS)
-    hidden_dirs, hidden_files = _existing([*cfg.hidden_paths, *always])
+    hidden_dirs, hidden_files = _existing([*cfg.hidden_paths, *always, *policy_hidden])
     # Only the outermost: a nested one would just leave its mount point visible.
     hidden_dirs = [d for d in hidden_dirs if not any(is_within(d, o) and d != o for o in hidden_dirs)]
     hidden_files = [f for f in hidden_files if not any(is_within(f, o) for o in hidden_dirs)]
     hidden = (*hidden_dirs, *hidden_files)
-    if any(is_within(root, h) for h in hidden) or any(is_within(op.cwd_path, h) for h in hidden):
-        raise SandboxSetupError(
-            "the workspace lies inside a directory the sandbox hides (the console's state or a runtime dir)"
-        )
+    for h in hidden:
+        if is_within(root, h) or is_within(op.cwd_path, h):
+            named = any(os.path.realpath(p) == h for p in policy_hidden)
+            raise SandboxSetupError(
+                f"hidden: the workspace lies inside {_shown(h)}, which the policy's `hidden` hides"
+                if named
+                else "the workspace lies inside a directory the sandbox hides (the console's state or a runtime dir)",
+                "hidden" if named else "workspace_root",
+            )
+    masks = [m for m in home_masks(cfg.inherit_env) if not any(is_within(m, h) for h in hidden_dirs)]
 
-    writable = [s for s in _writable_scopes(op, caps) if os.path.exists(s)]
-    binds = [Bind(root, BindMode.WRITABLE if root in writable else BindMode.READ_ONLY)]
-    binds += [Bind(s, BindMode.WRITABLE) for s in writable if s != root]
-
-    metadata = _metadata_scopes(op, caps)
-    walk_roots = tuple(w for w in writable if is_within(w, root))
+    src = _Sources(root)
     try:
-        matches = find_protected(root, walk_roots, cfg.protected, skip=hidden)
-    except ProtectedWalkError as exc:
-        raise SandboxSetupError(str(exc)) from None
-    protected: list[str] = []
-    pins: set[str] = set()
-    for m in matches:
-        if any(is_within(m.path, s) for s in metadata):
-            continue
-        protected.append(m.path)
-        pins.update(_pins(m.path, writable))
-    pins -= set(writable)
-    binds += [Bind(p, BindMode.WRITABLE) for p in sorted(pins)]
-    binds += [Bind(p, BindMode.READ_ONLY) for p in protected]
-    # A protected_metadata scope inside a protected directory opens just that scope again.
-    binds += [
-        Bind(s, BindMode.WRITABLE)
-        for s in metadata
-        if s not in writable and any(is_within(s, p) and s != p for p in protected)
-    ]
+        boundary, protected = _binds(op, cfg, caps, src, hidden, masks, readable_paths)
+    except BaseException:
+        src.close()
+        raise
     share = any(c.kind is K.EXTERNAL_NETWORK for c in caps)
-    boundary = Boundary(
-        binds=ordered(binds),
+    boundary = replace(
+        boundary,
         hidden_dirs=tuple(hidden_dirs),
         hidden_files=tuple(hidden_files),
         temp_root=temp_root,
         share_network=share,
         new_session=not terminal,
     )
-    return boundary, tuple(protected), hidden
+    return boundary, protected, hidden, src
+
+
+def _binds(
+    op: Operation,
+    cfg: SandboxConfig,
+    caps: tuple[Capability, ...],
+    src: _Sources,
+    hidden: tuple[str, ...],
+    masks: list[str],
+    readable_paths: list[str],
+) -> tuple[Boundary, tuple[str, ...]]:
+    root = op.workspace_root
+    writable: list[str] = []
+    binds: list[Bind] = []
+    for scope in _writable_scopes(op, caps):
+        if scope == root:
+            writable.append(scope)
+            continue
+        try:
+            opened = src.open(scope)
+        except ResolveError as exc:
+            field_name = _scope_field(op, scope)
+            if exc.errno == errno.ENOENT and field_name != "write_dirs":
+                continue  # a capability on a path that does not exist: nothing to bind
+            raise SandboxSetupError(
+                f"{field_name}: {_shown(scope)} {exc.why} now; it was a directory when the request "
+                "was checked, so nothing runs (create it again and resubmit)",
+                field_name,
+            ) from None
+        writable.append(scope)
+        binds.append(Bind(scope, BindMode.WRITABLE, opened.fd))
+    binds.insert(0, Bind(root, BindMode.WRITABLE if root in writable else BindMode.READ_ONLY, src.root_fd))
+
+    metadata = _metadata_scopes(op, caps)
+    walk_roots = tuple(w for w in writable if is_within(w, root))
+    if root in writable:
+        placeholders.ensure(src.root_fd)
+    try:
+        extra = config_targets(root, cfg.inherit_env) if walk_roots else ()
+        matches = find_protected(
+            root, walk_roots, cfg.protected, skip=hidden, extra=extra, writable=tuple(writable)
+        )
+    except ProtectedWalkError as exc:
+        raise SandboxSetupError(str(exc), "write_dirs") from None
+    protected: list[str] = []
+    chain: set[str] = set()
+    for m in matches:
+        if any(is_within(m.path, s) for s in metadata):
+            continue
+        protected.append(m.path)
+        chain.update(_chain(m.path, writable))
+    chain -= set(writable)
+    pinned: list[str] = []
+    for path, mode in [
+        *((p, BindMode.WRITABLE) for p in sorted(chain)),
+        *((p, BindMode.READ_ONLY) for p in protected),
+        # A protected_metadata scope inside a protected directory opens just that scope again.
+        *(
+            (s, BindMode.WRITABLE)
+            for s in metadata
+            if s not in writable and any(is_within(s, p) and s != p for p in protected)
+        ),
+    ]:
+        try:
+            opened = src.open(path)
+        except ResolveError as exc:
+            if exc.errno == errno.ENOENT:
+                continue  # removed since the walk: nothing left to pin
+            raise SandboxSetupError(
+                f"a protected path changed while the sandbox was prepared: {_shown(path)} {exc.why}; "
+                "nothing runs (retry)",
+                "workspace_root",
+            ) from None
+        binds.append(Bind(path, mode, opened.fd))
+        if mode is BindMode.READ_ONLY:
+            pinned.append(path)
+
+    readable: list[Bind] = []
+    # The approved executable, when it lies in a hidden home, so that it can start.
+    if op.executable.startswith("/") and op.executable not in readable_paths:
+        readable_paths = [*readable_paths, op.executable]
+    for name in readable_paths:
+        if not any(is_within(name, m) for m in masks) or any(is_within(name, h) for h in hidden):
+            continue  # visible anyway, or hidden (which wins)
+        try:
+            opened = src.open(os.path.realpath(name))
+        except ResolveError:
+            continue
+        readable.append(Bind(name, BindMode.READ_ONLY, opened.fd))
+    return Boundary(binds=ordered(binds), masks=tuple(masks), readable=tuple(readable)), tuple(pinned)
 
 
 def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal: bool = False) -> Prepared:
@@ -280,8 +537,15 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
     if not unrestricted and not probe.available and not cfg.allow_degraded:
         raise SandboxUnavailable(probe.reason or "the sandbox is not available")
     try:
+        pins = verify_and_pin(op)
+    except ContentChanged as exc:
+        raise ContentChangedError(exc.paths) from None
+    except PinError as exc:
+        raise SandboxSetupError(str(exc)) from None
+    try:
         temp_root = PrivateTempRoot(cfg.temp_base)
     except (OSError, TempRootError) as exc:
+        pins.close()
         raise SandboxSetupError(f"private temp root: {exc}") from None
     try:
         try:
@@ -296,7 +560,7 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
                     backend="none", level=LEVEL_NONE, degraded=True, downgrade_reason=probe.reason
                 )
             return Prepared(
-                argv=list(op.argv),
+                argv=private_argv(op.argv, pins),
                 env=env,
                 cwd=op.cwd_path,
                 temp_root=temp_root,
@@ -304,8 +568,18 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
                 sandboxed=False,
                 network_isolated=False,
                 workspace_root=op.workspace_root,
+                pass_fds=pins.fds,
+                pins=pins,
             )
-        boundary, protected, hidden = _boundary(op, cfg, caps, temp_root.path, terminal)
+        boundary, protected, hidden, sources = _boundary(op, cfg, caps, temp_root.path, terminal)
+        try:
+            boundary = replace(boundary, data_binds=_pin_binds(pins, boundary, hidden))
+            gate = _gate(boundary, sources.stats)
+        except BaseException:
+            sources.close()
+            raise
+        sources.fds += gate.child_ends
+        boundary = replace(boundary, info_fd=gate.child_ends[0], block_fd=gate.child_ends[1])
         return Prepared(
             argv=bwrap_argv(probe.launcher, boundary, op.cwd_path, op.argv),
             env=env,
@@ -318,7 +592,31 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
             binds=boundary.binds,
             protected=protected,
             hidden=hidden,
+            pass_fds=(*sources.fds, *pins.fds),
+            pins=pins,
+            mount_fds=tuple(sources.fds),
+            masks=boundary.masks,
+            gate=gate,
         )
     except BaseException:
+        pins.close()
         temp_root.close()
         raise
+
+
+# Private inside the sandbox: a host file there is not what the command would find.
+_PRIVATE_MOUNTS = ("/tmp", "/dev", "/proc")
+
+
+def _pin_binds(pins: Pins, boundary: Boundary, hidden: tuple[str, ...]) -> tuple[DataBind, ...]:
+    """Each pinned file over its path, where the sandbox shows the host's file at all (a
+    pin must not make visible what the boundary hides)."""
+
+    def visible(path: str) -> bool:
+        if any(is_within(path, h) for h in hidden):
+            return False
+        private = any(is_within(path, m) for m in (*_PRIVATE_MOUNTS, *boundary.masks))
+        shown = (*boundary.binds, *boundary.readable)
+        return not private or any(is_within(path, b.path) for b in shown)
+
+    return tuple(DataBind(p.fd, p.path, p.mode) for p in pins.pins if visible(p.path))

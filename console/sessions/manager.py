@@ -141,6 +141,7 @@ class SessionManager:
         owner: str,
         mode: Mode = "interactive",
         record_input: bool = False,
+        pass_fds: Sequence[int] = (),
     ) -> SessionInfo:
         """Start `argv` (taken as given, e.g. already wrapped by the sandbox) on a new
         PTY as session and process-group leader. `env` None means the daemon's.
@@ -184,6 +185,7 @@ class SessionManager:
                 scrollback_lines=self.scrollback_lines,
                 scrollback_bytes=self.scrollback_bytes,
                 attach_max_pending=self.attach_max_pending,
+                pass_fds=pass_fds,
             )
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)

@@ -62,17 +62,20 @@ def check_size(cols: int, rows: int) -> None:
         raise SessionError(f"terminal size must be between 1x1 and {MAX_SIZE}x{MAX_SIZE}")
 
 
-def _child_setup(cwd: str) -> Callable[[], None]:
+def _child_setup(cwd: str, inherit: Sequence[int] = ()) -> Callable[[], None]:
     """Runs in the forked child before exec: what subprocess does for its children
     and ptyprocess does not. Python ignores SIGPIPE and SIGXFSZ, and ignored signals
     survive exec; a blocked signal mask would too. The directory change is done here
     (not by ptyprocess) so a failure is reported to the parent instead of leaving a
-    forked copy of the daemon running."""
+    forked copy of the daemon running. ``inherit``: descriptors to keep across exec
+    (ptyprocess keeps ``pass_fds`` open but leaves their close-on-exec flag)."""
 
     def setup() -> None:
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        for fd in inherit:
+            os.set_inheritable(fd, True)
         os.chdir(cwd)
 
     return setup
@@ -141,6 +144,7 @@ class Session:
         scrollback_lines: int,
         scrollback_bytes: int | None,
         attach_max_pending: int = DEFAULT_MAX_PENDING,
+        pass_fds: Sequence[int] = (),
     ) -> Session:
         loop = asyncio.get_running_loop()
         try:
@@ -148,7 +152,8 @@ class Session:
                 list(info.argv),
                 env=dict(env),
                 dimensions=(info.rows, info.cols),
-                preexec_fn=_child_setup(info.cwd),
+                preexec_fn=_child_setup(info.cwd, tuple(pass_fds)),
+                pass_fds=tuple(pass_fds),  # the sandbox's content pins (console/sandbox/plan.py)
             )
         except (OSError, ValueError, TypeError) as exc:
             raise SessionError(f"could not start {info.argv[0]!r}: {exc}") from exc

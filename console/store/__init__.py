@@ -20,6 +20,7 @@ from console.store.event import (
     file_event,
     outcome_event,
     request_event,
+    workspace_event,
 )
 from console.store.query import HistoryPage, HistoryQuery
 from console.store.schema import SCHEMA_VERSION
@@ -47,4 +48,5 @@ __all__ = [
     "outcome_event",
     "request_event",
     "row_hash",
+    "workspace_event",
 ]

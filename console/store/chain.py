@@ -10,8 +10,11 @@ where ``prev_hash`` is the previous row's ``hash`` (64 ``"0"`` for the first row
 ``command``, ``cwd``, ``workspace_root``, ``session_id``, ``verdict``, ``source``,
 ``scope``, ``reason``, ``note``, ``justification``, ``peer_pid``, ``latency_ms`` and
 ``body`` — ``body`` as its stored text, which is itself the canonical JSON of the body
-object. ``canonical`` is :func:`console.contract.strictjson.canonical`: keys sorted,
-no whitespace, UTF-8, floats in shortest round-trip form, null for absent numbers.
+object. ``canonical`` is the chain's own encoding, frozen since the first history was
+written: keys sorted by code point, no whitespace, UTF-8, floats in Python's shortest
+round-trip form (``3.0``, not RFC 8785's ``3``), null for absent numbers. It is not
+:func:`console.contract.strictjson.canonical` (RFC 8785, for fingerprints): changing
+the chain's encoding would make every stored history fail ``verify``.
 Seqs are contiguous from 1, so a deleted, inserted or reordered row breaks either the
 seq sequence, a row's own hash (``seq`` is hashed) or the next row's ``prev_hash``.
 
@@ -30,12 +33,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from console.contract import strictjson
-from console.contract.strictjson import canonical
 
 GENESIS = "0" * 64
 HEAD_SUFFIX = ".head"
 _HEAD_SIZE = 512
+
+# The chain's encoding (see the module docstring); frozen: stored hashes depend on it.
+canonical = msgspec.json.Encoder(order="sorted").encode
 
 
 def row_hash(prev_hash: str, columns: Mapping[str, Any]) -> str:
@@ -104,8 +111,11 @@ class HeadFile:
     Updated in place with one ``pwrite`` of a fixed-size record: a rename per commit
     costs about as much as the commit itself on ext4, and a single small write is atomic
     against a process crash. It is not fsync-ed, so after a power loss it can lag the
-    database; :meth:`Store.open` notices, checks the lagging rows chain from the anchor,
-    re-anchors and records that it did.
+    database; :meth:`Store.open` notices and, since a lag cannot be told from rows forged
+    together with the meta row, flags the rows past the anchor (a ``daemon`` event
+    ``unanchored``) until the operator accepts them; their grants wait meanwhile. It sits
+    beside the database, so it proves nothing against someone who can write both: for
+    that, ``history anchor --to FILE`` keeps a copy elsewhere.
     """
 
     def __init__(self, fd: int) -> None:

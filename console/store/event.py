@@ -30,6 +30,8 @@ class EventKind(StrEnum):
     GRANT = "grant"
     GRANT_REVOKED = "grant_revoked"
     GRANT_USED = "grant_used"
+    WORKSPACE_TRUSTED = "workspace_trusted"
+    WORKSPACE_UNTRUSTED = "workspace_untrusted"
     DAEMON = "daemon"
 
 
@@ -404,4 +406,23 @@ def grant_event(grant: Grant, *, tool: str, summary: str) -> Event:
         scope=grant.scope.value,
         note=grant.note,
         body={"grant": grant.to_dict(), "tool": tool, "summary": summary},
+    )
+
+
+def workspace_event(
+    *, trusted: bool, root: str, at: float, source: str, request_id: str = "", note: str = ""
+) -> Event:
+    """The operator trusted (or stopped trusting) a workspace root. ``source`` says how:
+    ``operator`` (agent-console workspaces add/remove) or ``approval`` (an "always"
+    approval of a request in a new workspace, named by ``request_id``). Replaying these
+    events in order gives the runtime trusted set, as tamper-evident as the chain."""
+    return Event(
+        kind=EventKind.WORKSPACE_TRUSTED if trusted else EventKind.WORKSPACE_UNTRUSTED,
+        at=at,
+        workspace_root=root,
+        command=root,
+        request_id=request_id,
+        source=source,
+        note=note,
+        body={"workspace_root": root, "trusted": trusted},
     )

@@ -110,6 +110,8 @@ class Store:
         self.readonly = readonly
         # What opening noticed about the anchors (also recorded as `daemon` events).
         self.open_notes: tuple[str, ...] = ()
+        # Rows past the head anchor, not yet accepted by the operator (see unaccepted()).
+        self.unaccepted_rows: tuple[tuple[int, int], ...] = ()
         self._immutable = immutable
         self._head = head
         self._store_id = store_id
@@ -187,12 +189,13 @@ class Store:
             conn.close()
         store = cls(path, head, store_id, found, max_batch, busy_timeout_s)
         store.open_notes = tuple(n.note for n in notes)
-        if notes:
-            try:
+        try:
+            if notes:
                 store.append(*notes).result()
-            except BaseException:
-                store.close()
-                raise
+            store.unaccepted_rows = tuple(store.unaccepted())
+        except BaseException:
+            store.close()
+            raise
         return store
 
     @classmethod
@@ -393,6 +396,43 @@ class Store:
         at = float(at)
         return self._submit(job)
 
+    def accept(self, through_seq: int, at: float, note: str = "") -> Future[list[tuple[int, int]]]:
+        """Accept every flagged range ending at or before ``through_seq`` (the operator
+        reviewed those rows); resolves to the ranges accepted ([] when none was open)."""
+        if isinstance(through_seq, bool) or not isinstance(through_seq, int) or through_seq < 1:
+            return _failed(ValueError("through_seq must be a positive integer"))
+
+        def job(tx: Tx) -> list[tuple[int, int]]:
+            accepted = [r for r in checks.unaccepted_ranges(tx.conn) if r[1] <= through_seq]
+            if accepted:
+                event = daemon_event(
+                    at=at,
+                    note=f"operator accepted unanchored rows through seq {through_seq}"
+                    + (f": {note}" if note else ""),
+                    body={
+                        "event": "rows_accepted",
+                        "through_seq": through_seq,
+                        "ranges": [list(r) for r in accepted],
+                    },
+                )
+                tx.append([encode(event)])
+            return accepted
+
+        future: Future[list[tuple[int, int]]] = self._submit(job)
+
+        def refresh(done: Future[list[tuple[int, int]]]) -> None:
+            if not done.exception():
+                self.unaccepted_rows = tuple(r for r in self.unaccepted_rows if r[1] > through_seq)
+
+        future.add_done_callback(refresh)
+        return future
+
+    def unaccepted(self) -> list[tuple[int, int]]:
+        """Ranges of rows that start-up found past the head anchor and the operator has
+        not accepted: allow grants created in them are not honoured."""
+        with self._reader("reading unaccepted rows") as conn:
+            return checks.unaccepted_ranges(conn)
+
     # -- reads -------------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -430,9 +470,13 @@ class Store:
         """
         with self._reader("reading grants") as conn:
             rows = conn.execute(f"SELECT {_GRANT_COLUMNS} FROM grants ORDER BY seq").fetchall()  # noqa: S608
+            flagged = checks.unaccepted_ranges(conn)
         when = time.time() if now is None else now
         out = []
         for row in rows:
+            in_flagged = any(low <= row[13] <= high for low, high in flagged)
+            if in_flagged and row[3] == Effect.ALLOW.value and not include_inactive:
+                continue  # created in rows start-up could not vouch for: not honoured until accepted
             g = Grant(
                 id=row[0],
                 fingerprint=row[1],
@@ -449,6 +493,21 @@ class Store:
             if include_inactive or _active(g, when):
                 out.append(g)
         return out
+
+    def trusted_workspaces(self) -> list[dict[str, Any]]:
+        """The runtime trusted workspace roots, replayed from their events in chain order:
+        each ``{workspace_root, at, source, request_id}`` as last trusted, oldest first."""
+        with self._reader("reading trusted workspaces") as conn:
+            rows = conn.execute(
+                "SELECT kind, workspace_root, at, source, request_id FROM events "
+                "WHERE kind IN ('workspace_trusted', 'workspace_untrusted') ORDER BY seq"
+            ).fetchall()
+        current: dict[str, dict[str, Any]] = {}
+        for kind, root, at, source, request_id in rows:
+            current.pop(root, None)
+            if kind == EventKind.WORKSPACE_TRUSTED:
+                current[root] = {"workspace_root": root, "at": at, "source": source, "request_id": request_id}
+        return list(current.values())
 
     def history(self, q: HistoryQuery) -> HistoryPage:
         """One page of matching events, newest first (see HistoryQuery for paging)."""
@@ -602,8 +661,9 @@ class Store:
             time.sleep(0.001)
         raise StoreUnavailable("locked", "the history kept changing while verify tried to read its anchor")
 
-    def verify(self) -> VerifyReport:
-        """Walk the whole chain and check its anchors and the grants table.
+    def verify(self, external: Anchor | None = None) -> VerifyReport:
+        """Walk the whole chain and check its anchors, the grants table, the search index,
+        rows not yet accepted and, if given, a head the operator copied elsewhere.
 
         Reads one consistent snapshot, taken while no batch is between ``BEGIN`` and its
         anchor update, so it can run while the daemon is writing.
@@ -615,6 +675,8 @@ class Store:
                 anchored = max(anchor.seq, anchor.pending_seq or 0)
             result = checks.walk(conn, anchored=anchored)
             finding = result.finding
+            if finding is None and external is not None:
+                finding = checks.external_finding(conn, result.tail, external, self._store_id)
             if finding is None:
                 finding = checks.anchor_finding(
                     result.tail, anchor, anchor_error, checks.meta_head(conn), self._store_id
@@ -623,20 +685,32 @@ class Store:
                 finding = checks.recorded_finding(conn)
             grants_checked, grant_problem = checks.grants_finding(conn)
             finding = finding or grant_problem
+            unaccepted = tuple(checks.unaccepted_ranges(conn))
+            finding = finding or checks.unaccepted_finding(list(unaccepted))
+            finding = finding or checks.search_index_finding(conn)
+        common = {
+            "checked": result.checked,
+            "grants_checked": grants_checked,
+            "tail_seq": result.tail[0],
+            "tail_hash": result.tail[1],
+            "store_id": self._store_id,
+            "unaccepted": unaccepted,
+        }
         if finding is None:
+            beyond = ""
+            if external is not None and result.tail[0] > external.seq:
+                beyond = f"; {result.tail[0] - external.seq} rows were added after the anchor file's seq {external.seq}"
             return VerifyReport(
                 ok=True,
-                checked=result.checked,
-                message=f"OK: {result.checked} events and {grants_checked} grants verified",
-                grants_checked=grants_checked,
+                message=f"OK: {result.checked} events and {grants_checked} grants verified{beyond}",
+                **common,  # type: ignore[arg-type]
             )
         return VerifyReport(
             ok=False,
-            checked=result.checked,
             first_bad_seq=finding.first_bad_seq,
             what=finding.what,
             message=finding.message,
-            grants_checked=grants_checked,
+            **common,  # type: ignore[arg-type]
         )
 
 
@@ -716,18 +790,35 @@ def _reconcile(conn: sqlite3.Connection, head: HeadFile, created: bool) -> tuple
     notes: list[Event] = []
     finding = checks.anchor_finding(found, anchor, anchor_error, meta, store_id)
     now = time.time()
-    if finding is not None and anchor is not None and anchor.store_id == store_id and meta == found:
-        lag_from = max(anchor.seq, anchor.pending_seq or 0)
-        lag_hash = anchor.pending_hash if lag_from != anchor.seq and anchor.pending_hash else anchor.hash
-        if found[0] > lag_from and _chains_from(conn, lag_from, lag_hash):
-            notes.append(
-                daemon_event(
-                    at=now,
-                    note=f"re-anchored: the head file was {found[0] - lag_from} rows behind the database",
-                    body={"event": "reanchored", "from_seq": lag_from, "to_seq": found[0]},
-                )
+    # The newest seq the head file vouches for. Rows after it may be a power loss's lost
+    # anchor writes, or rows forged together with the meta row: nothing here can tell.
+    # They are flagged (never silently re-anchored) and their grants wait for the operator.
+    vouched = 0
+    if anchor is not None and anchor.store_id == store_id:
+        vouched = found[0] if anchor.accepts(*found) else max(anchor.seq, anchor.pending_seq or 0)
+    if found[0] > vouched:
+        lag_hash = anchor.pending_hash if anchor and vouched != anchor.seq and anchor.pending_hash else None
+        chained = (
+            anchor is not None
+            and anchor.store_id == store_id
+            and meta == found
+            and _chains_from(conn, vouched, lag_hash or anchor.hash)
+        )
+        span = f"row {found[0]} is" if found[0] == vouched + 1 else f"rows {vouched + 1}-{found[0]} are"
+        message = (
+            f"{span} past the head anchor (seq {vouched}): flagged until the "
+            "operator accepts them (agent-console history accept)"
+        )
+        log.warning("history: %s", message)
+        notes.append(
+            daemon_event(
+                at=now,
+                note=f"unanchored rows: {message}",
+                body={"event": "unanchored", "from_seq": vouched + 1, "to_seq": found[0], "chained": chained},
             )
-            finding = None
+        )
+        if chained:
+            finding = None  # the chain itself is intact; the flag is what remains to settle
     if finding is not None:
         log.error("history anchor mismatch: %s", finding.message)
         notes.append(

@@ -7,11 +7,19 @@ A tampered history is reported by the first row that is wrong and how it is wron
 - ``deleted``: rows are missing (a gap in the seqs, or a row whose predecessor is gone);
 - ``reordered``: rows still exist but sit at seqs other than the ones they were sealed at;
 - ``inserted``: a row that the chain or the anchors never had;
-- ``truncated``: the newest rows are gone (the chain is shorter than its anchors).
+- ``truncated``: the newest rows are gone (the chain is shorter than its anchors);
+- ``unaccepted``: rows that start-up found past the head anchor (a power loss, or rows
+  forged together with the meta row): they stay flagged, and their grants are not
+  honoured, until the operator accepts them (``agent-console history accept``);
+- ``search_index``: the search index no longer matches the events (rows deleted from
+  or altered in it would hide decisions from ``history --search``);
+- ``external_anchor``: the history disagrees with a head the operator copied elsewhere
+  (``history anchor --to FILE``, checked by ``history verify --anchor FILE``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +28,7 @@ from typing import Any
 import msgspec
 
 from console.store.chain import GENESIS, Anchor, row_hash
-from console.store.event import HASHED_COLUMNS
+from console.store.event import HASHED_COLUMNS, SEARCH_COLUMNS, UNSEARCHED_KINDS
 
 _N = len(HASHED_COLUMNS)
 _SELECT = f"SELECT {', '.join(HASHED_COLUMNS)}, prev_hash, hash FROM events"  # noqa: S608
@@ -39,6 +47,12 @@ class VerifyReport:
     what: str = ""
     message: str = ""
     grants_checked: int = 0
+    # The newest verified row (what `history anchor --to` copies), and the store's id.
+    tail_seq: int = 0
+    tail_hash: str = GENESIS
+    store_id: str = ""
+    # Rows start-up found past the head anchor that the operator has not accepted.
+    unaccepted: tuple[tuple[int, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +62,9 @@ class VerifyReport:
             "what": self.what,
             "message": self.message,
             "grants_checked": self.grants_checked,
+            "tail_seq": self.tail_seq,
+            "tail_hash": self.tail_hash,
+            "unaccepted": [list(r) for r in self.unaccepted],
         }
 
 
@@ -244,7 +261,10 @@ def anchor_finding(
 def recorded_finding(conn: sqlite3.Connection) -> Finding | None:
     """A mismatch that opening the store found and wrote into the history itself."""
     for seq, body in conn.execute("SELECT seq, body FROM events WHERE kind = 'daemon' ORDER BY seq"):
-        data = _decode(body)
+        try:
+            data = _decode(body)
+        except msgspec.DecodeError:
+            return Finding("edited", seq, f"row {seq}'s body is not JSON")
         if isinstance(data, dict) and data.get("event") == "anchor_mismatch":
             return Finding(
                 str(data.get("what", "truncated")),
@@ -252,6 +272,228 @@ def recorded_finding(conn: sqlite3.Connection) -> Finding | None:
                 f"found when the store was opened (recorded at seq {seq}): {data.get('message', '')}",
             )
     return None
+
+
+def external_finding(
+    conn: sqlite3.Connection, found: tuple[int, str], external: Anchor, store_id: str
+) -> Finding | None:
+    """Whether the (already walked) chain contains the row a copied head names."""
+    if external.store_id != store_id:
+        return Finding("external_anchor", None, "the anchor file belongs to another history database")
+    if found[0] < external.seq:
+        return Finding(
+            "truncated",
+            found[0] + 1,
+            f"the history ends at seq {found[0]} but the anchor file says it reached {external.seq}",
+        )
+    row = conn.execute("SELECT hash FROM events WHERE seq = ?", (external.seq,)).fetchone()
+    have = GENESIS if external.seq == 0 else (row[0] if row else None)
+    if have != external.hash:
+        return Finding(
+            "external_anchor",
+            external.seq,
+            f"row {external.seq} is not the row the anchor file recorded: the history up to it was rewritten",
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Rows start-up could not vouch for
+
+
+def _inside(seq: int, ranges: list[tuple[int, int]]) -> bool:
+    return any(low <= seq <= high for low, high in ranges)
+
+
+def unaccepted_ranges(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    """Ranges of seqs flagged ``unanchored`` at start-up and not accepted since.
+
+    An acceptance counts only for ranges flagged before it, and only when it does not
+    itself lie in any flagged range: a forger who appends a fake acceptance among forged
+    rows gets those rows flagged at the next start, acceptance included.
+    """
+    flagged: list[tuple[int, int, int]] = []  # (flagged at seq, from, to)
+    accepts: list[tuple[int, int]] = []  # (at seq, through)
+    query = "SELECT seq, body FROM events WHERE kind = 'daemon' ORDER BY seq"
+    for seq, body in conn.execute(query):
+        try:
+            data = _decode(body)
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        event = data.get("event")
+        if event == "unanchored":
+            low, high = data.get("from_seq"), data.get("to_seq")
+            if isinstance(low, int) and isinstance(high, int) and 1 <= low <= high:
+                flagged.append((seq, low, high))
+        elif event == "rows_accepted" and isinstance(data.get("through_seq"), int):
+            accepts.append((seq, data["through_seq"]))
+    spans = [(low, high) for _, low, high in flagged]
+    valid = [(at, through) for at, through in accepts if not _inside(at, spans)]
+    return [
+        (low, high)
+        for at_flag, low, high in flagged
+        if not any(at > at_flag and high <= through for at, through in valid)
+    ]
+
+
+def unaccepted_finding(ranges: list[tuple[int, int]]) -> Finding | None:
+    if not ranges:
+        return None
+    spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
+    return Finding(
+        "unaccepted",
+        ranges[0][0],
+        f"rows {spans} were found past the head anchor at start-up (a power loss, or rows written "
+        "outside agent-console): their grants are not honoured until you review them "
+        f"(agent-console history export) and accept them (agent-console history accept --through {ranges[-1][1]})",
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The search index against the events
+
+_VOCAB_ROWS = "temp.agent_console_search_terms"
+_LENGTHS = ", ".join(f"max(length({c}) - 2, 0)" for c in SEARCH_COLUMNS)
+_HAS_TEXT = " OR ".join(f"{c} <> ''" for c in SEARCH_COLUMNS)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite varints (FTS5's docsize record: one token count per column)."""
+    out, value, i = [], 0, 0
+    while i < len(blob):
+        for n in range(9):
+            byte = blob[i]
+            i += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        out.append(value)
+        value = 0
+    return out
+
+
+def _vocab(conn: sqlite3.Connection, name: str, kind: str) -> None:
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, events_fts, {kind})")
+
+
+def search_index_finding(conn: sqlite3.Connection) -> Finding | None:
+    """Whether every indexed event has exactly its own trigrams in ``events_fts``.
+
+    The trigram tokenizer makes one token per three characters of each column, so an
+    event's token counts are known from its text. Two fast checks: the index's own
+    per-event sizes (``events_fts_docsize``) against the text, and the index's total
+    of token instances against their sum; only when the total disagrees is every
+    instance walked to name the event. ``conn`` must be inside its read snapshot.
+    Request rows are not indexed by the writer (older histories indexed them): for
+    them either no entry or their exact entry is right.
+    """
+    sizes = conn.execute("SELECT id, sz FROM events_fts_docsize ORDER BY id")
+    expected = conn.execute(
+        f"SELECT seq, kind, {_LENGTHS} FROM events WHERE {_HAS_TEXT} ORDER BY seq"  # noqa: S608
+    )
+    total = 0
+    have = next(sizes, None)
+    for seq, kind, *lengths in expected:
+        if have is not None and have[0] < seq:
+            return _extra(have[0])
+        counts = _varints(bytes(have[1])) if have is not None and have[0] == seq else None
+        if have is not None and have[0] == seq:
+            have = next(sizes, None)
+        if counts == lengths:
+            total += sum(lengths)
+            continue
+        if counts is None and (kind in UNSEARCHED_KINDS or not any(lengths)):
+            continue
+        return _altered(seq)
+    if have is not None:
+        return _extra(have[0])
+    return _terms_finding(conn)
+
+
+def _altered(seq: int) -> Finding:
+    return Finding(
+        "search_index",
+        seq,
+        f"the search index does not match event {seq} (entries removed or altered): "
+        "history --search would not find it as it is",
+    )
+
+
+def _extra(seq: int) -> Finding:
+    return Finding("search_index", seq, f"the search index holds entries for event {seq}, which has none")
+
+
+_CHECK = "temp.agent_console_search_check"
+_CHECK_TERMS = "temp.agent_console_search_check_terms"
+_COLS = ", ".join(SEARCH_COLUMNS)
+
+
+@contextlib.contextmanager
+def _temp_writes(conn: sqlite3.Connection) -> Iterator[None]:
+    """Let a query-only reader write its temp schema (never the database file)."""
+    query_only = conn.execute("PRAGMA query_only").fetchone()[0]
+    conn.execute("PRAGMA query_only = OFF")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA query_only = {int(query_only)}")
+
+
+def _terms_finding(conn: sqlite3.Connection) -> Finding | None:
+    """Re-tokenize the events into a throw-away index (SQLite's own trigram tokenizer,
+    so no second implementation can disagree) and compare, term by term, how many
+    events each term is in. Catches an entry rewritten with other text of the same
+    length, which the sizes cannot. About 1.5 s per 100,000 events."""
+    unsearched = ", ".join(f"'{k}'" for k in sorted(UNSEARCHED_KINDS))
+    with _temp_writes(conn):
+        conn.execute(f"DROP TABLE IF EXISTS {_CHECK}")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {_CHECK} USING fts5({_COLS}, content='', tokenize='trigram', detail='none')"
+        )
+        conn.execute(
+            f"INSERT INTO {_CHECK}(rowid, {_COLS}) SELECT seq, {_COLS} FROM events "  # noqa: S608
+            f"WHERE ({_HAS_TEXT}) AND (kind NOT IN ({unsearched}) "
+            "OR seq IN (SELECT id FROM events_fts_docsize))"
+        )
+        _vocab(conn, _VOCAB_ROWS, "row")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {_CHECK_TERMS} "
+            "USING fts5vocab(temp, agent_console_search_check, row)"
+        )
+    try:
+        differs = conn.execute(
+            f"SELECT term FROM (SELECT term, doc FROM {_VOCAB_ROWS} EXCEPT SELECT term, doc FROM {_CHECK_TERMS}) "  # noqa: S608
+            f"UNION SELECT term FROM (SELECT term, doc FROM {_CHECK_TERMS} EXCEPT SELECT term, doc FROM {_VOCAB_ROWS}) "
+            "LIMIT 1"
+        ).fetchone()
+        if differs is None:
+            return None
+        phrase = '"' + str(differs[0]).replace('"', '""') + '"'
+        indexed = {
+            r[0] for r in conn.execute("SELECT rowid FROM events_fts WHERE events_fts MATCH ?", (phrase,))
+        }
+        wanted = {
+            r[0]
+            for r in conn.execute(
+                f"SELECT rowid FROM {_CHECK} WHERE agent_console_search_check MATCH ?",  # noqa: S608
+                (phrase,),
+            )
+        }
+        odd = sorted(indexed ^ wanted)
+        return (
+            _altered(odd[0])
+            if odd
+            else Finding("search_index", None, "the search index's terms do not match the events' text")
+        )
+    finally:
+        with _temp_writes(conn):
+            conn.execute(f"DROP TABLE IF EXISTS {_CHECK_TERMS}")
+            conn.execute(f"DROP TABLE IF EXISTS {_CHECK}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -303,7 +545,10 @@ def replay_grants(conn: sqlite3.Connection) -> tuple[dict[str, dict[str, Any]], 
 
 
 def grants_finding(conn: sqlite3.Connection) -> tuple[int, Finding | None]:
-    expected, problem = replay_grants(conn)
+    try:
+        expected, problem = replay_grants(conn)
+    except (msgspec.DecodeError, KeyError, TypeError, AttributeError):
+        return 0, Finding("edited", None, "a grant event's body is not what agent-console writes")
     if problem is not None:
         return len(expected), problem
     actual = {

@@ -23,7 +23,7 @@ from rich.text import Text
 from console.contract.inert import Finding, findings, inert
 from console.tui.argdiff import argv_diff, closest, split_command
 from console.tui.badges import Badge
-from console.tui.shellsplit import PartKind, shell_script, split_chain
+from console.tui.shellsplit import PartKind, chain_for, shell_script
 from console.tui.timefmt import ago, clock_time
 from console.tui.untrusted import Shown, block, lookalike_spans, one_line
 
@@ -244,6 +244,14 @@ def render_request(
             "⚠ the agent's text contains " + ", ".join(sorted(f.value for f in found)), styles["warning"]
         )
         out.append(" — shown escaped and highlighted", styles["dim"])
+    script = shell_script(argv)
+    chain = chain_for(*script) if script is not None else None
+    if chain is not None and chain.uncertain:
+        out.append("\n")
+        out.append(
+            "⚠ the command split below may be incomplete: " + "; ".join(chain.uncertain), styles["warning"]
+        )
+        out.append(" — read the raw script", styles["warning"])
     # The banner about cut text goes here, once the body below says whether anything was cut.
     head, out = out, Text(end="")
 
@@ -254,16 +262,25 @@ def render_request(
     out.append_text(cmd)
     out.append("\n")
 
-    script = shell_script(argv)
-    if script is not None:
+    if script is not None and chain is not None:
         shell, body = script
-        chain = split_chain(body)
-        if chain.is_compound or not chain.complete:
+        if chain.uncertain:
+            # The split may not be what runs: the script itself, every line, is what to read.
+            # Cut, it counts as truncated, so the approval keys wait until it is expanded.
+            raw = block(
+                body, max_chars=options.max_chars, max_lines=options.max_lines, expanded=options.expanded
+            )
+            truncated |= raw.truncated
+            _section(out, f"Raw script ({shell} -c)", styles, "what runs, exactly as sent")
+            out.append_text(agent_block(raw, styles))
+            out.append("\n")
+        if chain.is_compound or chain.uncertain:
             _section(
                 out,
                 f"Shell chain ({shell} -c)",
                 styles,
-                f"{len(chain.commands)} command{'s' if len(chain.commands) != 1 else ''}",
+                f"{len(chain.commands)} command{'s' if len(chain.commands) != 1 else ''}"
+                + ("" if not chain.uncertain else " as split here — may be incomplete, see the raw script"),
             )
             number = 0
             for part in chain.parts:
@@ -297,11 +314,17 @@ def render_request(
                     truncated |= cut
                     out.append_text(piece)
                 out.append("\n")
-            if not chain.complete:
-                out.append(
-                    "  ⚠ the script ends inside a quote, substitution or here-document", styles["warning"]
-                )
+            if chain.missed:
+                out.append("  ⚠ a shell parser also reads these commands, missing above:", styles["warning"])
                 out.append("\n")
+                for missed in chain.missed:
+                    out.append("     ")
+                    piece, cut = agent_text(missed, styles, styles["warning"], limit=limit)
+                    truncated |= cut
+                    out.append_text(piece)
+                    out.append("\n")
+
+    truncated |= _render_content(out, item, styles, limit)
 
     escalations = ev.get("escalations") or []
     _section(
@@ -426,6 +449,45 @@ def render_request(
         )
     head.append_text(out)
     return Rendered(head, truncated)
+
+
+def _render_content(out: Text, item: Mapping[str, Any], styles: Styles, limit: int) -> bool:
+    """The files the fingerprint binds, what it could not bind, and whether this request
+    replaces one whose content changed while it waited; True when a path was cut."""
+    content = item.get("content") or []
+    unbound = item.get("unbound") or []
+    supersedes = item.get("supersedes") or ""
+    truncated = False
+    if supersedes:
+        out.append("\n")
+        piece, cut = agent_text(str(supersedes), styles, styles["warning"], limit=80)
+        truncated |= cut
+        out.append("⚠ changed since shown; decide again — this replaces ", styles["warning"])
+        out.append_text(piece)
+        out.append(", whose content changed before it could run\n", styles["warning"])
+    if not content and not unbound:
+        return truncated
+    _section(out, "Content", styles, "the bytes an approval is bound to")
+    for pair in content:
+        path, digest = [*list(pair), "", ""][:2]
+        out.append("  ")
+        piece, cut = agent_text(str(path), styles, limit=limit)
+        truncated |= cut
+        out.append_text(piece)
+        out.append(
+            f"  {str(digest)[:12]}" if digest else "  (absent: creating it changes the fingerprint)",
+            styles["dim"],
+        )
+        out.append("\n")
+    for reason in unbound:
+        out.append("  ⚠ ", styles["warning"])
+        piece, cut = agent_text(str(reason), styles, styles["warning"], limit=limit)
+        truncated |= cut
+        out.append_text(piece)
+        out.append("\n")
+    if unbound:
+        out.append("    a standing grant is refused for it: approve once\n", styles["dim"])
+    return truncated
 
 
 def render_previous(

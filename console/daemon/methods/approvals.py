@@ -8,10 +8,15 @@ from typing import Any
 
 from console.contract.fingerprint import parse_fingerprint
 from console.contract.operation import Mode, parse
+from console.contract.outcome import CONTENT_CHANGED
 from console.contract.problem import InvalidInput
+from console.daemon.admission import admitted
 from console.daemon.broker import Action
 from console.daemon.connection import CallContext, Method
+from console.daemon.methods.history import bounded_detail
+from console.daemon.quotas import MAX_RESULT_BYTES
 from console.policy import Effect, Grant, GrantScope
+from console.protocol.ids import AGENT_ID, REQUEST_ID, read_id
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.params import Params
 
@@ -20,7 +25,7 @@ MAX_EXPIRY_S = 10 * 365 * 86400.0
 
 def parse_operation(ctx: CallContext, obj: dict[str, Any]) -> Any:
     try:
-        return parse(obj, ctx.daemon.host)
+        return parse(obj, ctx.daemon.host, ctx.daemon.workspaces.limits)
     except InvalidInput as exc:
         raise RPCError(
             INVALID_PARAMS, f"invalid operation: {exc.problem}", {"problem": exc.problem.to_dict()}
@@ -35,6 +40,34 @@ def watch_owner(ctx: CallContext) -> None:
         conn.on_close.append(lambda: ctx.daemon.broker.connection_closed(conn.id))
 
 
+# How often one call submits its operation again because the bound content changed
+# while it waited (or before it ran): a file rewritten without pause ends in a denial.
+MAX_RESUBMISSIONS = 3
+
+
+async def submit_bound(
+    ctx: CallContext, obj: dict[str, Any], op: Any, timeout: float | None, supersedes: str = ""
+) -> tuple[Any, dict[str, Any]]:
+    """Submit ``op``; when the answer is ``content_changed`` (the operator decided on
+    content that has changed since), parse the wire form again and submit that as a
+    fresh request naming the old one, at most :data:`MAX_RESUBMISSIONS` times."""
+    for attempt in range(MAX_RESUBMISSIONS + 1):
+        with admitted(ctx, op) as agent:
+            answer = await ctx.daemon.broker.submit(
+                op,
+                owner=ctx.conn.id,
+                peer_pid=ctx.conn.peer.pid,
+                wait_s=timeout,
+                agent=agent,
+                supersedes=supersedes,
+            )
+        if answer.get("reason") != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:
+            break
+        supersedes = answer["request_id"]
+        op = parse_operation(ctx, obj)
+    return op, answer
+
+
 async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
     obj = p.obj("operation")
     timeout = p.number("timeout_s", None, low=0.001, high=86_400)
@@ -43,8 +76,10 @@ async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
     p.done()
     op = parse_operation(ctx, obj)
     watch_owner(ctx)
-    ctx.daemon.watch.watch_soon(op.workspace_root)
-    answer = await ctx.daemon.broker.submit(op, owner=ctx.conn.id, peer_pid=ctx.conn.peer.pid, wait_s=timeout)
+    if ctx.daemon.workspaces.is_trusted(op.workspace_root):
+        # Only the operator's workspaces are watched before anyone approved anything.
+        ctx.daemon.watch.watch_soon(op.workspace_root)
+    op, answer = await submit_bound(ctx, obj, op, timeout)
     if answer["verdict"] == "allow" and op.mode is not Mode.CAPTURED:
         # An approved interactive or durable operation is a session: the agent gets its id.
         try:
@@ -56,16 +91,29 @@ async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
 
 
 async def cancel(ctx: CallContext, p: Params) -> dict[str, Any]:
-    rid = p.text("request_id", max_len=64)
+    rid = read_id(p, "request_id", REQUEST_ID)
     p.done()
-    owner = None if ctx.conn.role.value == "operator" else ctx.conn.id
-    if await ctx.daemon.broker.cancel(rid, owner=owner) or ctx.daemon.execution.cancel(rid, owner=owner):
+    agent = None if ctx.conn.agent is None else ctx.conn.agent.id
+    conn_owner = None if ctx.conn.role.value == "operator" else ctx.conn.id
+    if await ctx.daemon.broker.cancel(rid, owner=agent) or ctx.daemon.execution.cancel(rid, owner=conn_owner):
         return {"cancelled": rid}
     raise RPCError(NOT_FOUND, f"no pending or running request {rid} of yours")
 
 
+def _wire_estimate(op: Any) -> int:
+    """About what a pending item weighs on the wire (args twice: operation and command)."""
+    return (
+        2048
+        + len(op.justification)
+        + 2 * sum(len(a) for a in op.args)
+        + len(op.stdin) * 4 // 3
+        + sum(len(k) + len(v) for k, v in op.env)
+    )
+
+
 async def pending_list(ctx: CallContext, p: Params) -> dict[str, Any]:
-    """Oldest first, in pages: a 10,000-request queue would not fit one frame."""
+    """Oldest first, in pages: a 10,000-request queue would not fit one frame, nor would
+    a few huge requests (a page also stops at about 2 MiB)."""
     limit = p.integer("limit", 200, low=1, high=1000)
     after = p.text("after", "", max_len=64)
     p.done()
@@ -78,15 +126,18 @@ async def pending_list(ctx: CallContext, p: Params) -> dict[str, Any]:
         for rid in rids:
             if rid == after:
                 break
+    used = 0
     for rid in rids:
-        if len(out) == limit:
+        weight = _wire_estimate(items[rid].op)
+        if len(out) == limit or (out and used + weight > MAX_RESULT_BYTES):
             return {"pending": out, "count": len(items), "next": out[-1]["request_id"]}
+        used += weight
         out.append(items[rid].to_wire())
     return {"pending": out, "count": len(items), "next": None}
 
 
 async def request_get(ctx: CallContext, p: Params) -> dict[str, Any]:
-    rid = p.text("request_id", max_len=64)
+    rid = read_id(p, "request_id", REQUEST_ID)
     p.done()
     item = ctx.daemon.broker.pending.get(rid)
     if item is not None:
@@ -94,7 +145,7 @@ async def request_get(ctx: CallContext, p: Params) -> dict[str, Any]:
     detail = await asyncio.to_thread(ctx.daemon.store.request_detail, rid)
     if detail is None:
         raise RPCError(NOT_FOUND, f"no request {rid}")
-    return {"pending": False, "detail": detail}
+    return {"pending": False, "detail": bounded_detail(detail)}
 
 
 def _expiry(p: Params) -> float | None:
@@ -132,14 +183,17 @@ async def grants_add(ctx: CallContext, p: Params) -> dict[str, Any]:
         raise RPCError(INVALID_PARAMS, "fingerprint: must be 64 lowercase hexadecimal digits") from None
     scope = p.choice("scope", GrantScope, GrantScope.ALWAYS)
     effect = p.choice("effect", Effect, Effect.ALLOW)
-    session_id = p.text("session_id", "", max_len=256)
+    session_id = read_id(p, "session_id", AGENT_ID, "")
     expires = _expiry(p)
     note = p.text("note", "", max_len=4096)
     tool = p.text("tool", "", max_len=128)
     summary = p.text("summary", "", max_len=4096)
     p.done()
     if scope is GrantScope.SESSION and not session_id:
-        raise RPCError(INVALID_PARAMS, "session_id: a session grant needs the agent's session id")
+        raise RPCError(
+            INVALID_PARAMS,
+            "session_id: a session grant needs the agent's identity (agent_id in pending.list)",
+        )
     now = ctx.daemon.broker.clock()
     grant = Grant(
         id="g-" + secrets.token_hex(5),

@@ -3,31 +3,65 @@
 from __future__ import annotations
 
 import hmac
+import time
 from typing import Any
 
+from console.daemon import identity
 from console.daemon.connection import CallContext, Method, Role
 from console.daemon.events import Topic
-from console.protocol.jsonrpc import UNAUTHORIZED, RPCError
+from console.protocol.jsonrpc import INVALID_PARAMS, UNAUTHORIZED, RPCError
 from console.protocol.params import Params
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: agent identities (docs/protocol.md, "Identity")
 
 
 async def hello(ctx: CallContext, p: Params) -> dict[str, Any]:
     token = p.text("token", "", max_len=256)
     p.text("client", "", max_len=128)
-    agent_session = p.text("session_id", "", max_len=256)
+    label = p.text("session_id", "", max_len=256)
+    agent_id = p.text("agent_id", "", max_len=64)
+    secret = p.text("agent_secret", "", max_len=128)
+    agent_pid = p.integer("agent_pid", None, low=1, high=2**22)
     p.done()
     conn = ctx.conn
-    if agent_session:
-        # An agent names its session to reach its durable sessions after a reconnect.
-        ctx.daemon.sessions.hold(conn, f"agent:{agent_session}")
-    if conn.role is Role.OPERATOR and not conn.authenticated:
-        if not token or not hmac.compare_digest(token, ctx.daemon.token):
-            raise RPCError(
-                UNAUTHORIZED, "wrong or missing operator token (it is in operator.token in the state dir)"
-            )
-        conn.authenticated = True
+    if conn.role is Role.OPERATOR:
+        if agent_id or secret or agent_pid is not None:
+            raise RPCError(INVALID_PARAMS, "agent_id, agent_secret, agent_pid: agent.sock only")
+        if not conn.authenticated:
+            if not token or not _token_matches(token, ctx.daemon.token):
+                raise RPCError(
+                    UNAUTHORIZED, "wrong or missing operator token (it is in operator.token in the state dir)"
+                )
+            conn.authenticated = True
+        return _greeting(ctx)
+    if bool(agent_id) != bool(secret):
+        raise RPCError(INVALID_PARAMS, "agent_id and agent_secret: give both to reconnect, or neither")
+    registry = ctx.daemon.agents
+    if agent_id:
+        agent, how = registry.by_secret(agent_id, secret), "secret"
+    elif agent_pid is not None:
+        agent, how = registry.by_process(conn.peer, agent_pid), "process"
+    elif conn.agent is not None:
+        agent, how = conn.agent, "connection"
+    else:
+        found = registry.by_ancestry(conn.peer)
+        agent, how = (found, "process_tree") if found else (registry.fresh(conn.peer), "new")
+    identity.bind(conn, agent)
+    if label:
+        # The agent's own name for its session: shown to the operator, never a key.
+        agent.label = label
+    out = _greeting(ctx)
+    out["agent"] = {**agent.to_wire(secret=registry.secret_of(agent)), "bound_by": how}
+    return out
+
+
+def _token_matches(token: str, expected: str) -> bool:
+    # compare_digest takes str only when both are ASCII; a non-ASCII guess is simply wrong.
+    return hmac.compare_digest(token.encode("utf-8", "surrogatepass"), expected.encode("utf-8"))
+
+
+def _greeting(ctx: CallContext) -> dict[str, Any]:
+    conn = ctx.conn
     return {
         "protocol": PROTOCOL_VERSION,
         "role": conn.role.value,
@@ -39,7 +73,38 @@ async def hello(ctx: CallContext, p: Params) -> dict[str, Any]:
 
 async def status(ctx: CallContext, p: Params) -> dict[str, Any]:
     p.done()
-    return ctx.daemon.status()
+    if ctx.conn.role is Role.OPERATOR:
+        # Rows start-up found past the head anchor, whose grants wait for `history accept`.
+        flagged = [list(r) for r in ctx.daemon.store.unaccepted_rows]
+        return {**ctx.daemon.status(), "history": {"unaccepted": flagged}}
+    return agent_status(ctx)
+
+
+def agent_status(ctx: CallContext) -> dict[str, Any]:
+    """What agent.sock shows: the agent's own standing and the policy facts it acts on.
+
+    No watched roots, protected paths, state or runtime directories, other agents'
+    requests or sessions: those are the operator's.
+    """
+    daemon, agent = ctx.daemon, ctx.conn.agent
+    assert agent is not None
+    config = daemon.policy().to_dict()
+    mine = [i for i in daemon.sessions.manager.list() if i.owner == agent.owner]
+    facts = {k: config[k] for k in ("sandbox", "network", "approval", "approval_timeout_s")}
+    return {
+        "pid": daemon.pid,
+        "version": daemon.version,
+        "protocol": PROTOCOL_VERSION,
+        "started_at": daemon.started_at,
+        "uptime_s": round(time.time() - daemon.started_at, 3),
+        "view": "agent",
+        "agent": agent.to_wire(),
+        "policy": facts,
+        "approval_timeout_s": config["approval_timeout_s"],
+        "pending": sum(1 for item in daemon.broker.pending.values() if item.agent == agent.id),
+        "sessions": {"running": sum(1 for i in mine if i.alive), "total": len(mine)},
+        "sandbox": {"summary": daemon.execution.summary()},
+    }
 
 
 async def subscribe(ctx: CallContext, p: Params) -> dict[str, Any]:
@@ -69,7 +134,7 @@ async def stop(ctx: CallContext, p: Params) -> dict[str, Any]:
 
 METHODS = {
     "hello": Method(hello, before_auth=True),
-    "daemon.status": Method(status),
+    "daemon.status": Method(status, inert=True),
     "daemon.stop": Method(stop, operator_only=True),
     "subscribe": Method(subscribe, operator_only=True),
     "unsubscribe": Method(unsubscribe, operator_only=True),

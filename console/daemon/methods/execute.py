@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from console.contract.operation import Mode
+from console.contract.outcome import CONTENT_CHANGED
 from console.daemon.connection import CallContext, Method
-from console.daemon.methods.approvals import parse_operation, watch_owner
+from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation, submit_bound, watch_owner
 from console.protocol.jsonrpc import INVALID_PARAMS, RPCError
 from console.protocol.params import Params
 
@@ -24,20 +25,29 @@ async def exec_(ctx: CallContext, p: Params) -> dict[str, Any]:
         )
     conn = ctx.conn
     watch_owner(ctx)
-    decision = await ctx.daemon.broker.submit(op, owner=conn.id, peer_pid=conn.peer.pid, wait_s=timeout)
-    if decision["verdict"] != "allow":
-        return {"decision": decision, "result": None}
-    if not conn.owns_executions:
-        conn.owns_executions = True
-        conn.on_close.append(lambda: ctx.daemon.execution.cancel_owner(conn.id))
 
     def send(output: dict[str, Any]) -> None:
         if stream:
             conn.notify("output", output)
 
-    record, _ = await ctx.daemon.execution.run(
-        decision["request_id"], op, decision["authorization"], conn.id, send
-    )
+    supersedes = ""
+    for attempt in range(MAX_RESUBMISSIONS + 1):
+        op, decision = await submit_bound(ctx, obj, op, timeout, supersedes)
+        if decision["verdict"] != "allow":
+            return {"decision": decision, "result": None}
+        if not conn.owns_executions:
+            conn.owns_executions = True
+            conn.on_close.append(lambda: ctx.daemon.execution.cancel_owner(conn.id))
+        record, _ = await ctx.daemon.execution.run(
+            decision["request_id"], op, decision["authorization"], conn.id, send
+        )
+        denial = (record.get("outcome") or {}).get("denial") or {}
+        if denial.get("reason") != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:
+            break
+        # What would have run is not what was allowed (a file changed after the decision):
+        # the operation as it is now is a fresh request.
+        supersedes = decision["request_id"]
+        op = parse_operation(ctx, obj)
     return {"decision": decision, "result": record}
 
 

@@ -1,15 +1,132 @@
-"""Reading the history: queries, one request's story, previous decisions, verification."""
+"""Reading the history: queries, one request's story, previous decisions, verification.
+
+Results are bounded in bytes as well as rows: a page stops at 2 MiB (fewer rows than
+``limit``, with the cursor to go on from), rows are read from the store in small bites
+so one page of huge rows never sits in memory at once, and a row larger than 256 KiB is
+sent with its body elided and its long texts cut (``elided: true``; `history export`
+has it whole).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import replace
 from typing import Any
 
 from console.daemon.connection import CallContext, Method
+from console.daemon.quotas import MAX_RESULT_BYTES, MAX_ROW_BYTES
+from console.protocol import jsonrpc
 from console.protocol.history import KINDS
+from console.protocol.ids import FINGERPRINT, REQUEST_ID, read_id
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.protocol.params import Params
-from console.store import HistoryQuery
+from console.store import HistoryQuery, Store
+
+# Rows read from the store at first, before their size is known.
+FIRST_BITE = 4
+MAX_BITE = 500
+# Bytes of stored rows one page may read (elided rows are small to send, not to read).
+MAX_READ_BYTES = 4 * MAX_RESULT_BYTES
+# Texts of an elided row are cut to this many characters.
+ELIDED_TEXT = 4096
+
+
+def _elide(row: dict[str, Any], size: int) -> dict[str, Any]:
+    out = {k: (v[:ELIDED_TEXT] if isinstance(v, str) and len(v) > ELIDED_TEXT else v) for k, v in row.items()}
+    out["body"] = {}
+    out["elided"] = True
+    out["elided_bytes"] = size
+    return out
+
+
+def _sized(row: dict[str, Any]) -> tuple[dict[str, Any], int, int]:
+    """The row as sent, its size as sent, and its size as stored."""
+    raw = size = len(jsonrpc.encode(row))
+    if size > MAX_ROW_BYTES:
+        row = _elide(row, size)
+        size = len(jsonrpc.encode(row))
+    return row, size, raw
+
+
+def bounded_page(store: Store, q: HistoryQuery) -> dict[str, Any]:
+    """One page of at most ``q.limit`` rows and :data:`MAX_RESULT_BYTES`, newest first."""
+    ascending = q.after_seq is not None and q.before_seq is None
+    kept: list[dict[str, Any]] = []  # in the order of travel
+    used = 0
+    read = 0  # bytes of the rows as stored: what the next bite will cost to read
+    bite = min(q.limit, FIRST_BITE)
+    cursor = q
+    first_cursor: int | None = None  # the cursor behind the first row (older or newer side)
+    first = True
+    more = False
+    while True:
+        page = store.history(replace(cursor, limit=bite))
+        records = list(reversed(page.records)) if ascending else page.records
+        if first:
+            first_cursor = page.older if ascending else page.newer
+            first = False
+        onward = page.newer if ascending else page.older
+        for i, record in enumerate(records):
+            row, size, raw = _sized(record.to_dict())
+            read += raw
+            if kept and used + size > MAX_RESULT_BYTES:
+                more = True
+                break
+            kept.append(row)
+            used += size
+            if read > MAX_READ_BYTES and i + 1 < len(records):
+                more = True  # many huge rows, each elided: stop reading, the cursor goes on
+                break
+            if len(kept) == q.limit:
+                more = i + 1 < len(records) or onward is not None
+                break
+        if more or len(kept) >= q.limit or onward is None or not records:
+            break
+        if read > MAX_READ_BYTES:
+            more = True  # read enough for one page; the cursor goes on
+            break
+        cursor = replace(q, after_seq=onward, before_seq=None) if ascending else replace(q, before_seq=onward)
+        average = max(1, read // max(1, len(kept)))
+        bite = max(1, min(q.limit - len(kept), MAX_BITE, (MAX_RESULT_BYTES - used) // average + 1))
+    if not kept:
+        return {"rows": [], "older": None, "newer": None}
+    edge = kept[-1]["seq"] if more else None
+    if ascending:
+        return {"rows": list(reversed(kept)), "older": first_cursor, "newer": edge}
+    return {"rows": kept, "older": edge, "newer": first_cursor}
+
+
+def bounded_detail(detail: dict[str, Any]) -> dict[str, Any]:
+    """One request's story within :data:`MAX_RESULT_BYTES`: big rows elided, the rest cut."""
+    used = 0
+    events: list[dict[str, Any]] = []
+    truncated = False
+    for record in detail["events"]:
+        row, size, _ = _sized(record)
+        if used + size > MAX_RESULT_BYTES:
+            truncated = True
+            break
+        used += size
+        events.append(row)
+    by_seq = {r["seq"]: r for r in events}
+
+    def pick(r: dict[str, Any] | None) -> dict[str, Any] | None:
+        if r is None:
+            return None
+        return by_seq.get(r["seq"]) or _sized(r)[0]
+
+    out = {
+        "request_id": detail["request_id"],
+        "request": pick(detail["request"]),
+        "decision": pick(detail["decision"]),
+        "outcome": pick(detail["outcome"]),
+        "file_events": [by_seq[r["seq"]] for r in detail["file_events"] if r["seq"] in by_seq],
+        "events": events,
+    }
+    if truncated:
+        out["truncated"] = True
+    return out
 
 
 async def query(ctx: CallContext, p: Params) -> dict[str, Any]:
@@ -22,8 +139,8 @@ async def query(ctx: CallContext, p: Params) -> dict[str, Any]:
         source=p.text("source", None, max_len=32),
         tool=p.text("tool", None, max_len=128),
         session_id=p.text("session_id", None, max_len=256),
-        fingerprint=p.text("fingerprint", None, max_len=64),
-        request_id=p.text("request_id", None, max_len=64),
+        fingerprint=read_id(p, "fingerprint", FINGERPRINT, None),
+        request_id=read_id(p, "request_id", REQUEST_ID, None),
         since=p.number("since", None, low=0, high=1e11),
         until=p.number("until", None, low=0, high=1e11),
         search=p.text("search", None, max_len=1024),
@@ -33,20 +150,19 @@ async def query(ctx: CallContext, p: Params) -> dict[str, Any]:
     )
     with_count = p.flag("count", False)
     p.done()
-    page = await asyncio.to_thread(ctx.daemon.store.history, q)
-    result = page.to_dict()
+    result = await asyncio.to_thread(bounded_page, ctx.daemon.store, q)
     if with_count:
         result["count"] = await asyncio.to_thread(ctx.daemon.store.count, q)
     return result
 
 
 async def detail(ctx: CallContext, p: Params) -> dict[str, Any]:
-    rid = p.text("request_id", max_len=64)
+    rid = read_id(p, "request_id", REQUEST_ID)
     p.done()
     found = await asyncio.to_thread(ctx.daemon.store.request_detail, rid)
     if found is None:
         raise RPCError(NOT_FOUND, f"no request {rid} in the history")
-    return found
+    return bounded_detail(found)
 
 
 async def previous(ctx: CallContext, p: Params) -> dict[str, Any]:
@@ -64,9 +180,23 @@ async def verify(ctx: CallContext, p: Params) -> dict[str, Any]:
     return report.to_dict()
 
 
+async def accept(ctx: CallContext, p: Params) -> dict[str, Any]:
+    """The operator accepts rows start-up flagged past the head anchor, through a seq;
+    their grants are honoured from now on."""
+    through = p.integer("through_seq", low=1, high=2**62)
+    note = p.text("note", "", max_len=1024)
+    p.done()
+    store = ctx.daemon.store
+    accepted = await asyncio.wrap_future(store.accept(through, time.time(), note))
+    if accepted:
+        await ctx.daemon.broker.load()  # the grants created in them now count
+    return {"accepted": [list(r) for r in accepted], "unaccepted": [list(r) for r in store.unaccepted_rows]}
+
+
 METHODS = {
     "history.query": Method(query, operator_only=True),
     "history.detail": Method(detail, operator_only=True),
     "history.previous": Method(previous, operator_only=True),
     "history.verify": Method(verify, operator_only=True),
+    "history.accept": Method(accept, operator_only=True),
 }

@@ -8,9 +8,10 @@ import os
 import signal as signals
 from typing import Any
 
-from console.daemon.connection import CallContext, Method
+from console.daemon.connection import CallContext, Method, Role
 from console.daemon.session_service import OPERATOR, unknown
-from console.protocol.jsonrpc import INVALID_PARAMS, RPCError
+from console.protocol.ids import SESSION_ID, read_id
+from console.protocol.jsonrpc import FORBIDDEN, INVALID_PARAMS, RPCError
 from console.protocol.params import Params
 from console.sessions import SessionError
 
@@ -18,9 +19,19 @@ MAX_INPUT = 1 << 20
 
 
 def _sid(ctx: CallContext, p: Params) -> str:
-    sid = p.text("session", max_len=64)
+    sid: str = read_id(p, "session", SESSION_ID)
     ctx.daemon.sessions.check_access(ctx.conn, sid)
     return sid
+
+
+def _not_while_paused(ctx: CallContext, sid: str, what: str) -> None:
+    """A tripwire pause is the operator's to resume or end (tripwire.resolve), not the agent's."""
+    if ctx.conn.role is not Role.OPERATOR and ctx.daemon.sessions.paused_by_tripwire(sid):
+        raise RPCError(
+            FORBIDDEN,
+            f"session {sid} is paused by the tripwire; only the operator can {what} it "
+            "(tripwire.resolve on operator.sock)",
+        )
 
 
 def _size(p: Params) -> tuple[int, int]:
@@ -31,8 +42,8 @@ async def sessions_list(ctx: CallContext, p: Params) -> dict[str, Any]:
     p.done()
     svc = ctx.daemon.sessions
     infos = svc.manager.list()
-    if ctx.conn.role.value != "operator":
-        infos = [i for i in infos if i.owner in ctx.conn.session_owners]
+    if ctx.conn.role is not Role.OPERATOR:
+        infos = [i for i in infos if i.owner == ctx.conn.owner]
     return {"sessions": [svc.to_wire(i) for i in infos]}
 
 
@@ -111,6 +122,7 @@ async def send_signal(ctx: CallContext, p: Params) -> dict[str, Any]:
     name = name.removeprefix("SIG")
     if name not in allowed:
         raise RPCError(INVALID_PARAMS, "signal: one of " + ", ".join(sorted(allowed)))
+    _not_while_paused(ctx, sid, "signal")
     try:
         ctx.daemon.sessions.manager.signal(sid, getattr(signals, "SIG" + name))
     except SessionError as exc:
@@ -122,6 +134,7 @@ async def kill(ctx: CallContext, p: Params) -> dict[str, Any]:
     sid = _sid(ctx, p)
     grace = p.number("grace_s", 3.0, low=0, high=60)
     p.done()
+    _not_while_paused(ctx, sid, "kill")
     info = await ctx.daemon.sessions.manager.kill(sid, grace)
     return {"session": ctx.daemon.sessions.to_wire(info)}
 

@@ -26,8 +26,11 @@ async def recent(ctx: CallContext, p: Params) -> dict[str, Any]:
     wanted: set[tuple[str, str]] = {("session", session)} if session else set()
     if agent_session:
         # What the agent's terminals and executed operations did.
-        owner = f"agent:{agent_session}"
-        wanted |= {("session", i.id) for i in ctx.daemon.sessions.manager.list() if i.owner == owner}
+        # Sessions belong to agent identities; the agent's session id is their label.
+        owners = {f"agent:{agent_session}"} | {
+            a.owner for a in ctx.daemon.agents.by_id.values() if a.label == agent_session
+        }
+        wanted |= {("session", i.id) for i in ctx.daemon.sessions.manager.list() if i.owner in owners}
         wanted |= {("operation", rid) for rid, s in svc.op_sessions.items() if s == agent_session}
         if not wanted:
             return {"events": []}
@@ -64,6 +67,18 @@ async def add(ctx: CallContext, p: Params) -> dict[str, Any]:
     return ctx.daemon.watch.status()
 
 
+async def remove(ctx: CallContext, p: Params) -> dict[str, Any]:
+    root = p.text("workspace_root", max_len=4096)
+    p.done()
+    if not os.path.isabs(root):
+        raise RPCError(INVALID_PARAMS, "workspace_root: an absolute directory")
+    svc = ctx.daemon.watch
+    real = os.path.realpath(root)
+    if not (await svc.remove_root(real) or (real != root and await svc.remove_root(root))):
+        raise RPCError(NOT_FOUND, "workspace_root: not watched (watch.status lists the roots)")
+    return svc.status()
+
+
 async def tripwire_list(ctx: CallContext, p: Params) -> dict[str, Any]:
     include_resolved = p.flag("include_resolved", False)
     p.done()
@@ -83,6 +98,7 @@ METHODS = {
     "watch.recent": Method(recent, operator_only=True),
     "watch.diff": Method(diff, operator_only=True),
     "watch.add": Method(add, operator_only=True),
+    "watch.remove": Method(remove, operator_only=True),
     "tripwire.list": Method(tripwire_list, operator_only=True),
     "tripwire.resolve": Method(tripwire_resolve, operator_only=True),
 }

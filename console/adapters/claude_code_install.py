@@ -1,0 +1,374 @@
+"""Installing the Claude Code hook so that it cannot fail open, and checking an install.
+
+Claude Code runs a hook's ``command`` through the shell and goes ahead with the tool
+unless the hook exits 0 with a decision or exits 2, or when the hook outlives its
+``timeout``. The installed command is therefore:
+
+- the absolute path of the Python that runs agent-console, started with ``-I`` (no
+  ``PYTHONPATH``, no cwd on ``sys.path``: a ``console/`` folder in the project cannot
+  replace the hook), and ``--state-dir`` pinned to one absolute directory;
+- followed by `` || exit 2``: a missing interpreter (127), a non-executable one (126)
+  or a crash on import (1) becomes a block;
+- given a Claude Code ``timeout`` of ``--timeout`` plus :data:`MARGIN_S`, because the
+  hook itself answers by ``--timeout`` + 1 s.
+
+:func:`diagnose` reads settings files the way Claude Code merges them and reports each
+fail-open risk it sees; the CLI's ``hook doctor`` also runs the command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MARGIN_S = 10
+CLAUDE_DEFAULT_HOOK_TIMEOUT_S = 60.0
+# Every tool the hook supervises or guards (Read/Glob/Grep are checked for private state).
+MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Glob|Grep|NotebookRead|LS"
+REQUIRED_TOOLS = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Glob", "Grep")
+MARKER = "hook claude-code"
+
+
+class SettingsError(ValueError):
+    """A settings file that cannot be read or changed; the message names it."""
+
+
+def hook_command(state_dir: Path, timeout_s: float, python: str | None = None) -> str:
+    python = python or sys.executable
+    return (
+        f"{shlex.quote(python)} -I -m console hook claude-code "
+        f"--state-dir {shlex.quote(str(state_dir))} --timeout {_seconds(timeout_s)} || exit 2"
+    )
+
+
+def hook_timeout_for(timeout_s: float) -> int:
+    """Claude Code's ``timeout`` for a hook run with ``--timeout timeout_s``."""
+    return math.ceil(timeout_s) + MARGIN_S
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def settings_path(scope: str, project_dir: Path | None = None) -> Path:
+    if scope == "user":
+        return Path.home() / ".claude" / "settings.json"
+    return (project_dir or Path.cwd()) / ".claude" / "settings.json"
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """The settings object at ``path`` ({} when there is no file)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(
+            f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}); fix it first"
+        ) from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path} does not hold a JSON object")
+    return data
+
+
+def is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and MARKER in str(hook.get("command", ""))
+
+
+def merge(settings: dict[str, Any], command: str, timeout: int) -> dict[str, Any]:
+    """``settings`` with our PreToolUse hook in place of any earlier one; other keys and
+    other hooks stay as they were. Idempotent."""
+    out: dict[str, Any] = json.loads(json.dumps(settings))
+    hooks = out.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SettingsError("the settings' hooks is not an object")
+    groups = hooks.setdefault("PreToolUse", [])
+    if not isinstance(groups, list):
+        raise SettingsError("the settings' hooks.PreToolUse is not a list")
+    kept = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            rest = [h for h in group["hooks"] if not is_ours(h)]
+            if not rest and len(rest) != len(group["hooks"]):
+                continue
+            group = {**group, "hooks": rest}
+        kept.append(group)
+    kept.append({"matcher": MATCHER, "hooks": [{"type": "command", "command": command, "timeout": timeout}]})
+    hooks["PreToolUse"] = kept
+    return out
+
+
+def write_settings(path: Path, settings: dict[str, Any]) -> Path | None:
+    """Write atomically (a temporary file renamed over it); returns the backup of the old file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    if path.exists():
+        backup = path.with_name(path.name + ".agent-console.bak")
+        backup.write_bytes(path.read_bytes())
+        mode = path.stat().st_mode & 0o777
+    else:
+        mode = 0o600
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(settings, f, indent=2)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return backup
+
+
+# ---------------------------------------------------------------------------------------
+# Diagnosis
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One thing the doctor looked at: ``level`` is ok, note, risk (Claude Code could run a
+    tool unsupervised) or problem (fail-closed, but nothing is allowed)."""
+
+    level: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Installed:
+    file: Path
+    matcher: str
+    command: str
+    timeout: float
+
+
+def installed_hooks(files: Iterable[tuple[Path, dict[str, Any]]]) -> list[Installed]:
+    found = []
+    for path, settings in files:
+        hooks = settings.get("hooks")
+        groups = hooks.get("PreToolUse") if isinstance(hooks, dict) else None
+        for group in groups if isinstance(groups, list) else []:
+            if not isinstance(group, dict):
+                continue
+            matcher = str(group.get("matcher", "") or "")
+            for hook in group.get("hooks") or []:
+                if is_ours(hook):
+                    raw = hook.get("timeout", CLAUDE_DEFAULT_HOOK_TIMEOUT_S)
+                    timeout = float(raw) if isinstance(raw, int | float) else CLAUDE_DEFAULT_HOOK_TIMEOUT_S
+                    found.append(Installed(path, matcher, str(hook["command"]), timeout))
+    return found
+
+
+def matches(matcher: str, tool: str) -> bool:
+    """Claude Code's matcher: empty or ``*`` is every tool, else a regular expression."""
+    if matcher in ("", "*"):
+        return True
+    try:
+        return re.fullmatch(matcher, tool) is not None
+    except re.error:
+        return matcher == tool
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    executable: str
+    state_dir: str | None
+    timeout_s: float | None
+    blocks_on_failure: bool
+    isolated: bool
+
+
+def parse_command(command: str) -> ParsedCommand:
+    blocks = bool(re.search(r"\|\|\s*exit\s+2\s*;?\s*$", command))
+    main = re.split(r"\|\||;|&&|\|", command, maxsplit=1)[0]
+    try:
+        words = shlex.split(main)
+    except ValueError:
+        words = main.split()
+    state_dir = timeout = None
+    for i, word in enumerate(words):
+        if word == "--state-dir" and i + 1 < len(words):
+            state_dir = words[i + 1]
+        if word == "--timeout" and i + 1 < len(words):
+            try:
+                timeout = float(words[i + 1])
+            except ValueError:
+                timeout = None
+    return ParsedCommand(words[0] if words else "", state_dir, timeout, blocks, "-I" in words[1:3])
+
+
+def check_hook(hook: Installed, approval_timeout_s: float | None) -> list[Check]:
+    out: list[Check] = []
+    cmd = parse_command(hook.command)
+    where = f"{hook.file}"
+    if not cmd.executable.startswith("/"):
+        out.append(
+            Check(
+                "risk",
+                f"{where}: the hook runs {cmd.executable!r} through PATH; if it is not found Claude Code runs "
+                "the tool. Reinstall: agent-console hook install claude-code",
+            )
+        )
+    elif not os.access(cmd.executable, os.X_OK):
+        out.append(Check("risk", f"{where}: {cmd.executable} is missing or not executable"))
+    if not cmd.blocks_on_failure:
+        out.append(
+            Check(
+                "risk",
+                f"{where}: the command does not end with '|| exit 2': a missing or broken install "
+                "(exit 127, 126 or 1) lets Claude Code run the tool",
+            )
+        )
+    if cmd.executable.rsplit("/", 1)[-1].startswith("python") and not cmd.isolated:
+        out.append(
+            Check(
+                "risk",
+                f"{where}: python runs without -I: PYTHONPATH or a console/ folder in the project "
+                "could replace the hook",
+            )
+        )
+    if cmd.state_dir is None:
+        out.append(
+            Check("note", f"{where}: no --state-dir: the hook follows AGENT_CONSOLE_HOME of Claude Code")
+        )
+    hook_timeout_s = cmd.timeout_s if cmd.timeout_s is not None else 55.0
+    if hook.timeout <= hook_timeout_s + 1:
+        out.append(
+            Check(
+                "risk",
+                f"{where}: Claude Code's hook timeout ({_seconds(hook.timeout)} s) is not above the hook's "
+                f"--timeout ({_seconds(hook_timeout_s)} s) + 1 s: Claude Code would kill the hook and run the tool",
+            )
+        )
+    elif hook.timeout < hook_timeout_s + MARGIN_S:
+        out.append(
+            Check(
+                "note",
+                f"{where}: Claude Code's hook timeout ({_seconds(hook.timeout)} s) leaves less than "
+                f"{MARGIN_S} s above --timeout ({_seconds(hook_timeout_s)} s)",
+            )
+        )
+    if approval_timeout_s is not None and hook_timeout_s > approval_timeout_s:
+        out.append(
+            Check(
+                "note",
+                f"{where}: --timeout is {_seconds(hook_timeout_s)} s but the daemon's approval_timeout_s is "
+                f"{_seconds(approval_timeout_s)} s: requests are denied (approval_timeout) after "
+                f"{_seconds(approval_timeout_s)} s",
+            )
+        )
+    return out
+
+
+def diagnose(files: list[tuple[Path, dict[str, Any]]], approval_timeout_s: float | None) -> list[Check]:
+    """Every fail-open risk visible in the settings files (merged as Claude Code does)."""
+    out: list[Check] = []
+    for path, settings in files:
+        if settings.get("disableAllHooks") is True:
+            out.append(Check("risk", f"{path}: disableAllHooks is true: no hook runs at all"))
+    hooks = installed_hooks(files)
+    if not hooks:
+        out.append(
+            Check(
+                "risk",
+                "no agent-console PreToolUse hook is configured: run agent-console hook install claude-code",
+            )
+        )
+        return out
+    for tool in REQUIRED_TOOLS:
+        if not any(matches(h.matcher, tool) for h in hooks):
+            out.append(
+                Check("risk", f"no agent-console hook runs for {tool}: Claude Code runs it unsupervised")
+            )
+    for hook in hooks:
+        out.extend(check_hook(hook, approval_timeout_s))
+    return out
+
+
+def sample_input(cwd: Path, target: Path) -> dict[str, Any]:
+    """A PreToolUse call the hook answers without the operator: a Read of the token."""
+    return {
+        "session_id": "agent-console-doctor",
+        "transcript_path": "/dev/null",
+        "cwd": str(cwd),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": str(target)},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run of a hook command as Claude Code runs it, and what Claude Code would do."""
+
+    exit_code: int | None  # None: killed at the timeout
+    decision: str | None  # permissionDecision printed, if any
+    seconds: float
+    stderr: str
+
+    @property
+    def blocks(self) -> bool:
+        return self.exit_code == 2 or (self.exit_code == 0 and self.decision == "deny")
+
+    def verdict(self) -> str:
+        if self.exit_code is None:
+            return "Claude Code kills the hook at its timeout and RUNS the tool"
+        if self.exit_code == 2:
+            return "exit 2: Claude Code blocks the tool"
+        if self.exit_code == 0 and self.decision:
+            return f"exit 0 with permissionDecision {self.decision!r}"
+        if self.exit_code == 0:
+            return "exit 0 without a decision: Claude Code's own permission flow decides"
+        return f"exit {self.exit_code}: Claude Code RUNS the tool"
+
+
+def run_command(
+    command: str,
+    stdin: dict[str, Any],
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> Run:
+    """Run ``command`` through ``sh -c`` with ``stdin`` as JSON, the way Claude Code does."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command],
+            input=json.dumps(stdin),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            cwd=cwd,
+        )
+    except subprocess.TimeoutExpired:
+        return Run(None, None, time.monotonic() - started, "")
+    decision = None
+    if proc.returncode == 0 and proc.stdout.strip():
+        try:
+            out = json.loads(proc.stdout)
+            decision = out["hookSpecificOutput"]["permissionDecision"]
+        except (ValueError, KeyError, TypeError):
+            decision = None
+    return Run(proc.returncode, decision, time.monotonic() - started, proc.stderr[-2000:])

@@ -1,0 +1,243 @@
+"""Agent identities the daemon issues: who owns a request, a session, a session grant.
+
+An identity is made by the daemon, never named into existence by a client: an id
+(``a-`` and 16 hex digits, public: the operator sees it) and a secret (256 random bits,
+given only to connections bound to the identity). A connection on agent.sock is bound
+to exactly one identity, in one of three ways, checked in this order by ``hello``:
+
+1. ``agent_id`` + ``agent_secret``: reconnecting under an identity; the secret must match.
+2. ``agent_pid``: "I run under agent process P". P must be the peer itself or one of its
+   ancestors (walked through /proc from the ``SO_PEERCRED`` pid), owned by the same uid,
+   in the same session and not that session's leader (an interactive shell is the
+   leader; so two agents started from two terminals never share an ancestor they may
+   name). The identity is the process tree rooted at (P, P's start time); the first
+   connection that names P creates it.
+3. Nothing: the nearest ancestor of the peer that roots an identity gives that identity
+   (a hook or ``agent-console exec`` started by the agent, per call); failing that, a new
+   identity of this connection alone.
+
+The agent's own session id (Claude Code's ``session_id``) is a label for the operator,
+never a key. Identities live in memory: a daemon restart forgets them (and the sessions
+they owned end with the daemon).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from console.protocol.jsonrpc import CONFLICT, INVALID_PARAMS, UNAUTHORIZED, RPCError
+from console.protocol.peer import PeerCred
+from console.protocol.procs import ProcStat, ancestry, proc_stat, proc_uid
+
+if TYPE_CHECKING:
+    from console.daemon.connection import Connection
+    from console.daemon.quotas import Bucket
+
+log = logging.getLogger("agent-console.identity")
+
+AGENT_ID = re.compile(r"a-[0-9a-f]{16}\Z")
+SECRET = re.compile(r"[A-Za-z0-9_-]{43}\Z")
+# Idle identities (no connection, nothing they own) beyond this many are forgotten, oldest first.
+MAX_IDENTITIES = 4096
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode("ascii")).digest()
+
+
+@dataclass(eq=False)
+class Agent:
+    id: str
+    secret_digest: bytes
+    uid: int
+    created_at: float
+    root: tuple[int, int] | None = None  # (pid, start ticks) of the agent process, if bound to one
+    root_comm: str = ""
+    label: str = ""  # the agent's own session id, display only
+    connections: int = 0
+    last_seen: float = 0.0
+    # Quota state (see console/daemon/quotas.py).
+    in_flight: int = 0
+    in_flight_bytes: int = 0
+    history: Bucket | None = None
+
+    @property
+    def owner(self) -> str:
+        """The owner string of this agent's sessions."""
+        return f"agent:{self.id}"
+
+    def to_wire(self, *, secret: str | None = None) -> dict[str, object]:
+        out: dict[str, object] = {
+            "id": self.id,
+            "label": self.label,
+            "root_pid": self.root[0] if self.root else None,
+            "root_comm": self.root_comm,
+        }
+        if secret is not None:
+            out["secret"] = secret
+        return out
+
+
+class AgentRegistry:
+    def __init__(self, in_use: Callable[[Agent], bool] = lambda _a: False) -> None:
+        self.by_id: dict[str, Agent] = {}
+        self._by_root: dict[tuple[int, int], Agent] = {}
+        self._secrets: dict[str, str] = {}  # id -> secret, to hand to connections bound later
+        self.in_use = in_use
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def secret_of(self, agent: Agent) -> str:
+        return self._secrets[agent.id]
+
+    # ------------------------------------------------------------------ making
+
+    def _new(self, uid: int, root: ProcStat | None = None) -> Agent:
+        self._prune()
+        secret = secrets.token_urlsafe(32)
+        agent = Agent(
+            id="a-" + secrets.token_hex(8),
+            secret_digest=_digest(secret),
+            uid=uid,
+            created_at=time.time(),
+            root=(root.pid, root.start_ticks) if root else None,
+            root_comm=root.comm[:64] if root else "",
+        )
+        self.by_id[agent.id] = agent
+        self._secrets[agent.id] = secret
+        if agent.root is not None:
+            self._by_root[agent.root] = agent
+        return agent
+
+    def forget(self, agent: Agent) -> None:
+        self.by_id.pop(agent.id, None)
+        self._secrets.pop(agent.id, None)
+        if agent.root is not None and self._by_root.get(agent.root) is agent:
+            del self._by_root[agent.root]
+
+    def _prune(self) -> None:
+        if len(self.by_id) < MAX_IDENTITIES:
+            return
+        idle = sorted(
+            (a for a in self.by_id.values() if a.connections == 0 and not self.in_use(a)),
+            key=lambda a: a.last_seen,
+        )
+        for agent in idle[: max(1, len(self.by_id) - MAX_IDENTITIES + 1)]:
+            self.forget(agent)
+
+    # ------------------------------------------------------------------ binding
+
+    def by_secret(self, agent_id: str, secret: str) -> Agent:
+        """Reconnect: the identity whose secret this is (a wrong one is refused, not created)."""
+        if not AGENT_ID.match(agent_id):
+            raise RPCError(INVALID_PARAMS, "agent_id: a- and 16 lowercase hex digits", {"param": "agent_id"})
+        agent = self.by_id.get(agent_id)
+        if (
+            agent is None
+            or not SECRET.match(secret)
+            or not hmac.compare_digest(agent.secret_digest, _digest(secret))
+        ):
+            # One answer for "unknown" and "wrong secret": an id alone tells nothing.
+            raise RPCError(
+                UNAUTHORIZED,
+                "agent_id/agent_secret: no identity with that secret (identities end when the daemon restarts); "
+                "say hello without them to get a new one",
+            )
+        return agent
+
+    def by_process(self, peer: PeerCred, agent_pid: int) -> Agent:
+        """The identity of the process tree rooted at ``agent_pid``, an ancestor of the peer."""
+        chain = ancestry(peer.pid)
+        root = next((st for st in chain if st.pid == agent_pid), None)
+        if root is None:
+            raise RPCError(
+                UNAUTHORIZED,
+                "agent_pid: not this connection's process or one of its ancestors; name the agent "
+                "process you run under",
+                {"param": "agent_pid"},
+            )
+        me = chain[0]
+        if root.session != me.session or root.pid == root.session:
+            raise RPCError(
+                UNAUTHORIZED,
+                "agent_pid: must be in this process's session and not its leader (a login or terminal "
+                "shell): name the agent process itself",
+                {"param": "agent_pid"},
+            )
+        if proc_uid(root.pid) != peer.uid:
+            raise RPCError(UNAUTHORIZED, "agent_pid: owned by another user", {"param": "agent_pid"})
+        key = (root.pid, root.start_ticks)
+        agent = self._by_root.get(key)
+        if agent is None:
+            agent = self._new(peer.uid, root)
+            log.info("new agent %s for process %d (%s)", agent.id, root.pid, root.comm[:64])
+        return agent
+
+    def by_ancestry(self, peer: PeerCred) -> Agent | None:
+        """The identity rooted at the nearest ancestor (or the peer itself), if any."""
+        if not self._by_root:
+            return None
+        for st in ancestry(peer.pid):
+            agent = self._by_root.get((st.pid, st.start_ticks))
+            if agent is not None and agent.uid == peer.uid:
+                return agent
+        return None
+
+    def fresh(self, peer: PeerCred) -> Agent:
+        return self._new(peer.uid)
+
+    def root_alive(self, agent: Agent) -> bool:
+        if agent.root is None:
+            return False
+        st = proc_stat(agent.root[0])
+        return st is not None and st.start_ticks == agent.root[1]
+
+
+# ---------------------------------------------------------------------- connections
+
+
+def default_agent(conn: Connection) -> Agent:
+    """The identity of a connection that named none: its process tree's, else a new one."""
+    registry = conn.daemon.agents
+    return registry.by_ancestry(conn.peer) or registry.fresh(conn.peer)
+
+
+def bind(conn: Connection, agent: Agent) -> None:
+    """Bind ``conn`` to ``agent``, replacing an identity it has not acted for."""
+    old = conn.agent
+    if old is agent:
+        return
+    registry = conn.daemon.agents
+    if old is not None:
+        if conn.acted:
+            raise RPCError(
+                CONFLICT,
+                f"this connection already acts for agent {old.id}; open a new connection for another identity",
+            )
+        old.connections -= 1
+        if old.connections <= 0 and old.root is None and not registry.in_use(old):
+            registry.forget(old)  # made for this connection's first hello, never used
+    else:
+        conn.on_close.append(lambda: _unbind(conn))
+    conn.agent = agent
+    agent.connections += 1
+    agent.last_seen = time.time()
+
+
+def _unbind(conn: Connection) -> None:
+    agent = conn.agent
+    if agent is not None:
+        agent.connections -= 1
+        agent.last_seen = time.time()
+
+
+__all__ = ["AGENT_ID", "Agent", "AgentRegistry", "bind", "default_agent"]

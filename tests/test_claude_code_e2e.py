@@ -1,0 +1,167 @@
+"""The real Claude Code CLI, supervised by a real daemon through `agent-console hook claude-code`.
+
+The model is tests/fake_anthropic.py: turn 1 asks for a Bash call that writes a marker file
+in the workspace, turn 2 ends the conversation. Whether the marker exists says what ran;
+the tool_result the fake API was sent says what the model was told. Claude Code runs in
+bypassPermissions mode, so the hook is the only thing that can stop the call.
+"""
+
+from __future__ import annotations
+
+import shlex
+import warnings
+from pathlib import Path
+
+import pytest
+from claude_code_harness import (
+    ClaudeCodeUnavailable,
+    Operator,
+    find_claude_code,
+    hook_command,
+    run_claude,
+    write_hook_settings,
+)
+from daemon_harness import running_daemon, short_tmp, workspace
+from fake_anthropic import bash, fake_anthropic, text
+
+pytestmark = pytest.mark.claude_code
+
+
+@pytest.fixture(scope="module")
+def claude() -> Path:
+    try:
+        return find_claude_code()
+    except ClaudeCodeUnavailable as e:
+        reason = f"REAL CLAUDE CODE E2E TESTS NOT RUN: {e}"
+        warnings.warn(reason, stacklevel=1)
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with running_daemon("approval_timeout_s = 60\n") as d:
+        yield d
+
+
+def marker_call(ws: Path, name: str = "ran") -> tuple[Path, str, list]:
+    """A script whose Bash call leaves `name` in the workspace and prints a token."""
+    marker = ws / name
+    token = f"output-of-{name}"
+    command = f"echo yes > {shlex.quote(str(marker))} && echo {token}"
+    return marker, token, [[bash(command, "leave a marker")], [text("Finished.")]]
+
+
+def test_approved_bash_runs_and_the_model_receives_its_output(claude, daemon):
+    ws = workspace()
+    marker, token, script = marker_call(ws)
+    write_hook_settings(ws, hook_command(daemon.state_dir, timeout_s=45))
+    with fake_anthropic(script) as api:
+        operator = Operator(daemon, "approve", note="once")
+        operator.start()
+        run = run_claude(claude, api, ws)
+        item = operator.result(run.describe())
+    assert run.returncode == 0, run.describe()
+    assert item["operation"]["args"][-1].startswith("echo yes >"), item
+    assert marker.exists(), run.describe()
+    assert api.tool_result_texts() == [token], run.describe()
+    assert run.result["result"] == "Finished."
+
+
+def test_denied_bash_does_not_run_and_the_model_receives_the_reason(claude, daemon):
+    ws = workspace()
+    marker, token, script = marker_call(ws)
+    write_hook_settings(ws, hook_command(daemon.state_dir, timeout_s=45))
+    with fake_anthropic(script) as api:
+        operator = Operator(daemon, "deny", reason="not on a Tuesday")
+        operator.start()
+        run = run_claude(claude, api, ws)
+        operator.result(run.describe())
+    assert run.returncode == 0, run.describe()
+    assert not marker.exists(), run.describe()
+    [told] = api.tool_result_texts()
+    assert "not on a Tuesday" in told and token not in told, run.describe()
+
+
+def test_daemon_down_the_tool_does_not_run(claude):
+    ws = workspace()
+    marker, token, script = marker_call(ws)
+    nowhere = short_tmp() / "no-daemon"
+    write_hook_settings(ws, hook_command(nowhere, timeout_s=10))
+    with fake_anthropic(script) as api:
+        run = run_claude(claude, api, ws)
+    assert run.returncode == 0, run.describe()
+    assert not marker.exists(), run.describe()
+    [told] = api.tool_result_texts()
+    assert "unreachable" in told and token not in told, run.describe()
+
+
+def test_approval_timeout_denies_and_the_tool_does_not_run(claude):
+    ws = workspace()
+    marker, token, script = marker_call(ws)
+    with running_daemon("approval_timeout_s = 1\n") as d:
+        write_hook_settings(ws, hook_command(d.state_dir, timeout_s=30))
+        with fake_anthropic(script) as api:
+            run = run_claude(claude, api, ws)
+        with d.operator() as op:
+            assert op.call("pending.list")["pending"] == []
+    assert run.returncode == 0, run.describe()
+    assert not marker.exists(), run.describe()
+    [told] = api.tool_result_texts()
+    assert "approval_timeout" in told and token not in told, run.describe()
+
+
+# What Claude Code itself does with a hook's exit code and output: the facts the install
+# (` || exit 2`) and the adapter (always exit 0 with a PreToolUse JSON answer) rely on. When a
+# new Claude Code version changes them, these fail first.
+
+
+def canary_hook(tmp: Path, body: str, mode: int = 0o755) -> Path:
+    path = tmp / "hook.sh"
+    path.write_text("#!/bin/sh\ncat >/dev/null\n" + body + "\n")
+    path.chmod(mode)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("body", "mode"),
+    [
+        pytest.param(None, 0o755, id="not-found-127"),
+        pytest.param("exit 0", 0o644, id="not-executable-126"),
+        pytest.param("echo Traceback >&2; exit 1", 0o755, id="crashes-1"),
+    ],
+)
+def test_a_failing_hook_command_behind_exit_2_blocks_the_tool(claude, body, mode):
+    ws = workspace()
+    marker, _, script = marker_call(ws)
+    hook = ws.parent / "missing-hook" if body is None else canary_hook(ws.parent, body, mode)
+    write_hook_settings(ws, f"{shlex.quote(str(hook))} || exit 2")
+    with fake_anthropic(script) as api:
+        run = run_claude(claude, api, ws)
+    assert not marker.exists(), run.describe()
+    assert "hook error" in api.tool_result_texts()[0], run.describe()
+
+
+def test_without_exit_2_a_crashing_hook_lets_the_tool_run(claude):
+    """Why the installed command ends in ` || exit 2`: exit 1 is not a "no"."""
+    ws = workspace()
+    marker, token, script = marker_call(ws)
+    write_hook_settings(ws, str(canary_hook(ws.parent, "exit 1")))
+    with fake_anthropic(script) as api:
+        run = run_claude(claude, api, ws)
+    assert marker.exists(), run.describe()
+    assert api.tool_result_texts() == [token], run.describe()
+
+
+def test_allow_with_updated_input_runs_the_rewritten_command(claude):
+    """What sandboxed Bash builds on: the hook may swap the command for another one."""
+    ws = workspace()
+    marker, _, script = marker_call(ws)
+    answer = (
+        '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",'
+        ' "updatedInput": {"command": "echo rewritten", "description": "x"}}}'
+    )
+    write_hook_settings(ws, str(canary_hook(ws.parent, f"echo {shlex.quote(answer)}")))
+    with fake_anthropic(script) as api:
+        run = run_claude(claude, api, ws)
+    assert not marker.exists(), run.describe()
+    assert api.tool_result_texts() == ["rewritten"], run.describe()
