@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -155,12 +156,48 @@ def wait_for(predicate, timeout_s: float = 10.0, interval_s: float = 0.02):
     raise AssertionError("condition not met in time")
 
 
+def in_background(fn, what: str = "the call"):
+    """Run ``fn`` in a thread (as an agent waiting for a decision would); returns a getter
+    that joins it and gives its value or raises its exception."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except Exception as exc:  # surfaced by the getter
+            box["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+
+    def result(timeout=60):
+        t.join(timeout)
+        assert not t.is_alive(), f"{what} did not return"
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return result
+
+
+def submit_in_thread(d: DaemonProcess, op: dict, **kw):
+    """Submit from a thread and hand back a getter for the answer."""
+
+    def submit():
+        with d.agent() as agent:
+            return agent.submit(op, **kw)
+
+    return in_background(submit, "the agent's submit")
+
+
 __all__ = [
     "TRUSTED_TEST_ROOTS",
     "DaemonProcess",
+    "in_background",
     "operation",
     "running_daemon",
     "short_tmp",
+    "submit_in_thread",
     "trusting_test_workspaces",
     "wait_for",
     "workspace",

@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from daemon_harness import operation, running_daemon, submit_in_thread, wait_for, workspace
 
 from console.client import RPCError
 
@@ -22,30 +22,6 @@ def daemon():
 @pytest.fixture
 def ws():
     return workspace()
-
-
-def submit_in_thread(d, op, **kw):
-    """Submit from a thread (as an agent would) and hand back a getter for the answer."""
-    box: dict = {}
-
-    def run():
-        try:
-            with d.agent() as agent:
-                box["answer"] = agent.submit(op, **kw)
-        except Exception as exc:  # surfaced by the getter
-            box["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-
-    def result(timeout=20):
-        t.join(timeout)
-        assert not t.is_alive(), "the agent is still waiting"
-        if "error" in box:
-            raise box["error"]
-        return box["answer"]
-
-    return result
 
 
 def pending_ids(d):

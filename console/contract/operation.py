@@ -14,6 +14,7 @@ import base64
 import binascii
 import posixpath
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -126,6 +127,15 @@ class Operation:
     @property
     def argv(self) -> tuple[str, ...]:
         return (self.executable, *self.args)
+
+    @cached_property
+    def command_line(self) -> str:
+        """The argv as one shell-quoted line (what history shows and search matches).
+
+        Cached: for a large operation the quoting costs milliseconds, and admission, the
+        pending item, the history row and the grant summary all ask for it.
+        """
+        return shlex.join(self.argv)
 
     @cached_property
     def fingerprint(self) -> str:

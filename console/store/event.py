@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -241,7 +240,7 @@ def encode(event: Event) -> tuple[Any, ...]:
 
 def command_line(op: Operation) -> str:
     """The operation's argv as one shell-quoted line: what history shows and search matches."""
-    return shlex.join(op.argv)
+    return op.command_line
 
 
 # The columns that describe a request's operation; decisions repeat them.

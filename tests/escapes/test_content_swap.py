@@ -14,7 +14,7 @@ import os
 import threading
 
 import pytest
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from daemon_harness import in_background, operation, running_daemon, wait_for, workspace
 
 from console.client import RPCError
 
@@ -43,28 +43,6 @@ def script(ws, name: str, data: bytes):
 def build_op(ws, name: str):
     # The network makes it an escalation, so it waits for the operator.
     return operation(ws, executable=f"./{name}", network="any")
-
-
-def in_background(fn):
-    box: dict = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except Exception as exc:
-            box["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-
-    def result(timeout=60):
-        t.join(timeout)
-        assert not t.is_alive(), "the agent's call did not return"
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    return result
 
 
 def test_approving_always_after_the_script_was_edited_runs_nothing_and_stores_no_grant(daemon, ws):

@@ -47,7 +47,9 @@ def test_agent_cannot_resume_or_kill_its_tripwire_pause():
                 "sessions.input",
                 {
                     "session": sid,
-                    "text": "sleep 0.5; echo x >> .env; while true; do date +%s%N > tick; sleep 0.1; done\n",
+                    # Existing protected files are read-only in the sandbox; creating a
+                    # protected name (.envrc) is what the tripwire is left to catch.
+                    "text": "sleep 0.5; echo x > .envrc; while true; do date +%s%N > tick; sleep 0.1; done\n",
                 },
             )
             with d.operator() as op:

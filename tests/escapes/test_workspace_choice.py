@@ -10,38 +10,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 
 import pytest
-from daemon_harness import DaemonProcess, operation, running_daemon, short_tmp, wait_for, workspace
+from daemon_harness import (
+    DaemonProcess,
+    operation,
+    running_daemon,
+    short_tmp,
+    submit_in_thread,
+    wait_for,
+    workspace,
+)
 
 from console.client import RPCError
 
 # A policy that trusts a root the test workspaces are not under.
 UNTRUSTING = 'workspaces = ["/srv/not-the-tests"]\n'
-
-
-def submit_in_thread(d, op, **kw):
-    box: dict = {}
-
-    def run():
-        try:
-            with d.agent() as agent:
-                box["answer"] = agent.submit(op, **kw)
-        except Exception as exc:
-            box["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-
-    def result(timeout=20):
-        t.join(timeout)
-        assert not t.is_alive(), "the agent is still waiting"
-        if "error" in box:
-            raise box["error"]
-        return box["answer"]
-
-    return result
 
 
 def pending(d):
