@@ -2,12 +2,15 @@
 
 Claude Code runs a Bash command itself, outside the console's sandbox, so the operation
 says so honestly: it asks for ``unrestricted``, which only a grant or the operator can
-allow. File writes become a ``workspace_write`` scoped to the file: inside the
-workspace they pass, a protected path or a path outside goes to review. Read, Glob and
+allow. File writes become a ``workspace_write`` scoped to the file, with the sha256 of
+the content the file will hold as an argument (so a grant binds path and content):
+inside the workspace they pass, a protected path or a path outside goes to review.
+A ``PermissionRequest`` event (the interactive dialog) gets the same decision in that
+event's JSON shape. Read, Glob and
 Grep are answered here, without the daemon: one that reaches agent-console's state
 directory (the operator token, the history, the sockets) or a protected secret is
 denied, anything else is left to Claude Code. Tools the console does not supervise,
-and events other than PreToolUse, get no answer at all (exit 0, nothing printed), so
+and events other than PreToolUse and PermissionRequest, get no answer at all (exit 0, nothing printed), so
 Claude Code's own permission flow applies to them unchanged.
 
 Claude Code goes ahead with the tool when a hook exits with anything but 0-with-JSON
@@ -155,15 +158,73 @@ def operation_for(
     if real != path:  # a symlink (or a `..` through one): the operator sees where it lands
         path = real
     check_private(path, state_dir)
+    digest, preview = content_binding(tool, tool_input, path)
     return {
         **base,
         "kind": "process",
-        # Claude Code performs the write; `true` stands for "nothing else runs".
+        # Claude Code performs the write; `true` stands for "nothing else runs". The
+        # content's hash is an argument, so it is part of the fingerprint: a grant for
+        # one content does not allow another content at the same path.
         "executable": "true",
-        "args": [path],
+        "args": [path, f"sha256:{digest}"],
         "capabilities": [{"kind": "workspace_write", "scope": path}],
-        "justification": f"{tool} {path}",
+        "justification": f"{tool} {path}\n{preview}",
     }
+
+
+# How much of a file the hook reads to compute an Edit's result, and how much of the new
+# content the operator is shown (the justification is display-only, escaped by the TUI).
+MAX_EDIT_FILE_BYTES = 1 << 20
+MAX_PREVIEW_CHARS = 2000
+
+
+def content_binding(tool: str, tool_input: dict[str, Any], path: str) -> tuple[str, str]:
+    """(sha256 of what the file will hold — or, when that cannot be computed, of the edit
+    itself — and a bounded preview for the operator)."""
+    import hashlib
+
+    result = _resulting_content(tool, tool_input, path)
+    if result is not None:
+        what = "new content"
+        data = result.encode("utf-8", "surrogatepass")
+    else:
+        what = "edit (the file's result could not be computed)"
+        fields = {k: v for k, v in sorted(tool_input.items()) if k not in ("file_path", "notebook_path")}
+        data = json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        result = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+    digest = hashlib.sha256(data).hexdigest()
+    shown = result[:MAX_PREVIEW_CHARS] + ("…" if len(result) > MAX_PREVIEW_CHARS else "")
+    return digest, f"{what}, sha256 {digest[:16]}, {len(data)} bytes:\n{shown}"
+
+
+def _resulting_content(tool: str, tool_input: dict[str, Any], path: str) -> str | None:
+    if tool == "Write":
+        content = tool_input.get("content")
+        return content if isinstance(content, str) else None
+    if tool not in ("Edit", "MultiEdit"):
+        return None  # NotebookEdit: bound to the edit's fields
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_EDIT_FILE_BYTES + 1)
+    except OSError:
+        return None
+    if len(raw) > MAX_EDIT_FILE_BYTES:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    edits = tool_input.get("edits") if tool == "MultiEdit" else [tool_input]
+    if not isinstance(edits, list):
+        return None
+    for edit in edits:
+        if not isinstance(edit, dict):
+            return None
+        old, new = edit.get("old_string"), edit.get("new_string")
+        if not isinstance(old, str) or not isinstance(new, str) or not old or old not in text:
+            return None
+        text = text.replace(old, new) if edit.get("replace_all") is True else text.replace(old, new, 1)
+    return text
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,6 +317,20 @@ def _output(decision: str, reason: str) -> dict[str, Any]:
     }
 
 
+# PreToolUse runs before every supervised call (and in -p mode); PermissionRequest runs
+# when Claude Code would show its permission dialog (interactive sessions only): the same
+# console decision answers both, each in its own JSON shape.
+ANSWERED_EVENTS = ("PreToolUse", "PermissionRequest")
+
+
+def _permission_output(decision: str, reason: str) -> dict[str, Any]:
+    """Claude Code's PermissionRequest answer: ``decision.behavior`` allow or deny."""
+    verdict: dict[str, Any] = {"behavior": "allow" if decision == "allow" else "deny"}
+    if verdict["behavior"] == "deny":
+        verdict["message"] = reason
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": verdict}}
+
+
 def decide(
     hook_text: str, *, state_dir: str | None, timeout_s: float, started: float | None = None
 ) -> dict[str, Any] | None:
@@ -275,13 +350,14 @@ def decide(
         if not isinstance(hook, dict):
             raise HookInputError("hook input is not a JSON object")
         event = hook.get("hook_event_name", "PreToolUse")
-        if event != "PreToolUse":
+        if event not in ANSWERED_EVENTS:
             return None
+        output = _permission_output if event == "PermissionRequest" else _output
         operation = operation_for(hook, state_dir=state_dir)
     except (strictjson.StrictJSONError, HookInputError) as exc:
         return _output("deny", f"agent-console could not read the hook input: {exc}")
     except Refused as exc:
-        return _output("deny", f"denied by agent-console: {exc}")
+        return output("deny", f"denied by agent-console: {exc}")
     if operation is None:
         return None
     try:
@@ -295,17 +371,17 @@ def decide(
             wait_s = max(0.05, deadline - ANSWER_GRACE_S - time.monotonic())
             answer = client.submit(operation, timeout_s=wait_s)
     except DaemonUnreachable as exc:
-        return _output("deny", f"agent-console is unreachable, so nothing is allowed: {exc}")
+        return output("deny", f"agent-console is unreachable, so nothing is allowed: {exc}")
     except RPCError as exc:
-        return _output("deny", f"agent-console refused the request: {_one_line(exc.message)}")
+        return output("deny", f"agent-console refused the request: {_one_line(exc.message)}")
     if answer.get("verdict") == "allow":
         note = answer.get("note") or ""
-        return _output(
+        return output(
             "allow", f"approved by agent-console ({answer.get('source')})" + (f": {note}" if note else "")
         )
     reason = answer.get("reason") or "denied"
     note = answer.get("note") or ""
-    return _output("deny", f"denied by agent-console: {reason}" + (f" — {note}" if note else ""))
+    return output("deny", f"denied by agent-console: {reason}" + (f" — {note}" if note else ""))
 
 
 def _one_line(text: str) -> str:

@@ -39,6 +39,9 @@ CLAUDE_DEFAULT_HOOK_TIMEOUT_S = 60.0
 MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Glob|Grep|NotebookRead|LS"
 REQUIRED_TOOLS = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Glob", "Grep")
 MARKER = "hook claude-code"
+# The events the hook answers: PreToolUse before every supervised call (the gate, also in
+# -p mode) and PermissionRequest when Claude Code would show its dialog (interactive).
+EVENTS = ("PreToolUse", "PermissionRequest")
 
 
 class SettingsError(ValueError):
@@ -100,19 +103,22 @@ def merge(settings: dict[str, Any], command: str, timeout: int) -> dict[str, Any
     hooks = out.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise SettingsError("the settings' hooks is not an object")
-    groups = hooks.setdefault("PreToolUse", [])
-    if not isinstance(groups, list):
-        raise SettingsError("the settings' hooks.PreToolUse is not a list")
-    kept = []
-    for group in groups:
-        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-            rest = [h for h in group["hooks"] if not is_ours(h)]
-            if not rest and len(rest) != len(group["hooks"]):
-                continue
-            group = {**group, "hooks": rest}
-        kept.append(group)
-    kept.append({"matcher": MATCHER, "hooks": [{"type": "command", "command": command, "timeout": timeout}]})
-    hooks["PreToolUse"] = kept
+    for event in EVENTS:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise SettingsError(f"the settings' hooks.{event} is not a list")
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                rest = [h for h in group["hooks"] if not is_ours(h)]
+                if not rest and len(rest) != len(group["hooks"]):
+                    continue
+                group = {**group, "hooks": rest}
+            kept.append(group)
+        kept.append(
+            {"matcher": MATCHER, "hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+        )
+        hooks[event] = kept
     return out
 
 

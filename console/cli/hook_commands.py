@@ -90,7 +90,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         raise CLIError(str(exc), EXIT_INVALID) from None
     except OSError as exc:
         raise CLIError(f"cannot write {path}: {exc.strerror or exc}", EXIT_INVALID) from None
-    print(f"installed the agent-console PreToolUse hook in {path}")
+    print(f"installed the agent-console PreToolUse and PermissionRequest hooks in {path}")
     if backup is not None:
         print(f"  the previous file is kept as {backup}")
     print(f"  command  {command}")

@@ -114,8 +114,12 @@ def test_symlink_flip_of_deep_write_dir_200_runs_writes_nothing_outside(layout):
         if (deep / "d").is_symlink():
             os.unlink(deep / "d")
             os.rename(deep / "d.real", deep / "d")
-    assert ran > 0
+    # How many of the 200 ran or were refused depends on the machine's load; that each one
+    # either ran inside its boundary or was refused naming the field is what is asserted.
     assert fields <= {"write_dirs"}
+    # With the flipping over, the same checked operation runs and writes where it may.
+    assert run(operation, cfg).returncode == 0
+    assert any(name.startswith("post-checkout-") for name in listing(deep / "d" / "hooks"))
     assert listing(ws / ".git" / "hooks") == hooks_before
     assert listing(base / "outside" / "hooks") == []
     # What was written went into the write dir itself.
