@@ -10,6 +10,7 @@ import threading
 
 import pytest
 from daemon_harness import running_daemon, wait_for, workspace
+from hook_harness import hook_cli, hook_input
 
 from console.adapters.claude_code import operation_for, run_hook
 
@@ -20,41 +21,10 @@ def daemon():
         yield d
 
 
-def hook_input(ws, tool, tool_input, session="sess-1", event="PreToolUse"):
-    return {
-        "session_id": session,
-        "transcript_path": "/tmp/t.jsonl",
-        "cwd": str(ws),
-        "hook_event_name": event,
-        "tool_name": tool,
-        "tool_input": tool_input,
-    }
-
-
 def run(daemon, payload, timeout="20", env=None):
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "console",
-            "hook",
-            "claude-code",
-            "--timeout",
-            timeout,
-            "--state-dir",
-            str(daemon.state_dir),
-        ],
-        input=payload if isinstance(payload, str) else json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-    assert r.returncode == 0, r.stderr
-    if not r.stdout.strip():
-        return None  # no answer: Claude Code's own flow decides
-    out = json.loads(r.stdout)["hookSpecificOutput"]
-    assert out["hookEventName"] == "PreToolUse"
+    out = hook_cli(daemon, payload, timeout, env)
+    if out is not None:
+        assert out["hookEventName"] == "PreToolUse"
     return out
 
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from daemon_harness import running_daemon, workspace
+from hook_harness import hook_cli, hook_input
 
 
 @pytest.fixture(scope="module")
@@ -18,32 +19,7 @@ def daemon():
 
 
 def ask(daemon, ws, tool, tool_input, timeout="20"):
-    payload = {
-        "session_id": "s",
-        "cwd": str(ws),
-        "hook_event_name": "PermissionRequest",
-        "tool_name": tool,
-        "tool_input": tool_input,
-    }
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "console",
-            "hook",
-            "claude-code",
-            "--timeout",
-            timeout,
-            "--state-dir",
-            str(daemon.state_dir),
-        ],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)["hookSpecificOutput"] if r.stdout.strip() else None
+    return hook_cli(daemon, hook_input(ws, tool, tool_input, session="s", event="PermissionRequest"), timeout)
 
 
 def test_a_permission_dialog_for_an_in_workspace_write_is_allowed_by_the_console(daemon):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from console.contract.operation import is_within
@@ -134,34 +135,42 @@ class _Walk:
                     elif is_dir and not _is_object_store(rel):
                         stack.append((path, rel))
 
-    def interior(self, root: str, why: str) -> None:
-        """Inside a protected directory: symlinks pointing out, files with other links."""
+    def _entries(
+        self, root: str, skip: Callable[[str], bool] = lambda _path: False
+    ) -> Iterator[os.DirEntry[str]]:
+        """Every entry below ``root`` (counted against the budget), symlinks not followed,
+        directories for which ``skip`` says so neither yielded nor descended into."""
         stack = [root]
         while stack:
-            directory = stack.pop()
             try:
-                scan = os.scandir(directory)
+                scan = os.scandir(stack.pop())
             except OSError:
                 continue
             with scan:
                 for entry in scan:
                     self.count()
-                    if entry.is_symlink():
-                        rel = (
-                            entry.path[len(self.prefix) :]
-                            if entry.path.startswith(self.prefix)
-                            else entry.path
-                        )
-                        self.links.append((entry.path, rel, f"inside {why}"))
-                    elif entry.is_dir(follow_symlinks=False):
+                    if skip(entry.path):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        if st.st_nlink > 1:
-                            self.inodes[(st.st_dev, st.st_ino)] = entry.path
+                    yield entry
+
+    def shown(self, path: str) -> str:
+        """``path`` relative to the workspace when inside it, as the patterns see it."""
+        return path[len(self.prefix) :] if path.startswith(self.prefix) else path
+
+    def interior(self, root: str, why: str) -> None:
+        """Inside a protected directory: symlinks pointing out, files with other links."""
+        for entry in self._entries(root):
+            if entry.is_symlink():
+                self.links.append((entry.path, self.shown(entry.path), f"inside {why}"))
+            elif entry.is_file(follow_symlinks=False):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if st.st_nlink > 1:
+                    self.inodes[(st.st_dev, st.st_ino)] = entry.path
 
     def follow_links(self) -> None:
         """Protect the targets of protected symlinks that lie in the writable area."""
@@ -193,34 +202,16 @@ class _Walk:
             return
         wanted = {ino for _, ino in self.inodes}
         for root in _outermost(self.writable):
-            stack = [root]
-            while stack:
-                directory = stack.pop()
+            for entry in self._entries(root, skip=self.covered):
+                if entry.inode() not in wanted or not entry.is_file(follow_symlinks=False):
+                    continue
                 try:
-                    scan = os.scandir(directory)
+                    st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                with scan:
-                    for entry in scan:
-                        self.count()
-                        path = entry.path
-                        if self.covered(path):
-                            continue
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(path)
-                        elif entry.inode() in wanted and entry.is_file(follow_symlinks=False):
-                            try:
-                                st = entry.stat(follow_symlinks=False)
-                            except OSError:
-                                continue
-                            original = self.inodes.get((st.st_dev, st.st_ino))
-                            if original is not None and original != path:
-                                shown = (
-                                    original[len(self.prefix) :]
-                                    if original.startswith(self.prefix)
-                                    else original
-                                )
-                                self.add(path, f"hardlink of {shown}", st)
+                original = self.inodes.get((st.st_dev, st.st_ino))
+                if original is not None and original != entry.path:
+                    self.add(entry.path, f"hardlink of {self.shown(original)}", st)
 
 
 def find_protected(

@@ -6,12 +6,9 @@ Write allowed any later content at that path, and the operator never saw the con
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 from daemon_harness import running_daemon, workspace
+from hook_harness import hook_cli, hook_input
 
 from console.adapters.claude_code import operation_for
 
@@ -23,35 +20,13 @@ def daemon():
 
 
 def call(ws, tool, tool_input):
-    return {
-        "session_id": "s",
-        "cwd": str(ws),
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": tool_input,
-    }
+    return hook_input(ws, tool, tool_input, session="s")
 
 
 def hook(daemon, payload, timeout="20"):
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "console",
-            "hook",
-            "claude-code",
-            "--timeout",
-            timeout,
-            "--state-dir",
-            str(daemon.state_dir),
-        ],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)["hookSpecificOutput"]
+    out = hook_cli(daemon, payload, timeout)
+    assert out is not None
+    return out
 
 
 def test_a_different_write_content_is_a_different_fingerprint_and_a_different_operation():

@@ -6,7 +6,6 @@ descriptor, so a writable bind can only ever be the directory that was checked.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -57,14 +56,23 @@ def test_write_dir_flipped_after_the_check_cannot_reach_its_target(layout, targe
         workspace_access="read_only",
     )
     ready = prepare(operation, cfg, sandbox_probe())
+    refused: SandboxSetupError | None = None
     try:
         _flip_to(ws, target)  # after the check, before bwrap mounts: the old race, made certain
-        with contextlib.suppress(SandboxSetupError):
+        try:
             spawn(ready)
+        except SandboxSetupError as exc:
+            refused = exc
     finally:
         ready.close()
     assert listing(ws / ".git" / "hooks") == hooks_before
     assert listing(base / "outside" / "hooks") == []
+    # Either the sandbox was stopped before the command, naming the field, or the write
+    # landed in the directory that was checked (now set aside as d.real), nowhere else.
+    if refused is not None:
+        assert refused.field == "write_dirs"
+    else:
+        assert listing(ws / "a" / "b" / "c" / "d.real" / "hooks") == ["post-checkout"]
 
 
 def test_symlink_flip_of_deep_write_dir_200_runs_writes_nothing_outside(layout):
@@ -148,9 +156,10 @@ def test_symlink_flip_through_the_daemon_writes_nothing_outside(layout):
     with running_daemon(policy) as daemon:
         thread = threading.Thread(target=flipper, daemon=True)
         thread.start()
+        codes = []
         try:
             for i in range(8):
-                subprocess.run(
+                r = subprocess.run(
                     [
                         sys.executable,
                         "-m",
@@ -173,6 +182,7 @@ def test_symlink_flip_through_the_daemon_writes_nothing_outside(layout):
                     text=True,
                     timeout=60,
                 )
+                codes.append(r.returncode)
         finally:
             stop.set()
             thread.join()
@@ -181,6 +191,12 @@ def test_symlink_flip_through_the_daemon_writes_nothing_outside(layout):
                 os.rename(deep / "d.real", deep / "d")
     assert listing(ws / ".git" / "hooks") == hooks_before
     assert listing(base / "outside" / "hooks") == []
+    # Each run ran (its own `.git/hooks` write fails: exit 1 or 2 from sh), was stopped as a
+    # sandbox setup failure (123), or was denied (126: checked while the write dir was the
+    # symlink, it resolved into `.git`); never a traceback or an unknown state.
+    assert set(codes) <= {1, 2, 123, 126}, codes
+    # What any run wrote went into the write dir itself.
+    assert all(name.startswith("post-merge-") for name in listing(deep / "d" / "hooks"))
 
 
 def test_vanished_write_dir_is_a_problem_naming_the_field(layout):

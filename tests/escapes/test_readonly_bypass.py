@@ -15,6 +15,7 @@ from daemon_harness import operation, running_daemon, short_tmp, workspace
 
 from console.contract.host import OSHost
 from console.contract.operation import parse
+from console.contract.problem import InvalidInput
 from console.policy import Verdict, evaluate, policy_from_toml
 
 UNTRUSTED = 'approval = "untrusted"\napproval_timeout_s = 60\n'
@@ -112,7 +113,11 @@ def test_a_copy_of_a_reader_outside_the_system_dirs_is_not_the_reader(ws):
 )
 def test_forms_that_write_execute_or_leave_the_workspace_are_not_read_only(ws, exe, args):
     if shutil.which(exe, path="/usr/bin:/bin") is None:
-        pytest.skip(f"{exe} is not installed")
+        # Not on this machine (e.g. man): then it cannot be named at all, which is not an allow.
+        with pytest.raises(InvalidInput) as info:
+            verdict(ws, executable=exe, args=args)
+        assert info.value.problem.reason == "executable_not_found"
+        return
     assert verdict(ws, executable=exe, args=args, kind="git" if exe == "git" else "process").verdict is (
         Verdict.REVIEW
     )
