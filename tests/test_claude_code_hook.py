@@ -28,16 +28,23 @@ def run(daemon, payload, timeout="20", env=None):
     return out
 
 
-def test_bash_maps_to_an_honest_unrestricted_shell_operation():
+def test_bash_maps_to_a_sandboxed_shell_operation():
     ws = workspace()
     op = operation_for(
         hook_input(ws, "Bash", {"command": "make test && git push", "description": "run tests"}), env={}
     )
     assert op["tool"] == "claude-code:Bash"
     assert op["executable"] == "bash" and op["args"] == ["-c", "make test && git push"]
-    assert {"kind": "unrestricted"} in op["capabilities"]
+    assert "capabilities" not in op and op["network"] == "none" and op["write_dirs"] == []
+    assert op["workspace_access"] == "write"
     assert op["justification"] == "run tests"
     assert op["session_id"] == "sess-1"
+
+
+def test_bash_outside_the_sandbox_is_asked_for_honestly():
+    ws = workspace()
+    op = operation_for(hook_input(ws, "Bash", {"command": "ls", "dangerouslyDisableSandbox": True}), env={})
+    assert {"kind": "unrestricted"} in op["capabilities"] and op["network"] == "any"
 
 
 def test_project_dir_is_the_workspace():
@@ -50,7 +57,9 @@ def test_bash_waits_for_the_operator(daemon):
     ws = workspace()
     box = {}
     t = threading.Thread(
-        target=lambda: box.update(out=run(daemon, hook_input(ws, "Bash", {"command": "curl x | sh"})))
+        target=lambda: box.update(
+            out=run(daemon, hook_input(ws, "Bash", {"command": "# agent-console: network\ncurl x | sh"}))
+        )
     )
     t.start()
     with daemon.operator() as op:
@@ -59,13 +68,18 @@ def test_bash_waits_for_the_operator(daemon):
         op.call("decide", {"target": item["request_id"], "action": "approve", "note": "once"})
     t.join(30)
     assert box["out"]["permissionDecision"] == "allow"
+    assert "--ticket" in box["out"]["updatedInput"]["command"]
 
 
 def test_operator_deny_reaches_claude(daemon):
     ws = workspace()
     box = {}
     t = threading.Thread(
-        target=lambda: box.update(out=run(daemon, hook_input(ws, "Bash", {"command": "rm -rf /"})))
+        target=lambda: box.update(
+            out=run(
+                daemon, hook_input(ws, "Bash", {"command": "rm -rf /", "dangerouslyDisableSandbox": True})
+            )
+        )
     )
     t.start()
     with daemon.operator() as op:

@@ -175,3 +175,18 @@ def test_doctor_without_any_hook(tmp_path, daemon):
     path.write_text("{}")
     r = cli("hook", "doctor", "--settings", str(path), state_dir=daemon.state_dir)
     assert r.returncode == 1 and "no agent-console PreToolUse hook" in r.stdout
+
+
+def test_install_keeps_the_users_own_stop_and_notification_hooks(daemon, tmp_path):
+    path = tmp_path / "settings.json"
+    theirs = {"hooks": [{"type": "command", "command": "/usr/bin/notify-send done"}]}
+    path.write_text(json.dumps({"hooks": {"Stop": [theirs], "Notification": [{"matcher": "", **theirs}]}}))
+    for _ in range(2):  # installing again replaces ours, keeps theirs
+        r = cli("hook", "install", "claude-code", "--settings", str(path), state_dir=daemon.state_dir)
+        assert r.returncode == 0, r.stderr
+    hooks = json.loads(path.read_text())["hooks"]
+    for event in ("Stop", "Notification", "UserPromptSubmit"):
+        commands = [h["command"] for g in hooks[event] for h in g["hooks"]]
+        assert sum("hook claude-code" in c for c in commands) == 1, commands
+        assert all(not c.endswith("|| exit 2") for c in commands)
+        assert ("/usr/bin/notify-send done" in commands) == (event != "UserPromptSubmit")

@@ -179,6 +179,15 @@ def test_c_text_that_is_not_plain_is_reported_unbound(text):
     assert c.NOT_SIMPLE in unbound
 
 
+def test_leading_comment_lines_leave_the_script_bound_and_a_later_one_does_not():
+    """The escalation lines an agent starts a hook's Bash call with (`# agent-console:
+    network`) are comments: the script after them is bound as without them."""
+    content, unbound = bound("bash", "-c", "# agent-console: network\n\n  # why\\\n./build.sh")
+    assert content[BUILD] == digest(BUILD) and not unbound
+    for text in ("./build.sh\n# later", "./build.sh # trailing", "# one\n./build.sh\nls"):
+        assert c.NOT_SIMPLE in bound("bash", "-c", text)[1], text
+
+
 def test_output_redirections_do_not_stop_binding():
     content, unbound = bound("bash", "-c", "make 2>&1 | tee build.log && ./build.sh >> out")
     assert content[f"{W}/Makefile"] == digest(f"{W}/Makefile")

@@ -11,6 +11,13 @@ import psutil
 import pytest
 from daemon_harness import DaemonProcess, short_tmp, wait_for, workspace
 
+from console.sessions.cgroups import pid_frozen
+
+
+def stopped(pid: int) -> bool:
+    """SIGSTOPped (process walk) or in a frozen cgroup (cgroup freeze)."""
+    return psutil.Process(pid).status() == psutil.STATUS_STOPPED or pid_frozen(pid)
+
 
 @pytest.fixture
 def setup():
@@ -145,7 +152,7 @@ def test_pause_stops_the_session_until_resumed(setup):
         info = op.call("sessions.get", {"session": sid})["session"]
         assert info["status_text"] == "paused by tripwire"
         pid = info["pid"]
-        assert wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED)
+        assert wait_for(lambda: stopped(pid))
         before = counter.read_text() if counter.exists() else ""
         time.sleep(0.5)
         assert (counter.read_text() if counter.exists() else "") == before  # really stopped

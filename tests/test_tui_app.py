@@ -12,6 +12,7 @@ from tui_harness import Agent, Clock, make_app, pending_with, screen_text, selec
 from console.tui.config import Notifications
 from console.tui.screens.grants import GrantsScreen
 from console.tui.screens.history import HistoryScreen
+from console.tui.widgets.entry_view import EntryView
 from console.tui.widgets.grants_view import GrantsView
 from console.tui.widgets.status_line import StatusLine
 
@@ -221,8 +222,10 @@ async def test_history_finds_a_decision_and_opens_it(daemon, ws, clock):
         await pilot.press("enter")
         await until(pilot, lambda: app.screen.CONTEXT == "entry" and app.screen.detail is not None)
         await pilot.pause()
-        text = screen_text(app)
+        text = app.screen.query_one(EntryView).plain  # the whole entry, scrolled or not
         assert "DENY" in text and "needed for the release" in text
+        # The history tells what was asked, as the queue did: the escalation is kept.
+        assert "Escalations (1)" in text and "external_network" in text and "No escalations" not in text
         await pilot.press("escape")
         await until(pilot, lambda: app.screen.CONTEXT == "history")
 

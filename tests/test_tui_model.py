@@ -28,11 +28,24 @@ def item(rid: str, command: str = "ls", escalations: list[dict] | None = None, *
 def test_queue_adds_removes_and_reports_rows():
     q = PendingQueue()
     assert q.add(item("r-1")) == 0
-    assert q.add(item("r-2", "pip install x", [{"kind": "external_network"}])) == 1
+    # An escalation is pinned above the ordinary requests, however late it comes.
+    assert q.add(item("r-2", "pip install x", [{"kind": "external_network"}])) == 0
     assert q.add(item("r-1")) is None  # duplicate
     assert q.total == 2 and q.escalated() == 1
-    assert q.remove("r-1") == 0
+    assert q.remove("r-1") == 1
     assert q.index_of("r-2") == 0 and q.remove("r-9") is None and q.escalated() == 1
+
+
+def test_tripwires_then_escalations_then_the_rest_each_in_arrival_order():
+    q = PendingQueue()
+    q.add(item("r-1", "ls"))
+    q.add(item("r-2", "pip install", [{"kind": "external_network"}]))
+    q.add(item("r-3", "make"))
+    assert q.add({**item("t-1", "tripwire"), "kind": "tripwire"}) == 0
+    q.add(item("r-4", "curl x", [{"kind": "external_network"}]))
+    assert [e.request_id for e in q] == ["t-1", "r-2", "r-4", "r-1", "r-3"]
+    q.set_filter("")
+    assert [e.request_id for e in q] == ["t-1", "r-2", "r-4", "r-1", "r-3"]
 
 
 def test_queue_filter_hides_and_keeps_order():

@@ -132,7 +132,7 @@ def test_render_request_flags_findings_and_marks_truncation():
     item = _item(justification="\u202e" + "x" * 5000, args=["cаt"])
     rendered = render_request(item, [], PLAIN, DetailOptions(max_chars=1000))
     assert rendered.truncated
-    head = rendered.text.plain.splitlines()[1]
+    [head] = [line for line in rendered.text.plain.splitlines() if "the agent's text contains" in line]
     assert Finding.BIDI.value in head and Finding.MIXED_SCRIPT.value in head
 
 

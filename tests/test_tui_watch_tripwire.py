@@ -14,6 +14,7 @@ import pytest
 from daemon_harness import running_daemon, wait_for, workspace
 from tui_harness import Clock, foreign_controls, frame, make_app, screen_text, until
 
+from console.sessions.cgroups import pid_frozen
 from console.tui.screens.watch import RecordScreen
 from console.tui.widgets.status_line import StatusLine
 
@@ -50,7 +51,8 @@ def start(daemon, ws, script: str) -> tuple[str, int]:
 
 
 def stopped(pid: int) -> bool:
-    return psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    """SIGSTOPped (process walk) or in a frozen cgroup (cgroup freeze)."""
+    return psutil.Process(pid).status() == psutil.STATUS_STOPPED or pid_frozen(pid)
 
 
 def gone(pid: int) -> bool:

@@ -1,8 +1,16 @@
 """Claude Code's PreToolUse hook: every supervised tool call asks the console first.
 
-Claude Code runs a Bash command itself, outside the console's sandbox, so the operation
-says so honestly: it asks for ``unrestricted``, which only a grant or the operator can
-allow. File writes become a ``workspace_write`` scoped to the file, with the sha256 of
+A Bash call becomes a *sandboxed* operation (``bash -c TEXT``: workspace writes, no
+network, nothing beyond the sandbox), judged by the policy like any other: within the
+ceiling it is allowed without asking. The daemon holds the allowed operation behind a
+one-time ticket (``operation.hold``) and the hook answers allow with ``updatedInput``
+that replaces the command by ``agent-console exec --ticket …``: what Claude Code's Bash
+tool then runs is exactly the approved request, in bubblewrap, with its content pinned
+and its outcome recorded. A command that needs more says so in leading
+``# agent-console:`` lines (:mod:`console.adapters.escalation`), and
+``dangerouslyDisableSandbox: true`` asks for ``unrestricted``; both go to the operator.
+
+File writes become a ``workspace_write`` scoped to the file, with the sha256 of
 the content the file will hold as an argument (so a grant binds path and content):
 inside the workspace they pass, a protected path or a path outside goes to review.
 A ``PermissionRequest`` event (the interactive dialog) gets the same decision in that
@@ -24,12 +32,17 @@ covered by the installed command's `` || exit 2`` (see :mod:`console.adapters.cl
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import posixpath
+import re
+import shlex
 import sys
 import time
 from typing import IO, Any
+
+from console.adapters import escalation
 
 WRITE_TOOLS = {
     "Write": "file_path",
@@ -130,26 +143,7 @@ def operation_for(
         "tool": f"claude-code:{tool}",
     }
     if tool == "Bash":
-        command = _field(tool_input, "command", str)
-        description = tool_input.get("description")
-        justification = description if isinstance(description, str) else ""
-        if outside:
-            # The command runs where Claude is, not in the project: the operator sees
-            # that place as the workspace (the daemon judges it as one), said plainly.
-            base["workspace_root"] = cwd
-            justification = f"[cwd {cwd} is outside the project {workspace}] {justification}"
-        else:
-            base["cwd"] = cwd  # absolute: the daemon resolves it and keeps it inside the workspace
-        return {
-            **base,
-            "kind": "shell",
-            "executable": "bash",
-            "args": ["-c", command],
-            "workspace_access": "write",
-            "network": "any",
-            "capabilities": [{"kind": "unrestricted"}],
-            "justification": justification,
-        }
+        return _bash_operation(base, tool_input, cwd, workspace, outside)
     path = _field(tool_input, WRITE_TOOLS[tool], str)
     if not path.startswith("/"):
         path = os.path.join(cwd, path)
@@ -158,8 +152,8 @@ def operation_for(
     if real != path:  # a symlink (or a `..` through one): the operator sees where it lands
         path = real
     check_private(path, state_dir)
-    digest, preview = content_binding(tool, tool_input, path)
-    return {
+    digest, preview, content = content_binding(tool, tool_input, path)
+    op = {
         **base,
         "kind": "process",
         # Claude Code performs the write; `true` stands for "nothing else runs". The
@@ -170,31 +164,105 @@ def operation_for(
         "capabilities": [{"kind": "workspace_write", "scope": path}],
         "justification": f"{tool} {path}\n{preview}",
     }
+    if content is not None and len(content) <= MAX_STDIN_BYTES:
+        # What the file will hold, for the daemon to show as a diff (console/daemon/proposed.py).
+        op["stdin"] = base64.b64encode(content).decode("ascii")
+    return op
+
+
+# Claude Code's Bash tool: 2 minutes by default, 10 at most (its `timeout` input, in ms).
+BASH_DEFAULT_TIMEOUT_MS = 120_000
+BASH_MAX_TIMEOUT_MS = 600_000
+# Claude Code's own timeout for the rewritten command stays this far above the
+# sandbox's, so the sandbox's timeout (recorded, exit 124) is the one that fires.
+BASH_TIMEOUT_MARGIN_MS = 15_000
+
+
+def _bash_operation(
+    base: dict[str, Any], tool_input: dict[str, Any], cwd: str, workspace: str, outside: bool
+) -> dict[str, Any]:
+    command = _field(tool_input, "command", str)
+    description = tool_input.get("description")
+    justification = description if isinstance(description, str) else ""
+    op: dict[str, Any] = {**base, "kind": "shell", "executable": "bash", "args": ["-c", command]}
+    if outside:
+        # The command runs where Claude is, not in the project: the operator sees
+        # that place as the workspace (the daemon judges it as one), said plainly.
+        op["workspace_root"] = cwd
+        justification = f"[cwd {cwd} is outside the project {workspace}] {justification}"
+    else:
+        op["cwd"] = cwd  # absolute: the daemon resolves it and keeps it inside the workspace
+    requested = tool_input.get("timeout")
+    timeout_ms = BASH_DEFAULT_TIMEOUT_MS
+    if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
+        timeout_ms = min(requested, BASH_MAX_TIMEOUT_MS)
+    op["timeout_ms"] = max(1000, min(timeout_ms, BASH_MAX_TIMEOUT_MS - BASH_TIMEOUT_MARGIN_MS))
+    op["justification"] = justification
+    op["workspace_access"] = "write"
+    if tool_input.get(escalation.UNSANDBOXED_INPUT) is True:
+        op["network"] = "any"
+        op["capabilities"] = [{"kind": "unrestricted"}]
+        return op
+    try:
+        wanted = escalation.parse(command, cwd)
+    except escalation.EscalationError as exc:
+        raise Refused(str(exc)) from None
+    op["network"] = "any" if wanted.network else "none"
+    op["write_dirs"] = wanted.write_dirs
+    return op
+
+
+_TICKET_COMMAND = re.compile(
+    r"'?/[^'\s]+'? -I -m console exec --ticket r-[0-9a-z]{1,13}-[0-9a-z]{1,13}:[A-Za-z0-9_-]{43}( --state-dir '?/[^'\s]+'?)?"
+)
+
+
+def ticket_command(ticket: str, state_dir: str | None) -> str:
+    """The command Claude Code's Bash tool runs instead of the model's: the held request."""
+    argv = [sys.executable, "-I", "-m", "console", "exec", "--ticket", ticket]
+    if state_dir:
+        argv += ["--state-dir", os.path.abspath(state_dir)]
+    return shlex.join(argv)
+
+
+def is_ticket_command(command: str) -> bool:
+    """A command of :func:`ticket_command`'s exact shape (it can only run what a ticket holds)."""
+    return _TICKET_COMMAND.fullmatch(command) is not None
+
+
+def _rewritten(
+    tool_input: dict[str, Any], operation: dict[str, Any], ticket: str, state_dir: str | None
+) -> dict[str, Any]:
+    updated = {k: v for k, v in tool_input.items() if k != escalation.UNSANDBOXED_INPUT}
+    updated["command"] = ticket_command(ticket, state_dir)
+    updated["timeout"] = min(BASH_MAX_TIMEOUT_MS, operation["timeout_ms"] + BASH_TIMEOUT_MARGIN_MS)
+    return updated
 
 
 # How much of a file the hook reads to compute an Edit's result, and how much of the new
 # content the operator is shown (the justification is display-only, escaped by the TUI).
 MAX_EDIT_FILE_BYTES = 1 << 20
 MAX_PREVIEW_CHARS = 2000
+MAX_STDIN_BYTES = 1 << 20  # the operation's stdin limit (console/contract/operation.py)
 
 
-def content_binding(tool: str, tool_input: dict[str, Any], path: str) -> tuple[str, str]:
+def content_binding(tool: str, tool_input: dict[str, Any], path: str) -> tuple[str, str, bytes | None]:
     """(sha256 of what the file will hold — or, when that cannot be computed, of the edit
-    itself — and a bounded preview for the operator)."""
+    itself —, a bounded summary for the operator, and the new content when known)."""
     import hashlib
 
     result = _resulting_content(tool, tool_input, path)
     if result is not None:
-        what = "new content"
         data = result.encode("utf-8", "surrogatepass")
-    else:
-        what = "edit (the file's result could not be computed)"
-        fields = {k: v for k, v in sorted(tool_input.items()) if k not in ("file_path", "notebook_path")}
-        data = json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        result = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+        digest = hashlib.sha256(data).hexdigest()
+        return digest, f"new content, sha256 {digest[:16]}, {len(data)} bytes (the diff is shown below)", data
+    what = "edit (the file's result could not be computed)"
+    fields = {k: v for k, v in sorted(tool_input.items()) if k not in ("file_path", "notebook_path")}
+    data = json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    result = json.dumps(fields, sort_keys=True, ensure_ascii=False)
     digest = hashlib.sha256(data).hexdigest()
     shown = result[:MAX_PREVIEW_CHARS] + ("…" if len(result) > MAX_PREVIEW_CHARS else "")
-    return digest, f"{what}, sha256 {digest[:16]}, {len(data)} bytes:\n{shown}"
+    return digest, f"{what}, sha256 {digest[:16]}, {len(data)} bytes:\n{shown}", None
 
 
 def _resulting_content(tool: str, tool_input: dict[str, Any], path: str) -> str | None:
@@ -307,14 +375,15 @@ def check_read(
 # Answers
 
 
-def _output(decision: str, reason: str) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": reason,
-        }
+def _output(decision: str, reason: str, updated_input: dict[str, Any] | None = None) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
     }
+    if updated_input is not None:
+        answer["updatedInput"] = updated_input
+    return {"hookSpecificOutput": answer}
 
 
 # PreToolUse runs before every supervised call (and in -p mode); PermissionRequest runs
@@ -323,11 +392,15 @@ def _output(decision: str, reason: str) -> dict[str, Any]:
 ANSWERED_EVENTS = ("PreToolUse", "PermissionRequest")
 
 
-def _permission_output(decision: str, reason: str) -> dict[str, Any]:
+def _permission_output(
+    decision: str, reason: str, updated_input: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Claude Code's PermissionRequest answer: ``decision.behavior`` allow or deny."""
     verdict: dict[str, Any] = {"behavior": "allow" if decision == "allow" else "deny"}
     if verdict["behavior"] == "deny":
         verdict["message"] = reason
+    elif updated_input is not None:
+        verdict["updatedInput"] = updated_input
     return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": verdict}}
 
 
@@ -350,9 +423,25 @@ def decide(
         if not isinstance(hook, dict):
             raise HookInputError("hook input is not a JSON object")
         event = hook.get("hook_event_name", "PreToolUse")
+        if event in ("Notification", "Stop", "UserPromptSubmit"):  # attention: informs, never answers
+            from console.adapters import claude_code_attention
+
+            claude_code_attention.report(hook, state_dir=state_dir)
+            return None
         if event not in ANSWERED_EVENTS:
             return None
         output = _permission_output if event == "PermissionRequest" else _output
+        tool_input = hook.get("tool_input")
+        if (
+            event == "PermissionRequest"
+            and hook.get("tool_name") == "Bash"
+            and isinstance(tool_input, dict)
+            and isinstance(tool_input.get("command"), str)
+            and is_ticket_command(tool_input["command"])
+        ):
+            # The dialog for a command this hook already rewrote: it runs only what the
+            # operator's console allowed (a wrong or spent ticket runs nothing).
+            return output("allow", "approved by agent-console (the held request)")
         operation = operation_for(hook, state_dir=state_dir)
     except (strictjson.StrictJSONError, HookInputError) as exc:
         return _output("deny", f"agent-console could not read the hook input: {exc}")
@@ -369,15 +458,26 @@ def decide(
             agent_pid=agent_process_pid(),  # the claude process: its calls are one agent
         ) as client:
             wait_s = max(0.05, deadline - ANSWER_GRACE_S - time.monotonic())
-            answer = client.submit(operation, timeout_s=wait_s)
+            if operation["tool"] == "claude-code:Bash":
+                held = client.call("operation.hold", {"operation": operation, "timeout_s": wait_s})
+                answer, ticket = held["decision"], held["ticket"]
+            else:
+                answer, ticket = client.submit(operation, timeout_s=wait_s), None
     except DaemonUnreachable as exc:
         return output("deny", f"agent-console is unreachable, so nothing is allowed: {exc}")
     except RPCError as exc:
         return output("deny", f"agent-console refused the request: {_one_line(exc.message)}")
+    if answer.get("verdict") == "allow" and operation["tool"] == "claude-code:Bash" and not ticket:
+        # Never an allow without the rewrite: Claude Code would run the command itself.
+        return output("deny", "agent-console allowed the command but held no ticket for it; denying")
     if answer.get("verdict") == "allow":
         note = answer.get("note") or ""
+        how = "; it runs in agent-console's sandbox" if ticket and "capabilities" not in operation else ""
+        updated = _rewritten(hook["tool_input"], operation, ticket, state_dir) if ticket else None
         return output(
-            "allow", f"approved by agent-console ({answer.get('source')})" + (f": {note}" if note else "")
+            "allow",
+            f"approved by agent-console ({answer.get('source')})" + (f": {note}" if note else "") + how,
+            updated,
         )
     reason = answer.get("reason") or "denied"
     note = answer.get("note") or ""

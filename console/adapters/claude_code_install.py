@@ -12,6 +12,9 @@ unless the hook exits 0 with a decision or exits 2, or when the hook outlives it
 - given a Claude Code ``timeout`` of ``--timeout`` plus :data:`MARGIN_S`, because the
   hook itself answers by ``--timeout`` + 1 s.
 
+The attention hooks (Notification, Stop, UserPromptSubmit: who waits for the person)
+run the same command without `` || exit 2`` and with a short timeout: they gate nothing.
+
 :func:`diagnose` reads settings files the way Claude Code merges them and reports each
 fail-open risk it sees; the CLI's ``hook doctor`` also runs the command.
 """
@@ -42,6 +45,14 @@ MARKER = "hook claude-code"
 # The events the hook answers: PreToolUse before every supervised call (the gate, also in
 # -p mode) and PermissionRequest when Claude Code would show its dialog (interactive).
 EVENTS = ("PreToolUse", "PermissionRequest")
+# The events that only inform the console who waits for the person (attention, see
+# console/adapters/claude_code_attention.py). Their command has no `` || exit 2``: it
+# gates nothing, and exit 2 would do harm — from Stop it makes Claude Code continue
+# instead of stopping, from UserPromptSubmit it erases the person's prompt. A broken
+# install there costs a badge, never a tool run unsupervised.
+ATTENTION_EVENTS = ("Notification", "Stop", "UserPromptSubmit")
+# The hook gives up on the daemon after 3 s (claude_code_attention.DEADLINE_S).
+ATTENTION_TIMEOUT_S = 10
 
 
 class SettingsError(ValueError):
@@ -54,6 +65,12 @@ def hook_command(state_dir: Path, timeout_s: float, python: str | None = None) -
         f"{shlex.quote(python)} -I -m console hook claude-code "
         f"--state-dir {shlex.quote(str(state_dir))} --timeout {_seconds(timeout_s)} || exit 2"
     )
+
+
+def attention_command(state_dir: Path, python: str | None = None) -> str:
+    """The command of the attention hooks: the same hook, without `` || exit 2``."""
+    python = python or sys.executable
+    return f"{shlex.quote(python)} -I -m console hook claude-code --state-dir {shlex.quote(str(state_dir))}"
 
 
 def hook_timeout_for(timeout_s: float) -> int:
@@ -96,14 +113,17 @@ def is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and MARKER in str(hook.get("command", ""))
 
 
-def merge(settings: dict[str, Any], command: str, timeout: int) -> dict[str, Any]:
-    """``settings`` with our PreToolUse hook in place of any earlier one; other keys and
-    other hooks stay as they were. Idempotent."""
+def merge(
+    settings: dict[str, Any], command: str, timeout: int, attention: str | None = None
+) -> dict[str, Any]:
+    """``settings`` with our PreToolUse and PermissionRequest hooks (and, given the
+    ``attention`` command, our Notification, Stop and UserPromptSubmit hooks) in place of
+    any earlier ones; other keys and other hooks stay as they were. Idempotent."""
     out: dict[str, Any] = json.loads(json.dumps(settings))
     hooks = out.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise SettingsError("the settings' hooks is not an object")
-    for event in EVENTS:
+    for event in EVENTS + (ATTENTION_EVENTS if attention is not None else ()):
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise SettingsError(f"the settings' hooks.{event} is not a list")
@@ -115,9 +135,13 @@ def merge(settings: dict[str, Any], command: str, timeout: int) -> dict[str, Any
                     continue
                 group = {**group, "hooks": rest}
             kept.append(group)
-        kept.append(
-            {"matcher": MATCHER, "hooks": [{"type": "command", "command": command, "timeout": timeout}]}
-        )
+        if event in ATTENTION_EVENTS:
+            ours = {"type": "command", "command": attention, "timeout": ATTENTION_TIMEOUT_S}
+            kept.append({"matcher": "", "hooks": [ours]} if event == "Notification" else {"hooks": [ours]})
+        else:
+            kept.append(
+                {"matcher": MATCHER, "hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+            )
         hooks[event] = kept
     return out
 
@@ -184,6 +208,43 @@ def installed_hooks(files: Iterable[tuple[Path, dict[str, Any]]]) -> list[Instal
                     timeout = float(raw) if isinstance(raw, int | float) else CLAUDE_DEFAULT_HOOK_TIMEOUT_S
                     found.append(Installed(path, matcher, str(hook["command"]), timeout))
     return found
+
+
+def attention_checks(files: Iterable[tuple[Path, dict[str, Any]]]) -> list[Check]:
+    """Notes on the attention hooks: missing ones (the console cannot tell when Claude
+    Code waits for you; nothing runs unsupervised) and ones that would block."""
+    out: list[Check] = []
+    for event in ATTENTION_EVENTS:
+        found = []
+        for path, settings in files:
+            hooks = settings.get("hooks")
+            groups = hooks.get(event) if isinstance(hooks, dict) else None
+            for group in groups if isinstance(groups, list) else []:
+                if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                    found.extend((path, h) for h in group["hooks"] if is_ours(h))
+        if not found:
+            out.append(
+                Check(
+                    "note",
+                    f"no agent-console {event} hook: the console does not show when Claude Code "
+                    "waits for you (reinstall: agent-console hook install claude-code)",
+                )
+            )
+        for path, hook in found:
+            if parse_command(str(hook.get("command", ""))).blocks_on_failure:
+                out.append(
+                    Check(
+                        "note",
+                        f"{path}: the {event} hook ends with '|| exit 2': a broken install would "
+                        + (
+                            "keep Claude Code from stopping"
+                            if event == "Stop"
+                            else "block Claude Code's turn"
+                        )
+                        + "; reinstall: agent-console hook install claude-code",
+                    )
+                )
+    return out
 
 
 def matches(matcher: str, tool: str) -> bool:
@@ -309,6 +370,7 @@ def diagnose(files: list[tuple[Path, dict[str, Any]]], approval_timeout_s: float
             )
     for hook in hooks:
         out.extend(check_hook(hook, approval_timeout_s))
+    out.extend(attention_checks(files))
     return out
 
 

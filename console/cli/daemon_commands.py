@@ -84,6 +84,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     for key in ("sandbox", "watch", "sessions"):
         if key in status:
             lines.append(f"{key:<11} {status[key].get('summary', status[key])}")
+    if "pause_mode" in status.get("sessions", {}):
+        why = status["sessions"].get("pause_mode_reason") or ""
+        lines.append(
+            f"tripwire    pause by {status['sessions']['pause_mode']}" + (f" ({why})" if why else "")
+        )
     for low, high in status.get("history", {}).get("unaccepted", []):
         lines.append(
             f"history     UNACCEPTED rows {low}-{high}: found past the head anchor at start-up, their grants "

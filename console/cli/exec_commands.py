@@ -19,6 +19,7 @@ from console.cli.common import (
     refused,
 )
 from console.client import DaemonUnreachable, RPCError
+from console.protocol.jsonrpc import NOT_FOUND
 
 # What `agent-console exec` exits with when the console, not the command, decided the
 # end: each its own code, none of them a death by signal (128+N) or the shell's 127 for
@@ -68,7 +69,12 @@ def build_operation(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_exec(args: argparse.Namespace) -> int:
     args.command = strip_dashes(args.command)
-    op = build_operation(args)
+    if args.ticket:
+        if args.command:
+            raise CLIError("--ticket runs what the ticket holds: give no command with it")
+        method, params = "operation.run", {"ticket": args.ticket}
+    else:
+        method, params = "operation.exec", {"operation": build_operation(args)}
     out, err = sys.stdout.buffer, sys.stderr.buffer
 
     def on_notification(method: str, params: dict[str, Any]) -> None:
@@ -84,8 +90,10 @@ def cmd_exec(args: argparse.Namespace) -> int:
         raise CLIError(f"{exc} (nothing runs without the daemon)", EXIT_UNREACHABLE) from None
     try:
         with client:
-            reply = client.call("operation.exec", {"operation": op}, on_notification=on_notification)
+            reply = client.call(method, params, on_notification=on_notification)
     except RPCError as exc:
+        if args.ticket and exc.code == NOT_FOUND:
+            raise CLIError(f"{exc.message}; nothing ran: ask again", EXIT_DENIED) from None
         error = refused(exc, "the command")
         if error.problem is not None and error.problem.reason == "executable_not_found":
             error.code = EXIT_NOT_FOUND  # as when the sandbox finds it missing
@@ -108,9 +116,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
     for denial in result["denials"]:
         cap = denial["capability"]
         scope = f" ({cap['scope']})" if cap.get("scope") else ""
-        sys.stderr.write(
-            f"agent-console: sandbox denied {cap['kind']}{scope}: {denial['reason']}; ask for it with approval\n"
-        )
+        how = escalation_hint(cap) if args.ticket else "ask for it with approval"
+        sys.stderr.write(f"agent-console: sandbox denied {cap['kind']}{scope}: {denial['reason']}; {how}\n")
     status = result["status"]
     if status == "timed_out":
         sys.stderr.write("agent-console: timed out; the sandbox was killed\n")
@@ -121,12 +128,23 @@ def cmd_exec(args: argparse.Namespace) -> int:
     if status == "not_started":
         outcome = result["outcome"]
         if outcome["state"] == "denied":  # e.g. content_changed: not what was approved
-            sys.stderr.write(f"agent-console: denied: {result['reason']}\n")
+            again = (
+                " (nothing ran; run the command again to ask about it as it is now)" if args.ticket else ""
+            )
+            sys.stderr.write(f"agent-console: denied: {result['reason']}{again}\n")
             return EXIT_DENIED
         sys.stderr.write(f"agent-console: {outcome['kind']}: {result['reason']}\n")
         return EXIT_NOT_FOUND if outcome["kind"] == "executable_not_found" else EXIT_SETUP_FAILED
     code = result["exit_code"]
     return int(code) if code is not None else 1
+
+
+def escalation_hint(capability: dict[str, Any]) -> str:
+    """How an agent whose command was rewritten by a hook asks for what the sandbox refused:
+    the escalation lines of :mod:`console.adapters.escalation`."""
+    from console.adapters.escalation import hint_for
+
+    return hint_for(capability.get("kind", ""), capability.get("scope") or "")
 
 
 EXIT_CODES_HELP = f"""\
@@ -151,7 +169,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "daemon's bubblewrap sandbox and stream stdout and stderr.",
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="agent-console exec [options] -- CMD [ARG ...]",
+        usage="agent-console exec [options] -- CMD [ARG ...]\n       agent-console exec --ticket ID:SECRET [--state-dir DIR]",
     )
     add_state_dir(p)
     p.add_argument("--justification", default="", metavar="TEXT", help="why, shown to the operator")
@@ -172,6 +190,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--json",
         action="store_true",
         help="print the decision and the full outcome as JSON instead of streaming",
+    )
+    p.add_argument(
+        "--ticket",
+        metavar="ID:SECRET",
+        help="run the operation an adapter's operation.hold was allowed, once (no command then)",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARG")
     p.set_defaults(func=cmd_exec)

@@ -1,4 +1,4 @@
-"""`agent-console history`: search decisions and denials, export, verify the chain."""
+"""`agent-console history`: search decisions, protected changes and tripwires; export, verify the chain."""
 
 from __future__ import annotations
 
@@ -44,8 +44,17 @@ COLUMNS = (
 )
 
 
+# --kind: what each name covers in the history (protected changes are its file events)
+KIND_GROUPS = {
+    "decision": ["decision"],
+    "protected": ["file_event"],
+    "tripwire": ["tripwire", "tripwire_resolved"],
+    "all": ["decision", "file_event", "tripwire", "tripwire_resolved"],
+}
+
+
 def _query(args: argparse.Namespace) -> dict[str, Any]:
-    q: dict[str, Any] = {"kinds": ["decision"], "limit": args.limit}
+    q: dict[str, Any] = {"kinds": KIND_GROUPS[getattr(args, "kind", "all") or "all"], "limit": args.limit}
     for name in ("verdict", "source", "tool", "search"):
         value = getattr(args, name)
         if value:
@@ -75,13 +84,29 @@ def cmd_history(args: argparse.Namespace) -> int:
             w.writerow([r.get(c, "") for c in COLUMNS])
     else:
         if not rows:
-            print("no matching decisions")
+            print("no matching decisions" if args.kind == "decision" else "no matching events")
         for r in rows:
-            print(
-                f"{when(r['at'])}  {r['request_id']:<14} {r['verdict']:<5} {r['source']:<8} {r.get('reason') or '':<28} "
-                f"{inert(r.get('tool') or '')[:18]:<18} {inert(r.get('command') or '')[:100]}"
-            )
+            print(_text_row(r))
     return 0
+
+
+def _text_row(r: dict[str, Any]) -> str:
+    kind = r.get("kind", "decision")
+    if kind == "file_event":
+        body = r.get("body") or {}
+        basis = (body.get("attribution") or {}).get("basis", "") if isinstance(body, dict) else ""
+        who = f"session {inert(r['session_id'])}" if r.get("session_id") else "unattributed"
+        return (
+            f"{when(r['at'])}  PROTECTED  {inert(r.get('command') or '')[:80]:<40} "
+            f"{inert(r.get('reason') or ''):<18} {who} ({inert(str(basis or 'unattributed'))})"
+        )
+    if kind in ("tripwire", "tripwire_resolved"):
+        label = "TRIPWIRE" if kind == "tripwire" else "RESOLVED"
+        return f"{when(r['at'])}  {label:<9}  {inert(r.get('verdict') or ''):<9} {inert(r.get('note') or '')[:120]}"
+    return (
+        f"{when(r['at'])}  {r['request_id']:<14} {r['verdict']:<5} {r['source']:<8} {r.get('reason') or '':<28} "
+        f"{inert(r.get('tool') or '')[:18]:<18} {inert(r.get('command') or '')[:100]}"
+    )
 
 
 def _open_history(args: argparse.Namespace) -> Any:
@@ -219,11 +244,18 @@ def cmd_accept(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "history",
-        help="search past decisions; `history export|verify`",
-        description="Past decisions, newest first. Filters combine; --search is plain text over command, "
-        "arguments, cwd, justification, reason and note.",
+        help="search past decisions, protected changes and tripwires; `history export|verify`",
+        description="Past decisions, protected changes and tripwire pauses, newest first. Filters combine; "
+        "--search is plain text over command, arguments, cwd, justification, reason and note.",
     )
     add_state_dir(p)
+    p.add_argument(
+        "--kind",
+        choices=sorted(KIND_GROUPS),
+        default="all",
+        help="decision, protected (changes to protected paths), tripwire (pauses and their answers), "
+        "or all (default)",
+    )
     p.add_argument("--verdict", choices=VERDICTS)
     p.add_argument("--source", choices=SOURCES)
     p.add_argument("--tool", help="producer name, e.g. claude-code:Bash")

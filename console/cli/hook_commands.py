@@ -84,7 +84,9 @@ def cmd_install(args: argparse.Namespace) -> int:
     command = inst.hook_command(loc.state_dir, timeout_s)
     hook_timeout = inst.hook_timeout_for(timeout_s)
     try:
-        merged = inst.merge(inst.read_settings(path), command, hook_timeout)
+        merged = inst.merge(
+            inst.read_settings(path), command, hook_timeout, attention=inst.attention_command(loc.state_dir)
+        )
         backup = inst.write_settings(path, merged)
     except inst.SettingsError as exc:
         raise CLIError(str(exc), EXIT_INVALID) from None
@@ -96,6 +98,10 @@ def cmd_install(args: argparse.Namespace) -> int:
     print(f"  command  {command}")
     print(f"  matcher  {inst.MATCHER}")
     print(f"  timeout  {hook_timeout} s (Claude Code's), --timeout {timeout_s:g} s (the hook's)")
+    print(
+        f"  and the {', '.join(inst.ATTENTION_EVENTS)} hooks (who waits for you; they only inform, "
+        f"so no '|| exit 2'), timeout {inst.ATTENTION_TIMEOUT_S} s"
+    )
     if approval is None:
         print("  note: no daemon answers now; until one runs, every supervised call is denied")
     elif timeout_s > approval:
@@ -168,10 +174,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     hsub = p.add_subparsers(dest="hook_command", metavar="ACTION", required=True)
     q = hsub.add_parser(
         "claude-code",
-        help="Claude Code PreToolUse hook: reads the hook JSON on stdin, prints the decision",
+        help="Claude Code hook: reads the hook JSON on stdin, prints the decision (PreToolUse, "
+        "PermissionRequest) or tells the console who waits for you (Notification, Stop, UserPromptSubmit)",
         description="Maps Bash, Write, Edit, MultiEdit and NotebookEdit calls to operations, waits for the "
         "console's decision and prints Claude Code's hookSpecificOutput; denies a Read, Glob or Grep of "
-        "agent-console's state or a protected secret. Other tools and events get no answer. Any failure "
+        "agent-console's state or a protected secret. Notification, Stop and UserPromptSubmit set the "
+        "agent's attention state (waiting for you, done, working) and print nothing. Other tools and events "
+        "get no answer. Any failure "
         "answers deny, and the whole hook ends within --timeout + 1 s. Install it with "
         "`agent-console hook install claude-code` (see docs/claude-code.md).",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from console.cli import tripwire_commands
 from console.cli.common import (
     EXIT_INVALID,
     CLIError,
@@ -18,22 +19,12 @@ from console.cli.common import (
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
+from console.tui.badges import badges
 
 
 def _badges(item: dict[str, Any]) -> str:
-    kinds = {e["kind"] for e in item["evaluation"]["escalations"]}
-    badges = []
-    if any(e.get("code") == "new_workspace" for e in item["evaluation"]["escalations"]):
-        badges.append("NEW-WS")
-    if "external_network" in kinds:
-        badges.append("NET")
-    if any(e["kind"] == "workspace_write" for e in item["evaluation"]["escalations"]):
-        badges.append("WRITE-OUT")
-    if "protected_metadata" in kinds:
-        badges.append("PROTECTED")
-    if "unrestricted" in kinds:
-        badges.append("UNRESTRICTED")
-    return ",".join(badges) or "-"
+    """The console's badges, in its words and order (console/tui/badges.py)."""
+    return ",".join(b.label for b in badges(item)) or "-"
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -59,9 +50,15 @@ def _all_pending(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def cmd_pending(args: argparse.Namespace) -> int:
     rows = _all_pending(args)
+    with connect(args, "operator") as client:
+        tripwires = tripwire_commands.open_items(client)
     if args.json:
-        print_json(rows)
+        print_json(rows + [{"kind": "tripwire", **t} for t in tripwires])
         return 0
+    if tripwires:
+        print("tripwire (agent-console tripwire resume|kill|keep ID):")
+        for t in tripwires:
+            print("  " + tripwire_commands.item_line(t))
     if not rows:
         print("no pending requests")
         return 0
@@ -181,7 +178,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--reason", default="", help="the reason code or text the agent receives (default operator_denied)"
     )
-    p.add_argument("--note", default="", help="a note recorded with the decision")
+    p.add_argument(
+        "--note", default="", help="a note recorded with the decision and sent to the agent with the denial"
+    )
     p.set_defaults(func=cmd_deny)
 
     p = sub.add_parser("grants", help="list grants and deny-rules; `grants revoke` removes one")

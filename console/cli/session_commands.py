@@ -25,6 +25,30 @@ def _mib(n: int | None) -> str:
     return f"{n / (1 << 20):.1f}M" if n else "-"
 
 
+# When several agents (or Claude Code sessions) belong to one session, the most urgent shows.
+_URGENCY = {"waiting": 0, "working": 1, "done": 2}
+
+
+def attention_of(sessions: list[dict[str, Any]], agents: list[dict[str, Any]]) -> dict[str, str]:
+    """Session id -> the attention state of the agents that belong to it: an agent that
+    owns the session (``agent:<id>``), or whose process runs inside it (its root process
+    descends from the session's)."""
+    from console.protocol.procs import ancestry
+
+    alive = {s["pid"]: s["id"] for s in sessions if s.get("status") in ("running", "idle")}
+    found: dict[str, dict[str, Any]] = {}
+    for a in agents:
+        owners = {s["id"] for s in sessions if s.get("owner") == f"agent:{a.get('agent_id')}"}
+        root = a.get("root_pid")
+        if isinstance(root, int) and a.get("agent_alive"):
+            owners |= {alive[st.pid] for st in ancestry(root) if st.pid in alive}
+        for sid in owners:
+            best = found.get(sid)
+            if best is None or _URGENCY.get(a["state"], 9) < _URGENCY.get(best["state"], 9):
+                found[sid] = a
+    return {sid: a["state_text"] for sid, a in found.items()}
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     sessions = _call(args, "sessions.list")["sessions"]
     if args.json:
@@ -33,14 +57,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not sessions:
         print("no sessions")
         return 0
-    print(f"{'ID':<14} {'STATUS':<18} {'AGE':>5} {'CPU':>6} {'MEM':>7}  {'OWNER':<22} TITLE / COMMAND")
+    try:
+        attention = attention_of(sessions, _call(args, "agent.attention_list")["agents"])
+    except CLIError:
+        attention = {}  # an older daemon: no attention column to fill
+    print(
+        f"{'ID':<14} {'STATUS':<18} {'ATTENTION':<15} {'AGE':>5} {'CPU':>6} {'MEM':>7}  "
+        f"{'OWNER':<22} TITLE / COMMAND"
+    )
     for s in sessions:
         stats = s.get("stats") or {}
         cpu = f"{stats['cpu_percent']:.1f}%" if stats else "-"
         label = s["title"] or " ".join(s["argv"])
         print(
-            f"{s['id']:<14} {s['status_text']:<18} {age(s['created_at']):>5} {cpu:>6} {_mib(stats.get('rss_bytes')):>7}  "
-            f"{inert(s['owner'])[:22]:<22} {inert(label)[:80]}"
+            f"{s['id']:<14} {s['status_text']:<18} {attention.get(s['id'], '-'):<15} {age(s['created_at']):>5} "
+            f"{cpu:>6} {_mib(stats.get('rss_bytes')):>7}  {inert(s['owner'])[:22]:<22} {inert(label)[:80]}"
         )
     return 0
 
@@ -116,6 +147,8 @@ def cmd_attach(args: argparse.Namespace) -> int:
         from console.tui.launch import open_console
     except ImportError:
         raise CLIError("the console is not installed in this build", 1) from None
+    # A session that does not exist is the same error, and exit code, as for `kill`.
+    _call(args, "sessions.get", {"session": args.id})
     return open_console(args, session=args.id)
 
 

@@ -9,10 +9,17 @@ from typing import Any
 
 from console.cli.common import CLIError, add_state_dir, connect, when
 from console.client import DaemonUnreachable, RPCError
+from console.contract.inert import inert
 
 
 def _line(event: dict[str, Any]) -> str:
-    who = ", ".join(f"{a['kind']} {a['id']}" for a in event["attribution"]) or "unattributed"
+    who = (
+        ", ".join(
+            f"{a['kind']} {inert(a['id'])}" + (f" ({inert(a['basis'])})" if a.get("basis") else "")
+            for a in event["attribution"]
+        )
+        or "unattributed"
+    )
     mark = f"PROTECTED ({event['protected']}) " if event["protected"] else ""
     escape = " [symlink out of the workspace]" if event.get("symlink_escape") else ""
     return f"{when(event['at'])}  {mark}{event['kind']:<8} {event['display_path']}{escape}  — {who}"

@@ -720,7 +720,10 @@ def simple_commands(text: str) -> list[list[str]] | None:
     decides where that matters. Output redirections (``> f``, ``>> f``, ``2>&1``,
     ``&> f``) do not change what runs and are dropped, when the text has no quotes to
     make their reading uncertain; any ``<`` (input, here-documents) is refused.
+    Leading comment lines are dropped (bash ignores them; they are where an agent asks
+    for more, console/adapters/escalation.py); any other ``#`` or newline is refused.
     """
+    text = _without_leading_comments(text)
     if ">" in text and "<" not in text and "'" not in text and '"' not in text:
         text = _OUTPUT_REDIRECT.sub(" ", text)
     if any(c in text for c in "\\`()<>{}\n\r#"):
@@ -747,6 +750,16 @@ def simple_commands(text: str) -> list[list[str]] | None:
             return None
         commands[-1].append(token)
     return [c for c in commands if c]
+
+
+def _without_leading_comments(text: str) -> str:
+    """``text`` without its leading blank and comment lines. With nothing before it, a
+    line whose first word starts with ``#`` is a comment to its newline (a backslash in a
+    comment continues nothing)."""
+    lines = text.split("\n")
+    while len(lines) > 1 and (not lines[0].strip(" \t") or lines[0].lstrip(" \t").startswith("#")):
+        lines.pop(0)
+    return "\n".join(lines)
 
 
 # An output redirection at a word boundary: [N|&]> or >> or >|, then &N / &- or a target.

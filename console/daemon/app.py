@@ -21,10 +21,12 @@ from typing import Any
 
 from console import __version__
 from console.contract.host import OSHost
+from console.daemon.attention import AttentionTable
 from console.daemon.broker import Broker
 from console.daemon.connection import Connection, Role
 from console.daemon.events import EventHub, Topic
 from console.daemon.execution import ExecutionService
+from console.daemon.held import HeldTable
 from console.daemon.identity import Agent, AgentRegistry
 from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
@@ -65,6 +67,8 @@ class Daemon:
         self.methods = all_methods()
         self.connections: dict[int, Connection] = {}
         self.agents = AgentRegistry(in_use=self._agent_in_use)
+        self.attention = AttentionTable(self.events)
+        self.attention.describe = self._describe_agent
         self.token = ""
         self.store: Store
         self.broker: Broker
@@ -72,6 +76,7 @@ class Daemon:
         self.sessions: SessionService
         self.watch: WatchService
         self.workspaces: WorkspaceTrust
+        self.held = HeldTable()
         self._stop = asyncio.Event()
         self._background: set[asyncio.Future[None]] = set()
         self._lock_fd: int | None = None
@@ -88,12 +93,26 @@ class Daemon:
             "runtime_dir": str(self.loc.runtime_dir),
             "policy": self.policy.to_dict(),
             "pending": len(self.broker.pending),
+            "held": len(self.held),
             "connections": len(self.connections),
             "agents": len(self.agents),
             "sandbox": self.execution.status(),
             "sessions": self.sessions.status(),
             "watch": self.watch.status(),
             "workspaces": self.workspaces.to_list(),
+            "attention": self.attention.status(),
+        }
+
+    def _describe_agent(self, agent_id: str) -> dict[str, Any]:
+        agent = self.agents.by_id.get(agent_id)
+        if agent is None:
+            return {"agent_label": "", "root_pid": None, "root_comm": "", "agent_alive": False}
+        alive = self.agents.root_alive(agent) if agent.root is not None else agent.connections > 0
+        return {
+            "agent_label": agent.label,
+            "root_pid": agent.root[0] if agent.root else None,
+            "root_comm": agent.root_comm,
+            "agent_alive": alive,
         }
 
     def _agent_in_use(self, agent: Agent) -> bool:

@@ -22,6 +22,7 @@ from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.operation import Operation
 from console.contract.outcome import CONTENT_CHANGED, Denial, DenialSource, NextAction
 from console.daemon.events import EventHub, Topic
+from console.daemon.proposed import proposed_change
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
 from console.policy.diff import NEW_WORKSPACE
 from console.protocol.jsonrpc import (
@@ -131,6 +132,7 @@ class Pending:
             "content": [list(pair) for pair in self.op.content],
             "unbound": list(self.op.unbound),
             "supersedes": self.supersedes,
+            "proposed": proposed_change(self.op),
             "evaluation": {
                 k: ev[k]
                 for k in (
@@ -142,6 +144,7 @@ class Pending:
                     "within",
                     "unused",
                     "forbidden",
+                    "lifted",
                 )
             },
         }

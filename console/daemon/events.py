@@ -15,6 +15,7 @@ class Topic(StrEnum):
     SESSIONS = "sessions"  # session created, status changed, exited
     WATCH = "watch"  # workspace file events
     OUTCOMES = "outcomes"  # an operation ran and finished
+    ATTENTION = "attention"  # an agent now waits for the person, works again, or is done
 
 
 Sink = Callable[[dict[str, Any]], None]

@@ -8,9 +8,11 @@ to exactly one identity, in one of three ways, checked in this order by ``hello`
 1. ``agent_id`` + ``agent_secret``: reconnecting under an identity; the secret must match.
 2. ``agent_pid``: "I run under agent process P". P must be the peer itself or one of its
    ancestors (walked through /proc from the ``SO_PEERCRED`` pid), owned by the same uid,
-   in the same session and not that session's leader (an interactive shell is the
-   leader; so two agents started from two terminals never share an ancestor they may
-   name). The identity is the process tree rooted at (P, P's start time); the first
+   in the same session — or reached only through sessions without a terminal that
+   processes below P started (Claude Code runs each hook in a session of its own) — and
+   not that session's leader (an interactive shell is the leader; so two agents started
+   from two terminals never share an ancestor they may name; see procs.may_name).
+   The identity is the process tree rooted at (P, P's start time); the first
    connection that names P creates it.
 3. Nothing: the nearest ancestor of the peer that roots an identity gives that identity
    (a hook or ``agent-console exec`` started by the agent, per call); failing that, a new
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from console.protocol.jsonrpc import CONFLICT, INVALID_PARAMS, UNAUTHORIZED, RPCError
 from console.protocol.peer import PeerCred
-from console.protocol.procs import ProcStat, ancestry, proc_stat, proc_uid
+from console.protocol.procs import ProcStat, ancestry, may_name, proc_stat, proc_uid
 
 if TYPE_CHECKING:
     from console.daemon.connection import Connection
@@ -165,12 +167,11 @@ class AgentRegistry:
                 "process you run under",
                 {"param": "agent_pid"},
             )
-        me = chain[0]
-        if root.session != me.session or root.pid == root.session:
+        if not may_name(chain, chain.index(root)):
             raise RPCError(
                 UNAUTHORIZED,
-                "agent_pid: must be in this process's session and not its leader (a login or terminal "
-                "shell): name the agent process itself",
+                "agent_pid: must be in this process's session (or reached only through sessions without "
+                "a terminal) and not its leader (a login or terminal shell): name the agent process itself",
                 {"param": "agent_pid"},
             )
         if proc_uid(root.pid) != peer.uid:

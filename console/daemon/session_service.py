@@ -118,10 +118,13 @@ class SessionService:
     def status(self) -> dict[str, Any]:
         infos = self.manager.list()
         alive = sum(1 for i in infos if i.alive)
+        mode = self.manager.stop_mode
         return {
-            "summary": f"{alive} running, {len(infos) - alive} ended",
+            "summary": f"{alive} running, {len(infos) - alive} ended; pause by {mode}",
             "running": alive,
             "total": len(infos),
+            "pause_mode": mode,
+            "pause_mode_reason": self.manager.cgroups.reason,
         }
 
     def changed(self, session_id: str) -> None:

@@ -4,9 +4,14 @@ Every workspace an operation or session uses, and every root the policy's ``watc
 names, is watched. Protected changes are recorded in the history with who was active
 there. Subscribers get events in small batches (a 20,000-file burst must not become
 20,000 frames to a console); protected ones are never dropped. The tripwire acts on a
-protected change attributed to a session: ``alert`` raises it in the console,
-``pause`` also stops the session (SIGSTOP to its process group) and queues a tripwire
-item the operator answers with resume, kill or keep paused.
+protected change attributed to a session by evidence (console/sessions/writers.py:
+the file open for write, or write I/O in the change's window; never time or directory
+overlap alone): ``alert`` raises it in the console, ``pause`` also stops every process
+of the session (cgroup freeze, else a marker walk, console/sessions/cgroups.py) when the
+evidence is firm, and queues a tripwire item the operator answers with resume, kill or
+keep paused. A session that wrote and already exited gets an item too (state
+``exited``). Protected events are kept in their own bounded list, so ordinary ones
+never evict them. See docs/tripwire.md.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import signal
 import time
 from collections import deque
 from concurrent.futures import Future
@@ -29,6 +33,7 @@ from console.daemon.policy_source import PolicySource
 from console.policy import Tripwire
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.sandbox.placeholders import is_placeholder
+from console.sessions.writers import OPEN_FOR_WRITE, UNATTRIBUTED, Candidate, WriterEvidence
 from console.store import Event, Store, StoreUnavailable, file_event
 from console.watch import (
     Attributions,
@@ -44,8 +49,15 @@ if TYPE_CHECKING:
     from console.daemon.session_service import SessionService
 
 log = logging.getLogger("agent-console.watch")
+# watchfiles logs a line per batch of changes; the daemon's log stays quiet unless
+# something is wrong.
+logging.getLogger("watchfiles").setLevel(logging.WARNING)
 
 RECENT = 10_000
+PROTECTED_RECENT = 2_000  # protected events, kept apart so ordinary ones never evict them
+SAMPLE_EVERY_S = 0.25  # sessions' write counters, for attribution
+ALERT_EVERY_S = 2.0  # at most one alert per session this often (floods)
+OPERATION_BASIS = "operation running in workspace"
 PUBLISH_EVERY_S = 0.1
 MAX_BATCH = 500  # ordinary events per published batch; protected ones always go
 
@@ -67,9 +79,19 @@ class TripwireItem:
     pattern: str
     kind: str
     diff: str | None
-    state: str = "paused"  # paused | resumed | killed | kept
+    state: str = "paused"  # paused | exited (the writer had ended) | resumed | killed | kept | dismissed
+    basis: str = OPEN_FOR_WRITE
+    stopped: bool | None = None  # every process confirmed stopped (None: not yet known)
+    stop_mode: str = ""
+
+    @property
+    def open(self) -> bool:
+        return self.state in ("paused", "exited")
 
     def to_wire(self) -> dict[str, Any]:
+        summary = f"session {self.session} modified {display_path(self.path)}"
+        if self.state == "exited" or (self.state == "dismissed" and self.stopped is None):
+            summary = f"session {self.session} (exited) modified {display_path(self.path)}"
         return {
             "id": self.id,
             "at": self.at,
@@ -81,12 +103,23 @@ class TripwireItem:
             "change": self.kind,
             "diff": self.diff,
             "state": self.state,
-            "summary": f"session {self.session} modified {display_path(self.path)}",
+            "basis": self.basis,
+            "stopped": self.stopped,
+            "stop_mode": self.stop_mode,
+            "summary": summary,
         }
 
 
 class WatchService:
-    def __init__(self, policy: PolicySource, store: Store, events: EventHub) -> None:
+    def __init__(
+        self,
+        policy: PolicySource,
+        store: Store,
+        events: EventHub,
+        *,
+        recent_size: int = RECENT,
+        protected_size: int = PROTECTED_RECENT,
+    ) -> None:
         self.policy = policy
         self.store = store
         self.events = events
@@ -98,7 +131,11 @@ class WatchService:
             on_event=self._on_event,
             on_status=self._on_status,
         )
-        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
+        self.recent: deque[dict[str, Any]] = deque(maxlen=recent_size)
+        self.protected: deque[dict[str, Any]] = deque(maxlen=protected_size)
+        self.evidence = WriterEvidence()
+        self._alerted: dict[str, float] = {}
+        self._sampler: asyncio.Task[None] | None = None
         self.tripwires: dict[str, TripwireItem] = {}
         self._status = WatchStatus()
         self._collecting: dict[str, list[FileEvent]] = {}
@@ -113,12 +150,14 @@ class WatchService:
 
     async def start(self) -> None:
         self._publisher = asyncio.create_task(self._publish_forever())
+        self._sampler = asyncio.create_task(self._sample_forever())
         for root in self.policy().watch:
             self.watch_soon(root)
 
     async def close(self) -> None:
-        if self._publisher is not None:
-            self._publisher.cancel()
+        for task in (self._publisher, self._sampler):
+            if task is not None:
+                task.cancel()
         await self.watcher.close()
 
     async def ensure_root(self, root: str) -> None:
@@ -170,7 +209,18 @@ class WatchService:
             else "no roots yet"
         )
         st["paused_sessions"] = [t.to_wire() for t in self.tripwires.values() if t.state == "paused"]
+        st["protected_kept"] = len(self.protected)
+        st["recent_kept"] = len(self.recent)
         return st
+
+    def recent_records(self, protected_only: bool = False) -> list[dict[str, Any]]:
+        """Newest first: ordinary and protected events, or protected only. Protected ones
+        come from their own list, so ordinary ones cannot have evicted them."""
+        if protected_only:
+            return list(reversed(self.protected))
+        oldest = self.recent[0]["seq"] if self.recent else None
+        older = [r for r in self.protected if oldest is None or r["seq"] < oldest]
+        return list(reversed(self.recent)) + list(reversed(older))
 
     # ------------------------------------------------------------------ attribution
 
@@ -209,16 +259,58 @@ class WatchService:
             if a.kind == "operation" and a.id in self._collecting:
                 self._collecting[a.id].append(ev)
         if ev.protected is not None:
-            self._record(ev, record)
-            self._tripwire(ev)
+            named = self._writers(ev)
+            self._attribute_record(ev, record, named)
+            self.protected.append(record)
+            self._record(ev, record, named)
+            self._tripwire(ev, named)
             self._outbox.append(record)
         elif len(self._outbox) < MAX_BATCH * 4:
             self._outbox.append(record)
         else:
             self._held_back += 1
 
-    def _record(self, ev: FileEvent, record: dict[str, Any]) -> None:
-        sessions = [a.id for a in ev.attribution if a.kind == "session"]
+    def _writers(self, ev: FileEvent) -> list[Candidate]:
+        """The sessions with evidence of having written the changed file."""
+        if self.sessions is None:
+            return []
+        try:
+            return self.evidence.candidates(
+                self.sessions.manager.sessions(), ev.workspace_root, ev.path, ev.changed_at
+            )
+        except Exception:
+            log.exception("attributing a protected change failed")
+            return []
+
+    def _attribute_record(self, ev: FileEvent, record: dict[str, Any], named: list[Candidate]) -> None:
+        """A protected event names sessions by evidence only (their basis with them);
+        operations by the sandboxed run active in the workspace."""
+        entries: list[dict[str, Any]] = []
+        for a in ev.attribution:
+            if a.kind == "operation":
+                entries.append({**a.to_dict(), "basis": OPERATION_BASIS})
+        for c in named:
+            entries.append(
+                {
+                    "kind": "session",
+                    "id": c.session_id,
+                    "label": c.label[:200],
+                    "pid": c.pid,
+                    "workspace_root": record["workspace_root"],
+                    "basis": c.basis,
+                    "in_workspace": c.in_workspace,
+                    "alive": c.alive,
+                }
+            )
+        record["attribution"] = entries
+        if named:
+            record["attribution_basis"] = named[0].basis
+        elif entries:
+            record["attribution_basis"] = OPERATION_BASIS
+        else:
+            record["attribution_basis"] = UNATTRIBUTED
+
+    def _record(self, ev: FileEvent, record: dict[str, Any], named: list[Candidate]) -> None:
         operations = [a.id for a in ev.attribution if a.kind == "operation"]
         row = file_event(
             at=ev.at,
@@ -227,8 +319,12 @@ class WatchService:
             protected_pattern=ev.protected or "",
             workspace_root=ev.workspace_root,
             request_id=operations[0] if operations else "",
-            session_id=sessions[0] if sessions else "",
-            attribution={"who": record["attribution"] or "unattributed", "event": record},
+            session_id=named[0].session_id if named else "",
+            attribution={
+                "who": record["attribution"] or "unattributed",
+                "basis": record["attribution_basis"],
+                "event": record,
+            },
         )
         future = self.store.append(row)
         future.add_done_callback(_log_store_failure)
@@ -245,78 +341,146 @@ class WatchService:
             self._outbox, self._held_back = [], 0
             self.events.publish(Topic.WATCH, {"change": "events", "events": batch, "dropped": dropped})
 
+    async def _sample_forever(self) -> None:
+        """The sessions' write counters, a few times a second while the tripwire is on."""
+        while True:
+            await asyncio.sleep(SAMPLE_EVERY_S)
+            if self.sessions is None or self.policy().tripwire is Tripwire.OFF:
+                continue
+            sessions = self.sessions.manager.sessions()
+            if not any(s.has_processes for s in sessions):
+                continue
+            try:
+                await asyncio.to_thread(self.evidence.sample, sessions)
+            except Exception:
+                log.exception("sampling sessions' write counters failed")
+
     # ------------------------------------------------------------------ tripwire
 
-    def _tripwire(self, ev: FileEvent) -> None:
+    def _tripwire(self, ev: FileEvent, named: list[Candidate]) -> None:
+        """Pause only on firm evidence: a single candidate that has the file open for
+        write, or a single one with write I/O in the window working in the workspace.
+        Anything weaker is an alert. A writer that has already exited is an item too."""
         mode = self.policy().tripwire
-        sessions = [a for a in ev.attribution if a.kind == "session"]
-        if mode is Tripwire.OFF or not sessions:
+        if mode is Tripwire.OFF or not named:
             return
+        firm = len(named) == 1 and named[0].tier < 2
         diff = self.watcher.baseline_diff(ev.workspace_root, ev.path)
-        for a in sessions:
-            if not self._alive(a.id):
-                continue  # attributed in the short window after it ended: nothing to stop
-            if mode is Tripwire.ALERT:
-                self.events.publish(
-                    Topic.WATCH,
-                    {
-                        "change": "alert",
-                        "session": a.id,
-                        "display_path": display_path(ev.path),
-                        "pattern": ev.protected,
-                        "summary": f"session {a.id} modified {display_path(ev.path)}",
-                    },
-                )
+        for c in named:
+            alive = c.has_processes and self._has_processes(c.session_id)
+            if not alive:
+                if any(t.session == c.session_id and t.open for t in self.tripwires.values()):
+                    continue
+                item = self._item(ev, c, diff, "exited")
+                self._history("tripwire", item, "exited")
+                self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
+                self._alert(ev, c, exited=True)
                 continue
-            if any(t.session == a.id and t.state == "paused" for t in self.tripwires.values()):
+            if mode is Tripwire.ALERT or not firm:
+                self._alert(ev, c)
+                continue
+            if any(t.session == c.session_id and t.state == "paused" for t in self.tripwires.values()):
                 continue  # already stopped: one item per pause
-            item = TripwireItem(
-                id="t-" + secrets.token_hex(4),
-                at=time.time(),
-                session=a.id,
-                session_label=a.label,
-                workspace_root=ev.workspace_root,
-                path=ev.path,
-                pattern=ev.protected or "",
-                kind=ev.kind.value,
-                diff=diff,
-            )
-            self._stop_session(a.id)
-            self.tripwires[item.id] = item
+            item = self._item(ev, c, diff, "paused")
+            self._stop_session(item)
             if self.sessions is not None:
-                self.sessions.changed(a.id)
+                self.sessions.changed(c.session_id)
             self._history("tripwire", item, "paused")
             self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
-            log.warning("tripwire: %s; session stopped", item.to_wire()["summary"])
+            log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
 
-    def _alive(self, session_id: str) -> bool:
+    def _item(self, ev: FileEvent, c: Candidate, diff: str | None, state: str) -> TripwireItem:
+        item = TripwireItem(
+            id="t-" + secrets.token_hex(4),
+            at=time.time(),
+            session=c.session_id,
+            session_label=c.label[:200],
+            workspace_root=ev.workspace_root,
+            path=ev.path,
+            pattern=ev.protected or "",
+            kind=ev.kind.value,
+            diff=diff,
+            state=state,
+            basis=c.basis,
+        )
+        self.tripwires[item.id] = item
+        return item
+
+    def _alert(self, ev: FileEvent, c: Candidate, *, exited: bool = False) -> None:
+        now = time.monotonic()
+        if not exited and now - self._alerted.get(c.session_id, -1e9) < ALERT_EVERY_S:
+            return
+        self._alerted[c.session_id] = now
+        who = f"session {c.session_id}" + (" (exited)" if exited else "")
+        self.events.publish(
+            Topic.WATCH,
+            {
+                "change": "alert",
+                "session": c.session_id,
+                "display_path": display_path(ev.path),
+                "pattern": ev.protected,
+                "basis": c.basis,
+                "exited": exited,
+                "summary": f"{who} modified {display_path(ev.path)}",
+            },
+        )
+
+    def _has_processes(self, session_id: str) -> bool:
+        """Running, or processes left in its cgroup after the leader exited: either can
+        be stopped."""
         if self.sessions is None:
             return False
         try:
-            return self.sessions.manager.get(session_id).alive
+            return self.sessions.manager.session(session_id).has_processes
         except Exception:
             return False
 
-    def _stop_session(self, session_id: str) -> None:
-        """SIGSTOP through the session manager: its handle never signals a reused pid."""
+    def _stop_session(self, item: TripwireItem) -> None:
+        """Freeze the session's cgroup (or SIGSTOP its group and known processes) now,
+        then make sure every process is stopped (console/sessions/cgroups.py)."""
         if self.sessions is None:
             return
+        manager = self.sessions.manager
         try:
-            self.sessions.manager.signal(session_id, signal.SIGSTOP)
+            session = manager.session(item.session)
+            item.stop_mode = session.stop_mode
+            session.pause_now()
         except Exception as exc:
-            log.warning("could not stop session %s: %s", session_id, exc)
+            log.warning("could not stop session %s: %s", item.session, exc)
+            return
+
+        async def complete() -> None:
+            try:
+                item.stopped = await manager.pause(item.session)
+            except Exception as exc:
+                item.stopped = False
+                log.warning("could not stop every process of session %s: %s", item.session, exc)
+            if not item.stopped:
+                log.warning("session %s: not every process could be confirmed stopped", item.session)
+            if self.sessions is not None:
+                self.sessions.changed(item.session)
+
+        task = asyncio.create_task(complete())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def resolve(self, item_id: str, action: TripwireAction) -> dict[str, Any]:
         item = self.tripwires.get(item_id)
-        if item is None or item.state != "paused":
-            raise RPCError(NOT_FOUND, f"no paused tripwire item {item_id}")
+        if item is None or not (item.open or item.state == "kept"):
+            raise RPCError(NOT_FOUND, f"no open tripwire item {item_id}")
         assert self.sessions is not None
         manager = self.sessions.manager
-        if action is TripwireAction.RESUME:
-            manager.signal(item.session, signal.SIGCONT)
+        if item.state == "exited":
+            # The writer had already ended: the item is an alert to acknowledge.
+            if action is TripwireAction.KILL and self._has_processes(item.session):
+                await manager.kill(item.session)
+                item.state = "killed"
+            else:
+                item.state = "dismissed"
+        elif action is TripwireAction.RESUME:
+            await manager.resume(item.session)
             item.state = "resumed"
         elif action is TripwireAction.KILL:
-            manager.signal(item.session, signal.SIGCONT)
             await manager.kill(item.session)
             item.state = "killed"
         else:

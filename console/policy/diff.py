@@ -33,6 +33,18 @@ SANDBOX_FORBIDS: dict[CapabilityKind, str] = {
 }
 
 
+# What an approved ``unrestricted`` operation can do that a sandboxed one cannot: all of
+# it. Shown instead of SANDBOX_FORBIDS, which would otherwise read as still in force.
+UNRESTRICTED_LIFTS: dict[CapabilityKind, str] = {
+    K.PROTECTED_METADATA: "it can write protected paths (.git/hooks, .env, keys, .claude/)",
+    K.WORKSPACE_WRITE: "it can write anywhere your account can, not only the workspace",
+    K.FILESYSTEM_READ: "it can read your home and secrets (~/.ssh, tokens, the console's state)",
+    K.EXTERNAL_NETWORK: "it has the network",
+    K.PROCESS_CONTROL: "it can signal and trace your other processes",
+    K.ENVIRONMENT: "it inherits the daemon's whole environment",
+}
+
+
 # The reason code of the escalation a workspace outside the trusted roots is.
 NEW_WORKSPACE = "new_workspace"
 
@@ -67,6 +79,8 @@ class CapabilityDiff:
     escalations: tuple[DiffItem, ...]
     unused: tuple[DiffItem, ...]
     forbidden: tuple[DiffItem, ...]
+    # Non-empty only when approving would lift the sandbox (an ``unrestricted`` escalation).
+    lifted: tuple[DiffItem, ...] = ()
 
     @cached_property
     def as_dict(self) -> dict[str, Any]:
@@ -81,6 +95,7 @@ class CapabilityDiff:
             "escalations": [i.to_dict() for i in self.escalations],
             "unused": [i.to_dict() for i in self.unused],
             "forbidden": [i.to_dict() for i in self.forbidden],
+            "lifted": [i.to_dict() for i in self.lifted],
         }
 
 
@@ -246,5 +261,10 @@ def _compute_diff(op: Operation, config: PolicyConfig, trusted_workspace: bool =
     unused = tuple(
         DiffItem(c, "granted by the sandbox, not requested") for c in ceil if c.kind not in used_kinds
     )
-    forbidden = _forbidden(ceil, frozenset(i.capability.kind for i in escalations))
+    asked = frozenset(i.capability.kind for i in escalations)
+    if K.UNRESTRICTED in asked:
+        # Nothing stays forbidden: saying "protected paths stay read-only" here would be a lie.
+        lifted = tuple(DiffItem(Capability(kind), why) for kind, why in UNRESTRICTED_LIFTS.items())
+        return CapabilityDiff(req, ceil, tuple(within), tuple(escalations), unused, (), lifted)
+    forbidden = _forbidden(ceil, asked)
     return CapabilityDiff(req, ceil, tuple(within), tuple(escalations), unused, forbidden)

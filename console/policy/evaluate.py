@@ -85,6 +85,7 @@ class Decision:
             "within": diff["within"],
             "unused": diff["unused"],
             "forbidden": diff["forbidden"],
+            "lifted": diff["lifted"],
             "authorization": self.authorization.to_dict() if self.authorization else None,
             "grant_id": self.grant.id if self.grant else None,
         }

@@ -22,6 +22,7 @@ class ProcStat(NamedTuple):
     session: int
     start_ticks: int  # since boot, in clock ticks: with the pid, names one process
     comm: str
+    tty: int = 0  # the controlling terminal (tty_nr); 0: none
 
 
 def proc_stat(pid: int) -> ProcStat | None:
@@ -45,6 +46,7 @@ def proc_stat(pid: int) -> ProcStat | None:
             session=int(fields[3]),
             start_ticks=int(fields[19]),
             comm=raw[left + 1 : right].decode("utf-8", "replace"),
+            tty=int(fields[4]),
         )
     except (IndexError, ValueError):
         return None
@@ -82,6 +84,27 @@ def ancestry(pid: int) -> list[ProcStat]:
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox", "env", "timeout"})
 
 
+def may_name(chain: list[ProcStat], index: int) -> bool:
+    """Whether ``chain[0]`` may name its ancestor ``chain[index]`` as its agent process.
+
+    The ancestor must not lead its session: an interactive shell does, and two agents
+    started from two terminals must never share an ancestor they may name. ``chain[0]``
+    must be in the ancestor's session, or reach it only through sessions that a process
+    between them started without a terminal (Claude Code runs each hook in a new session
+    of its own: setsid, no controlling terminal). A session with a terminal (a login, a
+    terminal window, a tmux pane) is never crossed.
+    """
+    root = chain[index]
+    if root.pid == root.session:
+        return False
+    leaders = {st.pid: st for st in chain[:index] if st.pid == st.session}
+    for st in chain[:index]:
+        leader = leaders.get(st.session)
+        if st.session != root.session and (leader is None or leader.tty != 0 or st.tty != 0):
+            return False
+    return True
+
+
 def agent_process_pid(start: int | None = None) -> int | None:
     """The agent a short-lived client runs under: the nearest ancestor that is not a shell.
 
@@ -91,12 +114,13 @@ def agent_process_pid(start: int | None = None) -> int | None:
     env = os.environ.get("AGENT_CONSOLE_AGENT_PID", "")
     if env.isdecimal() and len(env) <= 10:
         return int(env)
-    for st in ancestry(os.getppid() if start is None else start):
+    own = proc_stat(os.getpid())
+    if own is None:
+        return None
+    chain = [own, *ancestry(os.getppid() if start is None else start)]
+    for index, st in enumerate(chain[1:], 1):
         if st.comm not in SHELLS:
-            # The daemon accepts only a process of the caller's own session that does not
-            # lead it (identity.by_process); anything else names no agent at all.
-            own = proc_stat(os.getpid())
-            if own is None or st.session != own.session or st.pid == st.session:
-                return None
-            return st.pid
+            # The daemon accepts only what may_name allows (identity.by_process);
+            # anything else names no agent at all.
+            return st.pid if may_name(chain, index) else None
     return None

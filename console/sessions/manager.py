@@ -25,6 +25,7 @@ from pathlib import Path
 
 from . import procs
 from .attach import DEFAULT_MAX_PENDING, Attachment
+from .cgroups import CgroupTree
 from .info import (
     MODES,
     Mode,
@@ -79,6 +80,7 @@ class SessionManager:
         self._sampler: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
         self._ticks_since_sample = 0
+        self.cgroups = CgroupTree(None, "not started")
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -87,6 +89,10 @@ class SessionManager:
         if self._loop is not None and self._loop is not asyncio.get_running_loop():
             raise RuntimeError("SessionManager must run on the loop it was given")
         self._ensure_root()
+        if not self.cgroups.available:
+            self.cgroups = await asyncio.to_thread(CgroupTree.create)
+            if not self.cgroups.available:
+                log.info("sessions pause by process walk: %s", self.cgroups.reason)
         for directory in sorted(self.root.iterdir()):
             if not directory.is_dir() or directory.name in self._sessions:
                 continue
@@ -126,6 +132,7 @@ class SessionManager:
             self._save(session)
         for task in list(self._tasks):
             task.cancel()
+        await asyncio.to_thread(self.cgroups.close)
 
     # -- creating --------------------------------------------------------------------
 
@@ -173,6 +180,7 @@ class SessionManager:
             cols=cols,
             rows=rows,
         )
+        cgroup = self.cgroups.for_session(session_id)
         try:
             session = Session.spawn(
                 info,
@@ -186,9 +194,12 @@ class SessionManager:
                 scrollback_bytes=self.scrollback_bytes,
                 attach_max_pending=self.attach_max_pending,
                 pass_fds=pass_fds,
+                cgroup=cgroup,
             )
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
+            if cgroup is not None:
+                self.cgroups.release(session_id)
             raise
         self._sessions[session_id] = session
         self._save(session)
@@ -227,6 +238,26 @@ class SessionManager:
             raise SessionError(f"unknown signal {sig}")
         self._get(session_id).signal(sig)
 
+    @property
+    def stop_mode(self) -> str:
+        """How a pause stops sessions: "cgroup freeze" or "process walk"."""
+        return self.cgroups.mode
+
+    def session(self, session_id: str) -> Session:
+        """The live object (for the daemon's tripwire: pause, members, evidence)."""
+        return self._get(session_id)
+
+    def sessions(self) -> tuple[Session, ...]:
+        return tuple(self._sessions.values())
+
+    async def pause(self, session_id: str, wait_s: float = 1.0) -> bool:
+        """Stop every process of the session (cgroup freeze, else a marker walk
+        repeated until stable). True once all are stopped."""
+        return await self._get(session_id).pause(wait_s)
+
+    async def resume(self, session_id: str) -> None:
+        await self._get(session_id).resume()
+
     async def kill(self, session_id: str, grace_s: float = 3.0) -> SessionInfo:
         """TERM the session's process group and every process of the session, wait
         `grace_s`, KILL what is left; returns once the leader is reaped."""
@@ -244,6 +275,7 @@ class SessionManager:
             await session.kill(grace_s)
         info = session.info()
         session.close()
+        self.cgroups.release(session_id)
         self._sessions.pop(session_id, None)
         self._saved_at.pop(session_id, None)
         shutil.rmtree(session.dir, ignore_errors=True)
@@ -393,6 +425,8 @@ class SessionManager:
             session.check(self.idle_after_s)
         mono = time.monotonic()
         for session in self._sessions.values():
+            if session.cgroup is not None and not session.alive and self.cgroups.release(session.id):
+                session.cgroup = None
             session.housekeeping()
             saved = self._saved_at.get(session.id, (0.0, -1))
             if session.meta_dirty or (

@@ -79,6 +79,32 @@ def read_stat(pid: int) -> ProcStat | None:
         return None
 
 
+class IoCounters(NamedTuple):
+    wchar: int  # bytes passed to write(2) and friends (terminal output included)
+    write_bytes: int  # bytes the process caused to be sent to storage
+
+    @property
+    def total(self) -> int:
+        return self.wchar + self.write_bytes
+
+
+def read_io(pid: int) -> IoCounters | None:
+    """/proc/PID/io's write counters (they include the process's reaped children)."""
+    try:
+        with open(f"/proc/{pid}/io", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    wchar = write_bytes = 0
+    for line in data.splitlines():
+        key, _, value = line.partition(b":")
+        if key == b"wchar":
+            wchar = int(value)
+        elif key == b"write_bytes":
+            write_bytes = int(value)
+    return IoCounters(wchar, write_bytes)
+
+
 class ProcHandle(NamedTuple):
     pid: int
     create_time: float  # unix time the process started (boot time + start ticks)

@@ -27,6 +27,7 @@ from console.terminal import Screen
 
 from . import procs
 from .attach import DEFAULT_MAX_PENDING, Attachment, Snapshot
+from .cgroups import CGROUP_MODE, WALK_MODE, SessionCgroup
 from .info import (
     InputOverflow,
     Mode,
@@ -62,15 +63,20 @@ def check_size(cols: int, rows: int) -> None:
         raise SessionError(f"terminal size must be between 1x1 and {MAX_SIZE}x{MAX_SIZE}")
 
 
-def _child_setup(cwd: str, inherit: Sequence[int] = ()) -> Callable[[], None]:
+def _child_setup(
+    cwd: str, inherit: Sequence[int] = (), join: Callable[[], None] | None = None
+) -> Callable[[], None]:
     """Runs in the forked child before exec: what subprocess does for its children
     and ptyprocess does not. Python ignores SIGPIPE and SIGXFSZ, and ignored signals
     survive exec; a blocked signal mask would too. The directory change is done here
     (not by ptyprocess) so a failure is reported to the parent instead of leaving a
     forked copy of the daemon running. ``inherit``: descriptors to keep across exec
-    (ptyprocess keeps ``pass_fds`` open but leaves their close-on-exec flag)."""
+    (ptyprocess keeps ``pass_fds`` open but leaves their close-on-exec flag).
+    ``join`` moves the child into its session's cgroup before it runs anything."""
 
     def setup() -> None:
+        if join is not None:
+            join()
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
@@ -124,6 +130,10 @@ class Session:
         self._known: frozenset[procs.ProcHandle] = frozenset()
         self._meter = procs.UsageMeter()
         self._background: set[asyncio.Task[object]] = set()
+        self.cgroup: SessionCgroup | None = None
+        self._stopped: set[procs.ProcHandle] = set()  # walk mode: what pause stopped
+        self.paused = False
+        self.last_io: tuple[float, procs.IoCounters] | None = None
         self.meta_dirty = False
         if not info.alive:
             self._exited.set_result(None)
@@ -145,6 +155,7 @@ class Session:
         scrollback_bytes: int | None,
         attach_max_pending: int = DEFAULT_MAX_PENDING,
         pass_fds: Sequence[int] = (),
+        cgroup: SessionCgroup | None = None,
     ) -> Session:
         loop = asyncio.get_running_loop()
         try:
@@ -152,7 +163,9 @@ class Session:
                 list(info.argv),
                 env=dict(env),
                 dimensions=(info.rows, info.cols),
-                preexec_fn=_child_setup(info.cwd, tuple(pass_fds)),
+                preexec_fn=_child_setup(
+                    info.cwd, tuple(pass_fds), cgroup.joiner() if cgroup is not None else None
+                ),
                 pass_fds=tuple(pass_fds),  # the sandbox's content pins (console/sandbox/plan.py)
             )
         except (OSError, ValueError, TypeError) as exc:
@@ -174,6 +187,11 @@ class Session:
         self._proc = proc
         self._fd = proc.fd
         self._leader = leader
+        # ptyprocess returns once the child has exec'd, so the pre-exec join is done.
+        if cgroup is not None and (cgroup.contains(proc.pid) or not leader.alive()):
+            self.cgroup = cgroup
+        elif cgroup is not None:
+            log.warning("session %s: could not join its cgroup; pause walks processes", info.id)
         self._reaped = False
         self._eof = False
         self._finalized = False
@@ -364,6 +382,11 @@ class Session:
 
     def _on_leader_exit(self) -> None:
         assert self._leader is not None
+        # Still a zombie: its write counters (its reaped children's included) are the
+        # session's last evidence for the tripwire (console/sessions/writers.py).
+        last = procs.read_io(self._leader.pid)
+        if last is not None:
+            self.last_io = (time.time(), last)
         try:
             pid, status = os.waitpid(self._leader.pid, os.WNOHANG)
         except ChildProcessError:
@@ -571,7 +594,102 @@ class Session:
             return self._leader.signal(sig)
         return True
 
+    @property
+    def stop_mode(self) -> str:
+        """How pause stops this session: "cgroup freeze" or "process walk"."""
+        return CGROUP_MODE if self.cgroup is not None else WALK_MODE
+
+    @property
+    def has_processes(self) -> bool:
+        """Running, or its leader gone but processes left in its cgroup (a ``setsid``
+        child keeps running after the shell exits)."""
+        return self.alive or (self.cgroup is not None and self.cgroup.populated())
+
+    def member_pids(self) -> list[int]:
+        """The session's processes as cheaply as they can be known: the cgroup's
+        members, else the leader and what the last usage sample found."""
+        if self.cgroup is not None:
+            return self.cgroup.pids()
+        pids = {h.pid for h in self._known}
+        if self._leader is not None and not self._reaped:
+            pids.add(self._leader.pid)
+        return sorted(pids)
+
+    def deep_members(self) -> set[procs.ProcHandle]:
+        """Every process of the session by the marker walk (slow: reads every environ)."""
+        if self._leader is None:
+            return set()
+        return procs.members(self._leader, self.id, self._known, leader_unreaped=not self._reaped)
+
+    def pause_now(self) -> None:
+        """The synchronous first step of a pause: freeze the cgroup, or SIGSTOP the
+        process group and every process known. ``pause`` completes it."""
+        if self._leader is None:
+            raise SessionNotRunning(f"session {self.id} is not running")
+        self.paused = True
+        if self.cgroup is not None:
+            with contextlib.suppress(OSError):
+                self.cgroup.freeze(wait_s=0)
+            return
+        if not self._reaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._leader.pid, signal.SIGSTOP)
+        for h in (self._leader, *self._known):
+            if h.signal(signal.SIGSTOP):
+                self._stopped.add(h)
+
+    async def pause(self, wait_s: float = 1.0) -> bool:
+        """Stop every process of the session. True once all are stopped: the cgroup
+        reports ``frozen 1``, or a marker walk finds no process it had not stopped."""
+        self.pause_now()
+        deadline = time.monotonic() + wait_s
+        if self.cgroup is not None:
+            while not self.cgroup.frozen() and self.cgroup.populated():
+                if time.monotonic() > deadline:
+                    return False
+                await asyncio.sleep(0.005)
+            return True
+        rounds = 0
+        while time.monotonic() <= deadline or rounds < 2:
+            rounds += 1
+            found = await asyncio.to_thread(self.deep_members)
+            new = {h for h in found if h not in self._stopped}
+            for h in new:
+                if h.signal(signal.SIGSTOP):
+                    self._stopped.add(h)
+            if not new and rounds > 1:
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    async def resume(self) -> None:
+        """Undo ``pause``: thaw the cgroup, or SIGCONT everything stopped and found."""
+        self.paused = False
+        if self.cgroup is not None:
+            with contextlib.suppress(OSError):
+                self.cgroup.thaw()
+            return
+        found = await asyncio.to_thread(self.deep_members)
+        # Children first, the leader's group last: a job-control shell woken while its
+        # job is still stopped would see the stop and give up waiting for it.
+        leader = self._leader
+        for h in self._stopped | found:
+            if h != leader:
+                h.signal(signal.SIGCONT)
+        await asyncio.sleep(0.01)
+        if leader is not None and not self._reaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(leader.pid, signal.SIGCONT)
+        if leader is not None:
+            leader.signal(signal.SIGCONT)
+        self._stopped.clear()
+
     async def kill(self, grace_s: float) -> SessionInfo:
+        if self.cgroup is not None and (self.paused or self.cgroup.frozen()):
+            # Frozen members cannot act on TERM; SIGKILL reaches them all at once.
+            self.cgroup.kill()
+        if self._stopped:
+            await self.resume()
         if self._leader is not None and not self._finalized:
             await procs.terminate(
                 self._leader,
@@ -580,6 +698,9 @@ class Session:
                 grace_s=grace_s,
                 leader_unreaped=lambda: not self._reaped,
             )
+        if self.cgroup is not None:
+            self.cgroup.kill()  # whatever escaped the walk
+        self.paused = False
         return await self.wait()
 
     def sample(self, table: procs.ProcessTable, now: float) -> None:

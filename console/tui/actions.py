@@ -30,8 +30,17 @@ class ActionSpec:
 
 ACTIONS: list[ActionSpec] = [
     # the whole app
-    ActionSpec("quit", "app", "q", "quit", "Quit (the daemon and its sessions keep running)", label="quit"),
-    ActionSpec("help", "app", "question_mark,f1", "help", "Show the keys in force", label="keys"),
+    # help and quit are shown by the footer bar at any width (widgets/footer_bar.py), not by Footer
+    ActionSpec(
+        "quit",
+        "app",
+        "q",
+        "quit",
+        "Quit (the daemon and its sessions keep running)",
+        label="quit",
+        show=False,
+    ),
+    ActionSpec("help", "app", "question_mark,f1", "help", "Show the keys in force", label="keys", show=False),
     ActionSpec(
         "command-palette",
         "app",

@@ -118,6 +118,7 @@ class ConsoleApp(App[None]):
         self._pending_changed(0)
         self.watch_monitor.connected(message.status)
         self.badges.set("daemon", "")
+        self._waiting_badge((message.status.get("attention") or {}).get("waiting"))
         policy = message.status.get("policy") or {}
         if policy.get("error"):
             self.badges.set("policy", "policy.toml broken: last good kept", "error")
@@ -146,6 +147,8 @@ class ConsoleApp(App[None]):
             self.watch_monitor.status_changed(self.daemon_status)
         elif topic == "watch":
             self.watch_monitor.event(payload)
+        elif topic == "attention":
+            self._attention_changed(payload)
         for screen in self._all_screens():
             handler = getattr(screen, "daemon_event", None)
             if handler is not None:
@@ -155,6 +158,10 @@ class ConsoleApp(App[None]):
         """A request (or a tripwire item) now waits for the operator."""
         index = self.pending.add(item)
         self._pending_changed(index)
+        queue = self.views.get("queue")
+        if item.get("kind") == "tripwire" and queue is not None and queue.is_mounted:
+            # A stopped session outranks whatever the operator was reading: go to it.
+            queue.select_request(str(item["request_id"]))  # type: ignore[attr-defined]
 
     def request_left(self, request_id: str) -> None:
         """A request was decided (here, by another operator, by a timeout) or cancelled."""
@@ -180,8 +187,35 @@ class ConsoleApp(App[None]):
     def _update_tabs(self) -> None:
         total, escalated = self.pending.total, self.pending.escalated()
         label = f"{total} pending" if total else "queue empty"
-        self.badges.set("pending", label, "warning" if total else "ok")
-        self.badges.set("escalations", f"{escalated} escalated" if escalated else "", "error")
+        self.badges.set("pending", label, "warning" if total else "ok", short=f"{total}p" if total else "0")
+        self.badges.set(
+            "escalations", f"{escalated} escalated" if escalated else "", "error", short=f"{escalated} esc"
+        )
+
+    def _waiting_badge(self, waiting: Any) -> None:
+        n = waiting if isinstance(waiting, int) and waiting > 0 else 0
+        self.badges.set(
+            "attention",
+            f"{n} agent{'s' if n != 1 else ''} waiting for you" if n else "",
+            "warning",
+            short=f"{n} waiting",
+        )
+
+    def _attention_changed(self, payload: Mapping[str, Any]) -> None:
+        """An agent's attention state changed (the daemon publishes real transitions only):
+        the badge follows the count; a transition into waiting notifies once."""
+        self._waiting_badge(payload.get("waiting"))
+        entry = payload.get("entry")
+        into_waiting = payload.get("previous") != "waiting"
+        if isinstance(entry, dict) and entry.get("state") == "waiting" and into_waiting:
+            who = inert(f"{entry.get('root_comm') or 'agent'} {entry.get('agent_id', '')}")[:40]
+            said = inert(str(entry.get("message") or ""))[:120]
+            self.notify(
+                f"{who} is waiting for you" + (f": {said}" if said else ""),
+                title="agent-console",
+                severity="warning",
+                markup=False,
+            )
 
     def on_badge_bar_clicked(self, message: BadgeBar.Clicked) -> None:
         if message.key in ("pending", "escalations", "tripwire"):

@@ -11,6 +11,7 @@ from typing import Any
 class BadgeKind(StrEnum):
     UNRESTRICTED = "unrestricted"
     PROTECTED = "protected"
+    WORKSPACE = "workspace"
     OUTSIDE = "outside"
     NETWORK = "network"
     ENVIRONMENT = "environment"
@@ -27,6 +28,7 @@ class Badge:
 _LABELS = {
     BadgeKind.UNRESTRICTED: "UNRESTRICTED",
     BadgeKind.PROTECTED: "PROTECTED",
+    BadgeKind.WORKSPACE: "NEW-WS",
     BadgeKind.OUTSIDE: "WRITE-OUT",
     BadgeKind.NETWORK: "NET",
     BadgeKind.ENVIRONMENT: "ENV",
@@ -42,6 +44,8 @@ def _inside(path: str, root: str) -> bool:
 def badge_kind(escalation: Mapping[str, Any], workspace_root: str) -> BadgeKind:
     kind = escalation.get("kind", "")
     scope = str(escalation.get("scope", ""))
+    if escalation.get("code") == "new_workspace":
+        return BadgeKind.WORKSPACE
     if kind == "unrestricted":
         return BadgeKind.UNRESTRICTED
     if kind == "protected_metadata":
@@ -66,3 +70,31 @@ def badges(item: Mapping[str, Any]) -> list[Badge]:
     root = str((item.get("operation") or {}).get("workspace_root", ""))
     kinds = {badge_kind(e, root) for e in evaluation.get("escalations", ())}
     return [Badge(k, _LABELS[k]) for k in BadgeKind if k in kinds]
+
+
+# The approvals that need more than one key: what typing the word confirms.
+_CONFIRM = {
+    BadgeKind.UNRESTRICTED: (
+        "unrestricted",
+        "It runs outside the sandbox with every power of your account: it can write protected "
+        "paths, read your home, reach the network.",
+    ),
+    BadgeKind.PROTECTED: (
+        "protected",
+        "It changes a protected path (git hooks, .env, keys, agent settings): code or secrets "
+        "that outlive this request.",
+    ),
+    BadgeKind.WORKSPACE: (
+        "workspace",
+        "It asks for a workspace you have not trusted: approving lets agents read and write it.",
+    ),
+}
+
+
+def confirmation(item: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(the word to type, the risk in one sentence) for a dangerous request, else None."""
+    kinds = {b.kind for b in badges(item)}
+    for kind, needed in _CONFIRM.items():
+        if kind in kinds:
+            return needed
+    return None

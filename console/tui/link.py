@@ -21,7 +21,7 @@ from textual.message_pump import MessagePump
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 
 PAGE = 500
-TOPICS = ["pending", "decided", "grants", "status", "sessions", "watch", "outcomes"]
+TOPICS = ["pending", "decided", "grants", "status", "sessions", "watch", "outcomes", "attention"]
 RETRY_S = 1.0
 
 Connect = Callable[[], Awaitable[AsyncClient]]

@@ -1,10 +1,11 @@
 """The pending queue as the console holds it: one model, changed only by the app's handlers.
 
-Items are the daemon's ``pending.list`` dicts. The order is arrival order (the daemon
-lists oldest first and announces new ones as they come). The view is the filtered
+Items are the daemon's ``pending.list`` dicts. The order is attention first: tripwire
+items, then requests with an escalation, then the rest, each in arrival order (the
+daemon lists oldest first and announces new ones as they come). The view is the filtered
 sequence the queue widget draws; every change returns the view index it touched so the
 widget can repaint just the rows that moved. Sized for 10,000 pending: indexes are
-found by bisection over arrival numbers, never by scanning.
+found by bisection over ranks (tier, then arrival number), never by scanning.
 """
 
 from __future__ import annotations
@@ -17,15 +18,26 @@ from console.tui.badges import Badge, badges
 
 Item = Mapping[str, Any]
 
+TIER_SHIFT = 48  # rank = tier << TIER_SHIFT | arrival number
+TRIPWIRE_TIER, ESCALATED_TIER, ORDINARY_TIER = 0, 1, 2
+
 
 class Entry:
-    __slots__ = ("badges", "haystack", "item", "number", "request_id")
+    __slots__ = ("badges", "haystack", "item", "number", "rank", "request_id")
 
     def __init__(self, number: int, item: Item) -> None:
         self.number = number
         self.item = item
         self.request_id: str = item["request_id"]
         self.badges: list[Badge] = badges(item)
+        tier = (
+            TRIPWIRE_TIER
+            if item.get("kind") == "tripwire"
+            else ESCALATED_TIER
+            if self.badges
+            else ORDINARY_TIER
+        )
+        self.rank = tier << TIER_SHIFT | number
         op = item.get("operation") or {}
         self.haystack = " ".join(
             (
@@ -45,8 +57,8 @@ class Entry:
 class PendingQueue:
     def __init__(self) -> None:
         self._entries: dict[str, Entry] = {}
-        self._by_number: dict[int, Entry] = {}
-        self._view: list[int] = []  # arrival numbers of the entries shown, ascending
+        self._by_rank: dict[int, Entry] = {}
+        self._view: list[int] = []  # ranks of the entries shown, ascending
         self._words: list[str] = []
         self._next = 0
         self._escalated = 0
@@ -65,7 +77,7 @@ class PendingQueue:
         return " ".join(self._words)
 
     def entry(self, index: int) -> Entry:
-        return self._by_number[self._view[index]]
+        return self._by_rank[self._view[index]]
 
     def get(self, request_id: str) -> Entry | None:
         return self._entries.get(request_id)
@@ -74,11 +86,11 @@ class PendingQueue:
         entry = self._entries.get(request_id)
         if entry is None:
             return None
-        i = bisect_left(self._view, entry.number)
-        return i if i < len(self._view) and self._view[i] == entry.number else None
+        i = bisect_left(self._view, entry.rank)
+        return i if i < len(self._view) and self._view[i] == entry.rank else None
 
     def __iter__(self) -> Iterator[Entry]:
-        return (self._by_number[n] for n in self._view)
+        return (self._by_rank[n] for n in self._view)
 
     def find_fingerprint(self, prefix: str) -> list[Entry]:
         prefix = prefix.strip().lower()
@@ -93,7 +105,7 @@ class PendingQueue:
     def replace(self, items: Iterable[Item]) -> None:
         """Start over from a full listing (after connecting or reconnecting)."""
         self._entries.clear()
-        self._by_number.clear()
+        self._by_rank.clear()
         self._view.clear()
         self._escalated = 0
         for item in items:
@@ -104,7 +116,7 @@ class PendingQueue:
         if item["request_id"] in self._entries:
             return None
         entry = self._append(item)
-        return len(self._view) - 1 if self._view and self._view[-1] == entry.number else None
+        return self.index_of(entry.request_id)
 
     def remove(self, request_id: str) -> int | None:
         """Drop a decided item; returns the view index it had, or None if it was not shown."""
@@ -112,7 +124,7 @@ class PendingQueue:
         entry = self._entries.pop(request_id, None)
         if entry is None:
             return None
-        del self._by_number[entry.number]
+        del self._by_rank[entry.rank]
         self._escalated -= bool(entry.badges)
         if index is not None:
             del self._view[index]
@@ -120,17 +132,17 @@ class PendingQueue:
 
     def set_filter(self, text: str) -> None:
         self._words = text.casefold().split()
-        self._view = [e.number for e in self._entries.values() if e.matches(self._words)]
+        self._view = sorted(e.rank for e in self._entries.values() if e.matches(self._words))
 
     def _append(self, item: Item) -> Entry:
         entry = Entry(self._next, item)
         self._next += 1
         self._entries[entry.request_id] = entry
-        self._by_number[entry.number] = entry
+        self._by_rank[entry.rank] = entry
         self._escalated += bool(entry.badges)
         if entry.matches(self._words):
-            if not self._view or self._view[-1] < entry.number:
-                self._view.append(entry.number)
+            if not self._view or self._view[-1] < entry.rank:
+                self._view.append(entry.rank)
             else:
-                insort(self._view, entry.number)
+                insort(self._view, entry.rank)
         return entry

@@ -10,7 +10,6 @@ classes, so themes reach everything drawn here.
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,7 @@ from console.tui.argdiff import argv_diff, closest, split_command
 from console.tui.badges import Badge
 from console.tui.shellsplit import PartKind, chain_for, shell_script
 from console.tui.timefmt import ago, clock_time
-from console.tui.untrusted import Shown, block, lookalike_spans, one_line
+from console.tui.untrusted import CANDIDATE, Line, Shown, block, lookalike_spans, one_line
 
 Styles = Mapping[str, Style]
 
@@ -50,6 +49,7 @@ ROLES = (
     "deny",
     "badge-unrestricted",
     "badge-protected",
+    "badge-workspace",
     "badge-outside",
     "badge-network",
     "badge-environment",
@@ -57,7 +57,7 @@ ROLES = (
 )
 PLAIN: dict[str, Style] = {role: Style() for role in ROLES}
 
-_CANDIDATE = re.compile(r"[^\x20-\x5b\x5d-\x7e]")  # anything but printable ASCII other than backslash
+_CANDIDATE = CANDIDATE
 
 
 def agent_text(
@@ -113,15 +113,20 @@ def agent_block(shown: Shown, styles: Styles, indent: str = "  ") -> Text:
         if i:
             out.append("\n")
         out.append(indent)
-        if line.marker:
-            out.append(line.text, styles["marker"])
-        else:
-            # Already escaped by block(); only look-alikes remain to mark.
-            piece = Text(line.text)
-            for start, end in lookalike_spans(line.text):
-                piece.stylize(styles["lookalike"], start, end)
-            out.append_text(piece)
+        out.append_text(line_text(line, styles))
     return out
+
+
+def line_text(line: Line, styles: Styles, base: Style | str = "") -> Text:
+    """One line of a :func:`block`: our markers apart, the agent's escapes and look-alikes marked."""
+    if line.marker:
+        return Text(line.text, styles["marker"], end="")
+    piece = Text(line.text, base, end="")
+    for start, end in line.escapes:
+        piece.stylize(styles["escape"], start, end)
+    for start, end in lookalike_spans(line.text):
+        piece.stylize(styles["lookalike"], start, end)
+    return piece
 
 
 def badge_text(badges: Sequence[Badge], styles: Styles) -> Text:
@@ -156,6 +161,7 @@ class DetailOptions:
     expanded: bool = False
     full_fingerprint: bool = False
     with_previous: bool = True
+    with_target: bool = True  # the queue's "approve / deny act on this request" line
 
 
 @dataclass
@@ -204,9 +210,11 @@ def all_agent_strings(item: Mapping[str, Any]) -> list[str]:
 
 
 def text_findings(item: Mapping[str, Any]) -> set[Finding]:
+    """What the banner warns about. Newlines and tabs are how multi-line text is written
+    (a script, a justification): shown as lines and ``\\t``, never a reason to alarm."""
     found: set[Finding] = set()
     for s in all_agent_strings(item):
-        found |= findings(s)
+        found |= findings(s.replace("\n", " ").replace("\t", " "))
     return found
 
 
@@ -227,6 +235,10 @@ def render_request(
     argv = [op.get("executable", ""), *op.get("args", [])]
     out = Text(end="")
 
+    if options.with_target:
+        # Whose detail this is: the keys act on this request, not on the row under the cursor.
+        out.append(str(item.get("request_id", "")), styles["label"])
+        out.append("  approve / deny act on this request\n", styles["dim"])
     # Title: the program and its badges.
     title, cut = agent_text(argv[0].rsplit("/", 1)[-1], styles, styles["program"], limit=80)
     truncated |= cut
@@ -293,9 +305,9 @@ def render_request(
                     out.append_text(piece)
                 elif part.kind is PartKind.OPERATOR:
                     shown = {
-                        "\n": "⏎ newline",
+                        "\n": "⏎ next line, whatever the result",
                         "&": "& (background)",
-                        ";": "; then",
+                        ";": "; next, whatever the result",
                         "|": "| pipe into",
                         "&&": "&& if it succeeds",
                         "||": "|| if it fails",
@@ -325,6 +337,7 @@ def render_request(
                     out.append("\n")
 
     truncated |= _render_content(out, item, styles, limit)
+    truncated |= _render_proposed(out, item, styles, options, limit)
 
     escalations = ev.get("escalations") or []
     _section(
@@ -433,6 +446,18 @@ def render_request(
             out.append_text(piece)
             out.append(" — " + str(w.get("reason", "")), styles["dim"])
             out.append("\n")
+    lifted = ev.get("lifted") or []
+    if lifted:
+        _section(
+            out,
+            "Approving lifts the whole sandbox",
+            styles,
+            "it runs outside, with every power of your account",
+        )
+        for f in lifted:
+            out.append("  ✖ ", styles["escalation"])
+            out.append(str(f.get("reason", "")), styles["escalation"])
+            out.append("\n")
     forbidden = ev.get("forbidden") or []
     if forbidden:
         _section(out, "Still forbidden by the sandbox", styles, "approval does not lift these")
@@ -449,6 +474,38 @@ def render_request(
         )
     head.append_text(out)
     return Rendered(head, truncated)
+
+
+def _render_proposed(out: Text, item: Mapping[str, Any], styles: Styles, options: Any, limit: int) -> bool:
+    """What a file-writing tool call will write, as the daemon's diff against the file
+    (console/daemon/proposed.py); True when it was cut, so approving waits for expanding."""
+    change = item.get("proposed")
+    if not isinstance(change, Mapping):
+        return False
+    old, new = int(change.get("old_bytes", 0)), int(change.get("new_bytes", 0))
+    what = "a new file" if change.get("new_file") else f"{byte_size(old)} → {byte_size(new)}"
+    _section(out, "Proposed change", styles, f"{what}; the grant binds exactly this content")
+    out.append("  ")
+    piece, truncated = agent_text(str(change.get("path", "")), styles, limit=limit)
+    out.append_text(piece)
+    out.append("\n")
+    note = str(change.get("note") or "")
+    if note:
+        out.append("  ⚠ " + note + "\n", styles["warning"])
+    diff = str(change.get("diff") or "")
+    if not diff:
+        return truncated
+    shown = block(diff, max_chars=options.max_chars, max_lines=options.max_lines, expanded=options.expanded)
+    for line in shown.lines:
+        style: Style | str = ""
+        if line.text.startswith(("+", "-")) and not line.text.startswith(("+++", "---")):
+            style = styles["added"] if line.text.startswith("+") else styles["removed"]
+        elif line.text.startswith("@@"):
+            style = styles["dim"]
+        out.append("  ")
+        out.append_text(line_text(line, styles, style))
+        out.append("\n")
+    return truncated or shown.truncated
 
 
 def _render_content(out: Text, item: Mapping[str, Any], styles: Styles, limit: int) -> bool:
@@ -490,6 +547,33 @@ def _render_content(out: Text, item: Mapping[str, Any], styles: Styles, limit: i
     return truncated
 
 
+def command_head(argv: Sequence[str]) -> tuple[str, ...]:
+    """What makes two commands comparable: the program and its first word that is not an
+    option (``pip install``, ``git push``), looked for inside a ``sh -c`` script."""
+    script = shell_script(list(argv)) if argv else None
+    if script is not None:
+        argv = split_command(script[1].split("&&")[0].split(";")[0].split("|")[0]) or []
+    if not argv:
+        return ()
+    program = str(argv[0]).rsplit("/", 1)[-1]
+    words = [a for a in argv[1:] if not str(a).startswith("-")]
+    return (program, str(words[0])) if words else (program,)
+
+
+def decided_by(previous: Mapping[str, Any]) -> str:
+    """Who settled a previous decision, in words: only the operator's are "you"."""
+    allowed = previous.get("verdict") == "allow"
+    return {
+        "operator": "you approved" if allowed else "you denied",
+        "policy": "the policy allowed" if allowed else "the policy denied",
+        "grant": "a grant allowed" if allowed else "a deny rule denied",
+        "timeout": "nobody answered (timed out)",
+    }.get(
+        str(previous.get("source", "")),
+        ("allowed" if allowed else "denied") + f" ({previous.get('source', '?')})",
+    )
+
+
 def render_previous(
     argv: Sequence[str], previous: Sequence[Mapping[str, Any]] | None, styles: Styles, now: float
 ) -> Text:
@@ -501,18 +585,27 @@ def render_previous(
         out.append("  none: the first time this program is asked for\n", styles["dim"])
         return out
     argvs = [split_command(str(p.get("command", ""))) or [] for p in previous]
-    best = closest(argv, argvs)
-    if best is not None:
+    mine = command_head(argv)
+    alike = [i for i, other in enumerate(argvs) if command_head(other) == mine]
+    pick = closest(argv, [argvs[i] for i in alike])
+    best = alike[pick] if pick is not None else None
+    if best is None:
+        out.append(
+            f"  none for this command ({len(previous)} other use{'s' if len(previous) != 1 else ''} of the program)\n",
+            styles["dim"],
+        )
+    else:
         p = previous[best]
-        verb = "approved" if p.get("verdict") == "allow" else "denied"
+        verb = decided_by(p)
         changes = argv_diff(argvs[best], argv)
         when = ago(now - float(p.get("at", now)))
         if not changes:
             out.append(
-                f"  the same command was {verb} {when}", styles["allow" if verb == "approved" else "deny"]
+                f"  the same command: {verb} {when}",
+                styles["allow" if p.get("verdict") == "allow" else "deny"],
             )
         else:
-            out.append(f"  differs from what you {verb} {when}: ", styles["label"])
+            out.append(f"  differs from what {verb} {when}: ", styles["label"])
             for i, change in enumerate(changes[:20]):
                 if i:
                     out.append(", ")
@@ -538,9 +631,16 @@ def render_previous(
 # ---------------------------------------------------------------------- one history entry
 
 
-def item_from_request_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A request event from the history in the shape of a pending item, for :func:`render_request`."""
+def item_from_request_record(
+    record: Mapping[str, Any], decision: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A request event from the history in the shape of a pending item, for :func:`render_request`.
+
+    The evaluation is the decision's: the request event holds the operation only, and a
+    history entry without it would read "within the sandbox, no escalations" for a
+    request that escalated."""
     body = record.get("body") or {}
+    decided = (decision or {}).get("body") or {}
     return {
         "request_id": record.get("request_id", ""),
         "fingerprint": record.get("fingerprint", ""),
@@ -549,7 +649,7 @@ def item_from_request_record(record: Mapping[str, Any]) -> dict[str, Any]:
         "peer_pid": record.get("peer_pid"),
         "submitted_at": record.get("at"),
         "operation": body.get("operation") or {},
-        "evaluation": body.get("evaluation") or {},
+        "evaluation": body.get("evaluation") or decided.get("capability_diff") or {},
     }
 
 

@@ -12,20 +12,44 @@ marker; the typed-ahead guard treats anything truncated as not yet seen.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 
 from console.contract.inert import Finding, findings, inert
 
 BLANK_RUN = 2  # more consecutive blank lines than this collapse into one marker
+# Characters :func:`inert` may rewrite: anything but printable ASCII other than backslash.
+CANDIDATE = re.compile(r"[^\x20-\x5b\x5d-\x7e]")
 
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One display line: agent text, or a marker the console itself wrote."""
+    """One display line: agent text, or a marker the console itself wrote.
+
+    ``escapes`` are the spans of ``text`` that stand for a character the agent sent
+    (``\\e`` for a real ESC), so they can be shown apart from the same letters typed.
+    """
 
     text: str
     marker: bool = False
+    escapes: tuple[tuple[int, int], ...] = ()
+
+
+def escaped_line(raw: str) -> Line:
+    """``raw`` made inert, with the spans of its escapes."""
+    if not CANDIDATE.search(raw):
+        return Line(raw)
+    parts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for ch in raw:
+        piece = inert(ch) if CANDIDATE.match(ch) else ch
+        if piece != ch:
+            spans.append((at, at + len(piece)))
+        parts.append(piece)
+        at += len(piece)
+    return Line("".join(parts), escapes=tuple(spans))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +108,12 @@ def block(text: str, *, max_chars: int, max_lines: int, expanded: bool = False) 
         if not expanded and used + len(raw) > max_chars:
             keep = max_chars - used
             if keep > 0:
-                lines.append(Line(inert(raw[:keep])))
+                lines.append(escaped_line(raw[:keep]))
             truncated = True
             hidden_chars = len(text) - start - max(keep, 0)
             break
         used += len(raw)
-        lines.append(Line(inert(raw)))
+        lines.append(escaped_line(raw))
     else:
         # Trailing blank lines are padding: always name them, never show them as space.
         if blank > 1:  # one trailing newline is ordinary

@@ -72,7 +72,7 @@ async def test_a_hidden_touch_is_shown_with_a_loud_warning_and_the_raw_script(da
         assert "Raw script (bash -c)" in seen
         assert warning_is_styled(detail)
         # The touch is on screen as a numbered command of the split.
-        assert re.search(r"^\s*│?\s*\d+ touch MARK", seen, re.MULTILINE), seen
+        assert re.search(r"^\s*[│▊]?\s*\d+ touch MARK", seen, re.MULTILINE), seen
         # The raw script fits, so it is shown in full: approval works after the idle wait.
         await pilot.press("a")
         assert (await agent.answer())["verdict"] == "allow"

@@ -6,6 +6,8 @@ Write allowed any later content at that path, and the operator never saw the con
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from daemon_harness import running_daemon, workspace
 from hook_harness import hook_cli, hook_input
@@ -37,7 +39,7 @@ def test_a_different_write_content_is_a_different_fingerprint_and_a_different_op
     assert a is not None and b is not None
     assert a["args"][0] == b["args"][0] == str(ws / "x.py")
     assert a["args"][1] != b["args"][1] and a["args"][1].startswith("sha256:")
-    assert "print(1)" in a["justification"]  # the operator sees the content
+    assert base64.b64decode(a["stdin"]) == b"print(1)\n"  # the operator is shown it (as a diff)
 
 
 def test_an_edit_is_bound_to_the_file_it_produces():
@@ -46,7 +48,7 @@ def test_an_edit_is_bound_to_the_file_it_produces():
     (ws / "m.py").write_text("a = 1\n")
     edit = {"file_path": str(ws / "m.py"), "old_string": "1", "new_string": "2"}
     first = operation_for(call(ws, "Edit", edit), env)
-    assert first is not None and "a = 2" in first["justification"]
+    assert first is not None and base64.b64decode(first["stdin"]) == b"a = 2\n"
     (ws / "m.py").write_text("a = 1\nb = 1\n")  # the same edit now yields another file
     second = operation_for(call(ws, "Edit", edit), env)
     assert second is not None and second["args"][1] != first["args"][1]

@@ -10,8 +10,14 @@ import pytest
 from daemon_harness import operation, running_daemon, wait_for, workspace
 
 from console.client import RPCError
+from console.sessions.cgroups import pid_frozen
 
 FORBIDDEN = -32009
+
+
+def stopped(pid: int) -> bool:
+    """SIGSTOPped (process walk) or in a frozen cgroup (cgroup freeze)."""
+    return psutil.Process(pid).status() == psutil.STATUS_STOPPED or pid_frozen(pid)
 
 
 def test_agent_cannot_resume_or_kill_its_tripwire_pause():
@@ -55,7 +61,7 @@ def test_agent_cannot_resume_or_kill_its_tripwire_pause():
             with d.operator() as op:
                 item = wait_for(lambda: op.call("tripwire.list")["items"], timeout_s=20)[0]
                 pid = op.call("sessions.get", {"session": sid})["session"]["pid"]
-            assert wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED)
+            assert wait_for(lambda: stopped(pid))
             for signal in ("CONT", "SIGCONT", "KILL", "TERM", "INT"):
                 with pytest.raises(RPCError) as info:
                     agent.call("sessions.signal", {"session": sid, "signal": signal})
@@ -67,7 +73,7 @@ def test_agent_cannot_resume_or_kill_its_tripwire_pause():
                 agent.call("tripwire.resolve", {"id": item["id"], "action": "resume"})
             assert info.value.code == -32601
             time.sleep(0.3)
-            assert psutil.Process(pid).status() == psutil.STATUS_STOPPED  # still stopped
+            assert stopped(pid)  # still stopped
             assert (
                 agent.call("sessions.get", {"session": sid})["session"]["status_text"] == "paused by tripwire"
             )

@@ -23,7 +23,11 @@ async def test_detail_says_new_workspace_and_always_trusts_it():
             await select(pilot, app, rid, clock)
             text = " ".join(screen_text(app).split())
             assert f"new workspace: {ws} is not among your trusted workspaces" in text
-            await pilot.press("A")  # approve always: a modal asks for an optional expiry
+            await pilot.press("A")  # a new workspace: type the word first…
+            await until(pilot, lambda: app.screen.CONTEXT == "modal")
+            await pilot.press(*"workspace", "enter")
+            await pilot.pause()
+            assert agent.waiting  # …then the expiry of the grant
             await until(pilot, lambda: app.screen.CONTEXT == "modal")
             await pilot.press("enter")
             await until(pilot, lambda: not agent.waiting)

@@ -1,4 +1,9 @@
-"""`operation.exec`: ask, and if allowed, run in the sandbox with output streamed back."""
+"""Running captured operations in the sandbox, with output streamed back.
+
+``operation.exec`` asks and, if allowed, runs. ``operation.hold`` asks and, if allowed,
+keeps the operation behind a one-time ticket (:mod:`console.daemon.held`) that
+``operation.run`` redeems: for an agent whose own tool must run the command.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,37 @@ from typing import Any
 from console.contract.operation import Mode
 from console.contract.outcome import CONTENT_CHANGED
 from console.daemon.connection import CallContext, Method
+from console.daemon.held import TicketError
 from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation, submit_bound, watch_owner
-from console.protocol.jsonrpc import INVALID_PARAMS, RPCError
+from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.params import Params
+
+
+def _captured(ctx: CallContext, obj: dict[str, Any]) -> Any:
+    op = parse_operation(ctx, obj)
+    if op.mode is not Mode.CAPTURED:
+        raise RPCError(
+            INVALID_PARAMS,
+            "operation.mode: only captured operations run here; interactive and durable ones run as sessions",
+        )
+    return op
+
+
+async def _run(ctx: CallContext, op: Any, decision: dict[str, Any], stream: bool) -> dict[str, Any]:
+    """Run an allowed operation for this connection (which may cancel it by closing)."""
+    conn = ctx.conn
+
+    def send(output: dict[str, Any]) -> None:
+        if stream:
+            conn.notify("output", output)
+
+    if not conn.owns_executions:
+        conn.owns_executions = True
+        conn.on_close.append(lambda: ctx.daemon.execution.cancel_owner(conn.id))
+    record, _ = await ctx.daemon.execution.run(
+        decision["request_id"], op, decision["authorization"], conn.id, send
+    )
+    return record
 
 
 async def exec_(ctx: CallContext, p: Params) -> dict[str, Any]:
@@ -17,30 +50,14 @@ async def exec_(ctx: CallContext, p: Params) -> dict[str, Any]:
     timeout = p.number("timeout_s", None, low=0.001, high=86_400)
     stream = p.flag("stream", True)
     p.done()
-    op = parse_operation(ctx, obj)
-    if op.mode is not Mode.CAPTURED:
-        raise RPCError(
-            INVALID_PARAMS,
-            "operation.mode: exec runs captured operations; interactive and durable ones run as sessions",
-        )
-    conn = ctx.conn
+    op = _captured(ctx, obj)
     watch_owner(ctx)
-
-    def send(output: dict[str, Any]) -> None:
-        if stream:
-            conn.notify("output", output)
-
     supersedes = ""
     for attempt in range(MAX_RESUBMISSIONS + 1):
         op, decision = await submit_bound(ctx, obj, op, timeout, supersedes)
         if decision["verdict"] != "allow":
             return {"decision": decision, "result": None}
-        if not conn.owns_executions:
-            conn.owns_executions = True
-            conn.on_close.append(lambda: ctx.daemon.execution.cancel_owner(conn.id))
-        record, _ = await ctx.daemon.execution.run(
-            decision["request_id"], op, decision["authorization"], conn.id, send
-        )
+        record = await _run(ctx, op, decision, stream)
         denial = (record.get("outcome") or {}).get("denial") or {}
         if denial.get("reason") != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:
             break
@@ -51,4 +68,34 @@ async def exec_(ctx: CallContext, p: Params) -> dict[str, Any]:
     return {"decision": decision, "result": record}
 
 
-METHODS = {"operation.exec": Method(exec_)}
+async def hold(ctx: CallContext, p: Params) -> dict[str, Any]:
+    """Decide; when allowed, keep the operation and answer with its one-time ticket."""
+    obj = p.obj("operation")
+    timeout = p.number("timeout_s", None, low=0.001, high=86_400)
+    p.done()
+    op = _captured(ctx, obj)
+    watch_owner(ctx)
+    op, decision = await submit_bound(ctx, obj, op, timeout)
+    ticket = ctx.daemon.held.hold(op, decision) if decision["verdict"] == "allow" else None
+    return {"decision": decision, "ticket": ticket}
+
+
+async def run(ctx: CallContext, p: Params) -> dict[str, Any]:
+    """Run the operation a ticket holds, once. A file it runs that changed since the
+    decision is not run (``content_changed``): the agent asks again."""
+    ticket = p.text("ticket", max_len=256)
+    stream = p.flag("stream", True)
+    p.done()
+    try:
+        held = ctx.daemon.held.take(ticket)
+    except TicketError as exc:
+        raise RPCError(NOT_FOUND, str(exc)) from None
+    record = await _run(ctx, held.operation, held.decision, stream)
+    return {"decision": held.decision, "result": record}
+
+
+METHODS = {
+    "operation.exec": Method(exec_),
+    "operation.hold": Method(hold),
+    "operation.run": Method(run),
+}

@@ -35,9 +35,7 @@ async def recent(ctx: CallContext, p: Params) -> dict[str, Any]:
         if not wanted:
             return {"events": []}
     out = []
-    for record in reversed(svc.recent):
-        if protected_only and not record["protected"]:
-            continue
+    for record in svc.recent_records(protected_only):
         if wanted and not any((a["kind"], a["id"]) in wanted for a in record["attribution"]):
             continue
         out.append(record)
@@ -81,9 +79,14 @@ async def remove(ctx: CallContext, p: Params) -> dict[str, Any]:
 
 async def tripwire_list(ctx: CallContext, p: Params) -> dict[str, Any]:
     include_resolved = p.flag("include_resolved", False)
+    open_only = p.flag("open", False)  # paused, kept paused, and exited writers' items
     p.done()
     items = ctx.daemon.watch.tripwires.values()
-    return {"items": [t.to_wire() for t in items if include_resolved or t.state == "paused"]}
+    if include_resolved:
+        return {"items": [t.to_wire() for t in items]}
+    if open_only:
+        return {"items": [t.to_wire() for t in items if t.open or t.state == "kept"]}
+    return {"items": [t.to_wire() for t in items if t.state == "paused"]}
 
 
 async def tripwire_resolve(ctx: CallContext, p: Params) -> dict[str, Any]:

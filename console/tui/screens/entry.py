@@ -8,13 +8,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.tui.bindings import bindings
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.entry_view import EntryView
+from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class EntryScreen(Screen[None]):
         yield BadgeBar(id="badges")
         yield EntryView(max_chars=self.app.config.max_chars, max_lines=self.app.config.max_lines, id="entry")
         yield StatusLine(id="status")
-        yield Footer()
+        yield FooterBar()
 
     def on_mount(self) -> None:
         self.query_one(EntryView).focus()

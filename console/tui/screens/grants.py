@@ -11,13 +11,14 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.tui.bindings import bindings
 from console.tui.screens.prompts import ConfirmPrompt
 from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.grants_view import HEADER, GrantsView
 from console.tui.widgets.status_line import StatusLine
 
@@ -45,7 +46,7 @@ class GrantsScreen(Screen[None]):
         yield Static(Text(HEADER, no_wrap=True, overflow="crop"), id="grants-header")
         yield GrantsView(clock=self.app.clock, id="grants-list")
         yield StatusLine(id="status")
-        yield Footer()
+        yield FooterBar()
 
     def on_mount(self) -> None:
         self.query_one(GrantsView).focus()

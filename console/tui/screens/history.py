@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
@@ -26,6 +26,7 @@ from console.tui.screens.entry import EntryScreen
 from console.tui.screens.prompts import ConfirmPrompt
 from console.tui.screens.watch import RecordScreen
 from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.history_view import HistoryView
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.status_line import StatusLine
@@ -66,7 +67,7 @@ class HistoryScreen(Screen[None]):
         yield StatusLine(id="history-summary")
         yield HistoryView(id="history-list")
         yield StatusLine(id="status")
-        yield Footer()
+        yield FooterBar()
 
     def on_mount(self) -> None:
         self.query_one(HistoryView).focus()

@@ -16,17 +16,19 @@ from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
+from console.tui.badges import confirmation
 from console.tui.bindings import bindings
 from console.tui.guard import TypeAheadGuard
 from console.tui.pending import Entry
 from console.tui.screens.prompts import TextPrompt
 from console.tui.timefmt import parse_duration
 from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.queue_view import QueueView
 from console.tui.widgets.request_detail import RequestDetail
@@ -56,8 +58,9 @@ class QueueScreen(Screen[None]):
     QueueScreen #queue-pane { height: 38%; min-height: 6; border-bottom: solid $primary 40%; }
     QueueScreen #queue-filter { display: none; height: 1; border: none; padding: 0 1; }
     QueueScreen #queue-filter.-active { display: block; }
-    QueueScreen QueueView { height: 1fr; }
-    QueueScreen RequestDetail { height: 1fr; }
+    QueueScreen QueueView { height: 1fr; border-left: tall $panel; }
+    QueueScreen RequestDetail { height: 1fr; border-left: tall $panel; }
+    QueueScreen QueueView:focus, QueueScreen RequestDetail:focus { border-left: tall $accent; }
     """
 
     app: ConsoleApp
@@ -87,7 +90,7 @@ class QueueScreen(Screen[None]):
             max_chars=cfg.max_chars, max_lines=cfg.max_lines, clock=self.app.clock, id="detail"
         )
         yield StatusLine(id="status")
-        yield Footer()
+        yield FooterBar()
 
     def on_mount(self) -> None:
         self.guard = TypeAheadGuard(self.app.config.guard_idle_s, clock=self.app.monotonic)
@@ -314,6 +317,32 @@ class QueueScreen(Screen[None]):
         entry = self._guarded()
         if entry is None:
             return
+        needed = confirmation(entry.item)
+        if needed is not None:
+            self._confirm_then_approve(entry, scope, *needed)
+            return
+        self._approve(entry, scope)
+
+    def _confirm_then_approve(self, entry: Entry, scope: str, word: str, risk: str) -> None:
+        """A deliberate gesture for what cannot be undone by denying the next one."""
+
+        def done(answer: str | None) -> None:
+            if answer is None:
+                self.say(f"approve {entry.request_id}: cancelled")
+                return
+            self._approve(entry, scope)
+
+        self.app.push_screen(
+            TextPrompt(
+                f"Approve {entry.request_id} ({word})",
+                f"{risk} Type {word} to approve it {scope}; Escape cancels.",
+                placeholder=word,
+                check=lambda text: None if text.strip().lower() == word else f"type {word} to approve",
+            ),
+            done,
+        )
+
+    def _approve(self, entry: Entry, scope: str) -> None:
         if scope == "always":
 
             def done(answer: str | None) -> None:

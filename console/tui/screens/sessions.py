@@ -22,13 +22,14 @@ from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.tui.bindings import bindings
 from console.tui.screens.prompts import ConfirmPrompt, TextPrompt
 from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.pane_area import DOWN, RIGHT, Layout, PaneArea, PaneFrame
 from console.tui.widgets.pane_link import Connect, PaneLink, connector
@@ -49,7 +50,7 @@ class SessionsScreen(Screen[None]):
     CONTEXT = "sessions"
     BINDINGS: ClassVar[list[BindingType]] = bindings("sessions")
     ESCAPE_TO_MINIMIZE = False  # escape belongs to the program in a zoomed pane
-    ALLOW_IN_MAXIMIZED_VIEW = "BadgeBar, StatusLine, Footer"
+    ALLOW_IN_MAXIMIZED_VIEW = "BadgeBar, StatusLine, FooterBar"
     DEFAULT_CSS = """
     SessionsScreen { layout: vertical; }
     SessionsScreen #sessions-top { height: 1fr; }
@@ -82,7 +83,7 @@ class SessionsScreen(Screen[None]):
             yield SessionsView(clock=self.app.clock, id="sessions-list")
         yield PaneArea(self.layout_tree, id="panes")
         yield StatusLine(id="status")
-        yield Footer()
+        yield FooterBar()
 
     @property
     def view(self) -> SessionsView:

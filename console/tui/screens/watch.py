@@ -18,7 +18,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
@@ -26,6 +25,7 @@ from console.protocol.jsonrpc import NOT_FOUND
 from console.tui.bindings import bindings
 from console.tui.present import ROLES
 from console.tui.widgets.badge_bar import BadgeBar
+from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.outcome_text import render_record
 from console.tui.widgets.status_line import StatusLine
@@ -59,7 +59,7 @@ class WatchScreen(Screen[None]):
         yield WatchList(self.app.watch_monitor.events, id="watch-list")
         yield WatchDetail(clock=self.app.clock, id="watch-detail")
         yield StatusLine(id="status")
-        yield Footer()
+        yield FooterBar()
 
     def on_mount(self) -> None:
         monitor = self.app.watch_monitor
@@ -242,7 +242,7 @@ class RecordScreen(Screen[None]):
         yield BadgeBar(id="badges")
         yield RecordView(self.record, limit=self.app.config.max_chars, id="record")
         yield StatusLine(id="status")
-        yield Footer()
+        yield FooterBar()
 
     def on_mount(self) -> None:
         self.query_one(RecordView).focus()

@@ -24,9 +24,12 @@ class Badges:
 
     def __init__(self) -> None:
         self.items: dict[str, tuple[str, str]] = {}
+        self.shorts: dict[str, str] = {}
         self.bars: weakref.WeakSet[BadgeBar] = weakref.WeakSet()
 
-    def set(self, key: str, label: str, variant: str = "default") -> None:
+    def set(self, key: str, label: str, variant: str = "default", short: str = "") -> None:
+        """``short``: what the badge shrinks to when the bar is narrow (default: its first word)."""
+        self.shorts[key] = short or label.split(" ")[0]
         if variant not in VARIANTS:
             raise ValueError(f"badge variant must be one of {VARIANTS}")
         current = self.items.get(key)
@@ -75,15 +78,48 @@ class BadgeBar(Widget):
         return table if isinstance(table, Badges) else Badges()
 
     def render(self) -> Text:
+        shown = self._fitted(self.size.width or 10**6)
         text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append(f" {self.brand} ", "bold")
+        text.append(f" {shown[0]} ", "bold")
         self._spans = []
-        for key, (label, variant) in self.badges.items.items():
+        for key, label, variant in shown[1]:
             text.append(" ")
             start = text.cell_len
             text.append(f" {label} ", self.get_component_rich_style(f"badge-bar--{variant}"))
             self._spans.append((start, text.cell_len, key))
         return text
+
+    def _fitted(self, width: int) -> tuple[str, list[tuple[str, str, str]]]:
+        """Degrade by priority until the bar fits: the brand shrinks, then the quiet badges
+        shrink to their short form, then the loud ones; then quiet ones go. Errors and
+        warnings (escalations, a tripwire) are never dropped."""
+        table = self.badges
+        items = [[key, label, variant] for key, (label, variant) in table.items.items()]
+        brand = self.brand
+
+        def need() -> int:
+            return len(brand) + 2 + sum(len(label) + 3 for _, label, _ in items)
+
+        quiet = ("muted", "ok", "default")
+        steps: list[tuple[str, tuple[str, ...]]] = [
+            ("brand", ()),
+            ("shrink", quiet),
+            ("shrink", ("warning", "error")),
+            ("drop", ("muted",)),
+            ("drop", ("ok", "default")),
+        ]
+        for step, variants in steps:
+            if need() <= width:
+                break
+            if step == "brand":
+                brand = "ac"
+            elif step == "shrink":
+                for item in items:
+                    if item[2] in variants:
+                        item[1] = table.shorts.get(item[0]) or item[1]
+            else:
+                items = [item for item in items if item[2] not in variants]
+        return brand, [(k, label, v) for k, label, v in items]
 
     def on_click(self, event) -> None:  # type: ignore[no-untyped-def]
         for start, end, key in self._spans:

@@ -33,7 +33,9 @@ class EntryView(TextView):
 
     def __init__(self, *, max_chars: int = 2000, max_lines: int = 40, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.options = DetailOptions(max_chars=max_chars, max_lines=max_lines, with_previous=False)
+        self.options = DetailOptions(
+            max_chars=max_chars, max_lines=max_lines, with_previous=False, with_target=False
+        )
         self.detail: Mapping[str, Any] | None = None
 
     def on_mount(self) -> None:
@@ -60,7 +62,7 @@ class EntryView(TextView):
         limit = 10**9 if self.options.expanded else self.options.max_chars
         request = self.detail.get("request")
         if request is not None:
-            item = item_from_request_record(request)
+            item = item_from_request_record(request, self.detail.get("decision"))
             rendered = render_request(item, badges(item), styles, self.options, now=time.time())
             text = rendered.text
         else:

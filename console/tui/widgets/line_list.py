@@ -42,8 +42,8 @@ class LineList(ScrollView, can_focus=True):
         scrollbar-size-vertical: 1;
         overflow-x: hidden;
     }
-    LineList > .line-list--cursor { background: $primary 45%; text-style: bold; }
-    LineList > .line-list--cursor-blurred { background: $primary 20%; }
+    LineList > .line-list--cursor { background: $primary; color: $background; text-style: bold; }
+    LineList > .line-list--cursor-blurred { background: $primary 40%; text-style: bold; }
     LineList > .line-list--row { }
     LineList > .line-list--dim { color: $text-muted; }
     """
@@ -111,7 +111,9 @@ class LineList(ScrollView, can_focus=True):
         key = (self.row_key(index), width, selected, selected and self.has_focus, self._style_generation)
         strip = self._cache.get(key)
         if strip is None:
-            strip = self.render_row(index, width, selected).adjust_cell_length(width, self.rich_style)
+            # The selection is the whole row, padding included: one cell of colour is easy to miss.
+            pad = self.rich_style + self.row_style(True) if selected else self.rich_style
+            strip = self.render_row(index, width, selected).adjust_cell_length(width, pad)
             self._cache[key] = strip
         return strip
 

@@ -17,7 +17,7 @@ from console.tui.widgets.line_list import LineList
 from console.tui.widgets.watch_model import is_tripwire
 from console.tui.widgets.watch_text import tripwire_row
 
-BADGE_ROLES = ("unrestricted", "protected", "outside", "network", "environment", "other")
+BADGE_ROLES = ("unrestricted", "protected", "workspace", "outside", "network", "environment", "other")
 
 
 class QueueView(LineList):
@@ -39,6 +39,7 @@ class QueueView(LineList):
     QueueView > .queue-view--empty { color: $text-muted; text-style: italic; }
     QueueView > .queue-view--badge-unrestricted { background: $error; color: $background; text-style: bold; }
     QueueView > .queue-view--badge-protected { background: $error; color: $background; text-style: bold; }
+    QueueView > .queue-view--badge-workspace { background: $error 70%; color: $background; text-style: bold; }
     QueueView > .queue-view--badge-outside { background: $warning; color: $background; text-style: bold; }
     QueueView > .queue-view--badge-network { background: $warning; color: $background; text-style: bold; }
     QueueView > .queue-view--badge-environment { background: $accent; color: $background; }

@@ -47,6 +47,7 @@ class RequestDetail(TextView):
     RequestDetail > .request-detail--deny { color: $error; }
     RequestDetail > .request-detail--badge-unrestricted { background: $error; color: $background; text-style: bold; }
     RequestDetail > .request-detail--badge-protected { background: $error; color: $background; text-style: bold; }
+    RequestDetail > .request-detail--badge-workspace { background: $error 70%; color: $background; text-style: bold; }
     RequestDetail > .request-detail--badge-outside { background: $warning; color: $background; text-style: bold; }
     RequestDetail > .request-detail--badge-network { background: $warning; color: $background; text-style: bold; }
     RequestDetail > .request-detail--badge-environment { background: $accent; color: $background; }

@@ -1,0 +1,59 @@
+"""`agent-console agents`: which agent waits for you, which one works, which one is done."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from console.cli.common import CLIError, add_state_dir, age, connect, print_json
+from console.client import RPCError
+from console.contract.inert import inert
+
+
+def attention_list(args: argparse.Namespace) -> dict[str, Any]:
+    with connect(args, "operator") as client:
+        try:
+            result: dict[str, Any] = client.call("agent.attention_list")
+        except RPCError as exc:
+            raise CLIError(f"the daemon refused agent.attention_list: {exc.message}", 1) from None
+    return result
+
+
+def cmd_agents(args: argparse.Namespace) -> int:
+    result = attention_list(args)
+    agents = result.get("agents", [])
+    if args.json:
+        print_json(agents)
+        return 0
+    if not agents:
+        print("no agent has reported its state (install the hooks: agent-console hook install claude-code)")
+        return 0
+    waiting = result.get("waiting", 0)
+    print(
+        f"{waiting} agent{'s' if waiting != 1 else ''} waiting for you"
+        if waiting
+        else "no agent waits for you"
+    )
+    print(f"{'AGENT':<18} {'STATE':<16} {'SINCE':>6}  {'PROCESS':<16} {'CLAUDE SESSION':<38} MESSAGE")
+    for a in agents:
+        process = f"{a.get('root_pid') or '-'} {inert(str(a.get('root_comm') or ''))}".strip()
+        if not a.get("agent_alive", True):
+            process += " (gone)"
+        print(
+            f"{a['agent_id']:<18} {a['state_text']:<16} {age(a['since']):>6}  {process[:16]:<16} "
+            f"{inert(a['session_id'])[:38] or '-':<38} {inert(a.get('message') or '')[:100]}"
+        )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "agents",
+        help="agents and their attention state: waiting for you, working, done",
+        description="Each agent (a daemon-issued identity) and Claude Code session that reported its state "
+        "through the Notification, Stop and UserPromptSubmit hooks: waiting for you (a permission dialog, "
+        "or idle at the prompt), working, or done; since when, and the agent's last message (escaped).",
+    )
+    add_state_dir(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_agents)

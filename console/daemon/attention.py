@@ -1,0 +1,151 @@
+"""Attention: which agent waits for the person, which one works, which one is done.
+
+Claude Code's Notification hook says it waits (for a permission, or for the next
+prompt), UserPromptSubmit and every supervised tool call say it works again, Stop says
+it is done (console/adapters/claude_code_attention.py turns them into ``agent.attention``).
+The table keeps one entry per (daemon-issued agent identity, the agent's own session id):
+the identity is the key's first half, so no agent can name another one's entry, and the
+session id (Claude Code's, untrusted) only tells one agent's sessions apart.
+
+A report of the state an entry already has changes nothing visible: no event, no new
+``since``. Only a real transition publishes one event on :data:`Topic.ATTENTION` (the TUI
+notifies once per transition into ``waiting``). The table is bounded: at most
+:data:`MAX_PER_AGENT` entries per identity and :data:`MAX_ENTRIES` in all, the least
+recently reported dropped first; every text field is capped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from console.daemon.events import EventHub, Topic
+
+MAX_ENTRIES = 1024
+MAX_PER_AGENT = 32
+MAX_SESSION_CHARS = 256
+MAX_MESSAGE_CHARS = 500
+MAX_KIND_CHARS = 64
+
+
+class State(StrEnum):
+    WAITING = "waiting"  # waits for the person: a permission dialog, or idle at the prompt
+    WORKING = "working"  # a prompt was submitted or a tool call made since
+    DONE = "done"  # the agent finished its turn (Stop)
+
+
+LABELS = {State.WAITING: "waiting for you", State.WORKING: "working", State.DONE: "done"}
+
+
+@dataclass(slots=True)
+class Entry:
+    agent: str  # the daemon-issued agent id
+    session: str  # the agent's own session id (display and per-agent key only)
+    state: State
+    since: float  # when the entry entered ``state``
+    updated_at: float  # the last report, of any state
+    message: str = ""
+    kind: str = ""  # what said so: permission_prompt, idle_prompt, prompt, tool, stop...
+    reports: int = 0
+    transitions: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "agent_id": self.agent,
+            "session_id": self.session,
+            "state": self.state.value,
+            "state_text": LABELS[self.state],
+            "since": self.since,
+            "updated_at": self.updated_at,
+            "message": self.message,
+            "kind": self.kind,
+            "reports": self.reports,
+            "transitions": self.transitions,
+        }
+
+
+class AttentionTable:
+    def __init__(self, events: EventHub, clock: Callable[[], float] = time.time) -> None:
+        self.events = events
+        self.clock = clock
+        self._entries: OrderedDict[tuple[str, str], Entry] = OrderedDict()
+        self.transitions = 0  # every real transition since the daemon started
+        # Agent id -> extra facts for the wire form (label, root pid...); set by the daemon.
+        self.describe: Callable[[str], dict[str, Any]] = lambda _agent: {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def report(
+        self, agent: str, session: str, state: State, *, message: str = "", kind: str = ""
+    ) -> tuple[Entry, bool]:
+        """Record ``state`` for (agent, session); (the entry, whether it changed state)."""
+        session = session[:MAX_SESSION_CHARS]
+        message = message[:MAX_MESSAGE_CHARS]
+        kind = kind[:MAX_KIND_CHARS]
+        now = self.clock()
+        key = (agent, session)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = Entry(agent, session, state, since=now, updated_at=now)
+            self._entries[key] = entry
+            self._bound(agent)
+            previous: State | None = None
+        else:
+            self._entries.move_to_end(key)
+            previous = entry.state
+        entry.reports += 1
+        entry.updated_at = now
+        if previous is state:
+            if message:
+                entry.message = message  # the latest words, without a new notification
+            return entry, False
+        entry.state = state
+        entry.since = now
+        entry.message = message
+        entry.kind = kind
+        entry.transitions += 1
+        self.transitions += 1
+        self.events.publish(
+            Topic.ATTENTION,
+            {
+                "change": "state",
+                "entry": self.wire(entry),
+                "previous": previous.value if previous is not None else None,
+                "waiting": self.waiting(),
+            },
+        )
+        return entry, True
+
+    def activity(self, agent: str, session: str, kind: str = "tool") -> None:
+        """The agent acts (a supervised tool call): an entry it has is ``working`` again.
+
+        Creates no entry: an agent that never reported attention has none.
+        """
+        entry = self._entries.get((agent, session[:MAX_SESSION_CHARS]))
+        if entry is not None and entry.state is not State.WORKING:
+            self.report(agent, session, State.WORKING, kind=kind)
+
+    def _bound(self, agent: str) -> None:
+        mine = [k for k in self._entries if k[0] == agent]
+        for key in mine[: max(0, len(mine) - MAX_PER_AGENT)]:
+            del self._entries[key]
+        while len(self._entries) > MAX_ENTRIES:
+            self._entries.popitem(last=False)
+
+    def entries(self, agent: str | None = None) -> list[Entry]:
+        """Every entry (or one agent's), the most recently reported first."""
+        return [e for e in reversed(self._entries.values()) if agent is None or e.agent == agent]
+
+    def waiting(self) -> int:
+        return sum(1 for e in self._entries.values() if e.state is State.WAITING)
+
+    def wire(self, entry: Entry) -> dict[str, Any]:
+        return {**entry.to_wire(), **self.describe(entry.agent)}
+
+    def status(self) -> dict[str, Any]:
+        return {"waiting": self.waiting(), "entries": len(self._entries), "transitions": self.transitions}

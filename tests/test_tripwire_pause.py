@@ -1,0 +1,94 @@
+"""Pause stops every process of a session (issue 13, finding 1): a job-control child in its
+own process group and a ``setsid -f`` child both stop writing, and resume continues them,
+with cgroup freeze and with the forced process-walk fallback. Sessions' cgroups are
+removed when they end and the daemon's parent when it stops."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from test_sessions_helpers import child_env, start_manager, until
+
+from console.sessions.cgroups import CGROUP_MODE, DISABLE_VAR, WALK_MODE
+
+SCRIPT = (
+    "sh -c 'while :; do echo x >> {a}; sleep 0.01; done' & "
+    "setsid -f sh -c 'while :; do echo y >> {b}; sleep 0.01; done'; "
+    "echo started; wait"
+)
+
+
+def size(p: Path) -> int:
+    return p.stat().st_size if p.exists() else 0
+
+
+async def growing(*files: Path) -> bool:
+    before = [size(f) for f in files]
+    await asyncio.sleep(0.3)
+    return all(size(f) > b for f, b in zip(files, before, strict=True))
+
+
+async def stable(*files: Path) -> bool:
+    before = [size(f) for f in files]
+    await asyncio.sleep(0.5)
+    return [size(f) for f in files] == before
+
+
+@pytest.mark.parametrize("mode", [CGROUP_MODE, WALK_MODE])
+async def test_pause_stops_job_control_and_setsid_children(tmp_path, monkeypatch, mode):
+    if mode == WALK_MODE:
+        monkeypatch.setenv(DISABLE_VAR, "1")
+    else:
+        monkeypatch.delenv(DISABLE_VAR, raising=False)
+    m = await start_manager(tmp_path / "state")
+    try:
+        assert m.stop_mode == mode
+        a, b = tmp_path / "a", tmp_path / "b"
+        info = m.create(
+            ["bash", "--norc", "--noprofile", "-i", "-c", SCRIPT.format(a=a, b=b)],
+            cwd=str(tmp_path),
+            env=child_env(tmp_path),
+            owner="operator",
+        )
+        await until(lambda: size(a) > 0 and size(b) > 0, what="both writers")
+        session = m.session(info.id)
+        assert session.stop_mode == mode
+        started = time.monotonic()
+        assert await m.pause(info.id)
+        assert time.monotonic() - started < 1.0
+        assert await stable(a, b), "a writer kept writing while the session was paused"
+        await m.resume(info.id)
+        assert await growing(a, b)
+        cg = session.cgroup
+        await m.kill(info.id, grace_s=0.5)
+        if mode == CGROUP_MODE:
+            assert cg is not None and cg.path.parent == m.cgroups.parent
+            await until(lambda: not cg.path.exists(), what="the session's cgroup removed")
+        assert await stable(a, b), "a writer outlived kill"
+    finally:
+        parent = m.cgroups.parent
+        await m.close(grace_s=0.5)
+    if mode == CGROUP_MODE:
+        assert parent is not None and not parent.exists()
+
+
+async def test_kill_of_a_frozen_session_ends_it(tmp_path, monkeypatch):
+    monkeypatch.delenv(DISABLE_VAR, raising=False)
+    m = await start_manager(tmp_path / "state")
+    try:
+        a = tmp_path / "a"
+        info = m.create(
+            ["sh", "-c", f"while :; do echo x >> {a}; sleep 0.01; done"],
+            cwd=str(tmp_path),
+            env=child_env(tmp_path),
+            owner="operator",
+        )
+        await until(lambda: size(a) > 0, what="the writer")
+        assert await m.pause(info.id)
+        ended = await asyncio.wait_for(m.kill(info.id, grace_s=3), 2.0)
+        assert ended.status == "exited"
+    finally:
+        await m.close(grace_s=0.5)

