@@ -28,7 +28,7 @@ def state():
     base = short_tmp()
     yield base / "s"
     subprocess.run(
-        [sys.executable, "-m", "console", "daemon", "stop", "--state-dir", str(base / "s")],
+        [sys.executable, "-m", "console", "daemon", "stop", "--force", "--state-dir", str(base / "s")],
         capture_output=True,
     )
     shutil.rmtree(base, ignore_errors=True)
@@ -52,6 +52,21 @@ def test_start_status_stop(state):
     r = cli(state, "daemon", "stop")
     assert r.returncode == 0 and "stopped" in r.stdout
     assert not (state / "run" / "agent.sock").exists()
+
+
+def test_stop_lists_what_it_would_end_and_needs_force(state):
+    d = DaemonProcess(state).start()
+    try:
+        new = d.cli("sessions", "new", "--title", "dev-server", "--", "sleep", "60")
+        assert new.returncode == 0, new.stderr
+        r = cli(state, "daemon", "stop")
+        assert r.returncode == 1 and "--force" in r.stderr
+        assert "1 running session" in r.stderr and "dev-server" in r.stderr
+        assert d.proc.poll() is None  # still running, the session too
+        r = cli(state, "daemon", "stop", "--force")
+        assert r.returncode == 0 and "stopped" in r.stdout
+    finally:
+        d.stop()
 
 
 def test_second_daemon_refuses_with_the_pid(state):

@@ -130,31 +130,47 @@ def test_operator_attach_streams_snapshot_then_output(daemon):
 
 
 def test_session_awaiting_approval_status(daemon):
+    """A session awaits approval when a request asked from it waits (its id, as
+    $AGENT_CONSOLE_SESSION gives it), not when its agent waits on something else."""
     ws = workspace()
     with daemon.agent() as agent:
         sid = agent.call("operation.submit", {"operation": shell_op(ws, session="agent-w")})["session"]["id"]
-        box = {}
         identity = agent.hello["agent"]
 
-        def same_agent_asks():
-            # The same agent (its identity, by secret) asks for more on another connection.
-            with daemon.agent() as again:
-                again.call("hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]})
-                box.update(a=again.submit(operation(ws, network="any", session_id="agent-w"), timeout_s=10))
+        def same_agent_asks(session_id: str) -> dict:
+            box: dict = {}
 
-        t = threading.Thread(target=same_agent_asks)
-        t.start()
+            def run() -> None:
+                with daemon.agent() as again:
+                    again.call("hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]})
+                    box.update(a=again.submit(operation(ws, network="any", session_id=session_id), timeout_s=10))
+
+            t = threading.Thread(target=run)
+            t.start()
+            box["thread"] = t
+            return box
+
+        def status() -> str:
+            with daemon.operator() as op:
+                return op.call("sessions.get", {"session": sid})["session"]["status_text"]
+
+        def deny_all() -> None:
+            with daemon.operator() as op:
+                for item in wait_for(lambda: op.call("pending.list")["pending"]):
+                    op.call("decide", {"target": item["request_id"], "action": "deny"})
+
+        elsewhere = same_agent_asks("agent-w")  # the agent's label, not this session
         with daemon.operator() as op:
-            wait_for(
-                lambda: (
-                    op.call("sessions.get", {"session": sid})["session"]["status_text"] == "awaiting approval"
-                )
-            )
-            rid = op.call("pending.list")["pending"][0]["request_id"]
-            op.call("decide", {"target": rid, "action": "deny"})
-        t.join(10)
-        with daemon.operator() as op:
-            assert op.call("sessions.get", {"session": sid})["session"]["status_text"] != "awaiting approval"
+            wait_for(lambda: op.call("pending.list")["pending"])
+        time.sleep(0.2)
+        assert status() != "awaiting approval"  # it runs; its agent waits elsewhere
+        deny_all()
+        elsewhere["thread"].join(10)
+        here = same_agent_asks(sid)
+        wait_for(lambda: status() == "awaiting approval")
+        deny_all()
+        here["thread"].join(10)
+        assert status() != "awaiting approval"
 
 
 def test_cli_sessions_new_send_capture_kill_replay(daemon):

@@ -432,8 +432,8 @@ async def test_awaiting_approval_shows_in_the_list(daemon, clock):
     async with app.run_test(size=SIZE) as pilot:
         screen = await show_sessions(pilot, app)
         await until(pilot, lambda: any(s["id"] == sid for s in screen.sessions))
-        waiting_op, tag = tagged(ws, session_id="agent-tui")
-        waiting = Agent(daemon, waiting_op, identity)  # the session's own agent asks again
+        waiting_op, tag = tagged(ws, session_id=sid)
+        waiting = Agent(daemon, waiting_op, identity)  # the session's own agent asks, from it
         await until(pilot, lambda: "awaiting approval" in screen_text(app))
         assert "awaiting approval" in " ".join(app.badges.items.get("sessions", ("",))[:1])
         rid = await pending_with(pilot, app, tag)

@@ -238,3 +238,42 @@ async def test_at_any_width_the_footer_keeps_help_and_quit_and_the_header_its_al
         assert "? keys" in footer and "q quit" in footer, footer
         assert "esc" in header and "protected" in header and "waiting" in header, header
         assert "…" not in header, header  # degraded by priority, never cut mid-badge
+
+
+# ---------------------------------------------------------------- findings 11 and 15
+
+
+async def test_the_palette_lists_each_command_once_with_human_key_names():
+    from test_tui_snapshots import loaded, make
+
+    from console.tui.commands import ConsoleCommands
+
+    app = make()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        entries = ConsoleCommands(app.screen).entries()
+        titles = [e.title for e in entries]
+        assert len(titles) == len(set(titles))
+        assert type(app).COMMANDS == {ConsoleCommands}  # no second "Theme"/"Keys" from Textual
+        helps = " ".join(e.help for e in entries)
+        assert "help · ?" in helps and "question_mark" not in helps
+
+
+async def test_a_status_message_expires():
+    from test_tui_snapshots import loaded, make
+
+    from console.tui.widgets import status_line
+    from console.tui.widgets.status_line import StatusLine
+
+    app = make()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        line = app.screen.query_one(StatusLine)
+        old = status_line.EXPIRE_S
+        status_line.EXPIRE_S = 0.2
+        try:
+            line.say("kept paused: s-1", "warning")
+            assert line.message
+            await until(pilot, lambda: line.message == "", timeout=5)
+        finally:
+            status_line.EXPIRE_S = old

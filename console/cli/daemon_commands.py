@@ -8,10 +8,12 @@ import contextlib
 import logging
 import sys
 import time
+from typing import Any
 
 from console.cli.common import EXIT_UNREACHABLE, CLIError, add_state_dir, connect, locations, print_json, when
 from console.client import DaemonUnreachable
 from console.client.spawn import running_pid, start_daemon
+from console.contract.inert import inert
 from console.locations import UnsafeLocation
 
 
@@ -47,8 +49,15 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if pid is None:
         print("not running")
         return 0
-    with connect(args, "operator") as client, contextlib.suppress(DaemonUnreachable):
-        client.call("daemon.stop")  # the daemon may hang up as it stops
+    with connect(args, "operator") as client:
+        if not args.force:
+            ending = _would_end(client)
+            if ending:
+                for line in ending:
+                    print(line, file=sys.stderr)
+                raise CLIError("the daemon keeps running: stop it anyway with `daemon stop --force`", 1)
+        with contextlib.suppress(DaemonUnreachable):
+            client.call("daemon.stop")  # the daemon may hang up as it stops
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:
         if running_pid(loc) is None and not loc.agent_socket.exists():
@@ -56,6 +65,21 @@ def cmd_stop(args: argparse.Namespace) -> int:
             return 0
         time.sleep(0.05)
     raise CLIError(f"the daemon (pid {pid}) is still running after {args.wait:.0f} s", 1)
+
+
+def _would_end(client: Any) -> list[str]:
+    """What stopping the daemon ends: running PTY sessions (killed) and pending requests
+    (denied daemon_shutdown), one line each."""
+    lines: list[str] = []
+    sessions = [s for s in client.call("sessions.list").get("sessions", []) if s.get("status") == "running"]
+    if sessions:
+        lines.append(f"stopping the daemon would kill {len(sessions)} running session(s):")
+        for s in sessions[:20]:
+            lines.append(f"  {s['id']}  {inert(str(s.get('title') or ' '.join(s.get('argv') or [])))[:70]}")
+    pending = int(client.call("daemon.status").get("pending", 0))
+    if pending:
+        lines.append(f"and deny {pending} pending request(s) (daemon_shutdown)")
+    return lines
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -119,6 +143,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     q = dsub.add_parser("stop", help="stop: pending requests are denied (daemon_shutdown) and recorded")
     add_state_dir(q)
     q.add_argument("--wait", type=float, default=15.0, metavar="S", help="seconds to wait for it to exit")
+    q.add_argument(
+        "--force", action="store_true", help="stop even when sessions run or requests wait (they end)"
+    )
     q.set_defaults(func=cmd_stop)
 
     q = dsub.add_parser("status", help="is it running, with which policy; exit 3 when not running")

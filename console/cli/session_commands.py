@@ -94,10 +94,35 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    from console.terminal.ansi import capture, inert_clusters
+
+    if args.escapes:
+        # The daemon's screen with its styles: rebuilt here from a read-only attach's
+        # snapshot (the same engine), then written with SGR of our own making.
+        from console.terminal import Screen
+
+        with connect(args, "operator") as client:
+            try:
+                att = client.call("sessions.attach", {"session": args.id, "read_only": True})
+                client.call("sessions.detach", {"session": args.id})
+            except RPCError as exc:
+                raise CLIError(exc.message, 1) from None
+        screen = Screen(int(att["cols"]), int(att["rows"]), scrollback_lines=CAPTURE_SCROLLBACK_LINES)
+        try:
+            screen.feed(base64.b64decode(att["snapshot_base64"]))
+            text = capture(screen, scrollback=args.scrollback)
+        finally:
+            screen.close()
+        sys.stdout.write(text + ("\n" if text else ""))
+        return 0
     text = _call(args, "sessions.screen", {"session": args.id, "scrollback": args.scrollback})["text"]
-    # Screen text is a program's output: printable, but escaped all the same.
-    sys.stdout.write(inert(text, keep_newlines=True) + ("\n" if text and not text.endswith("\n") else ""))
+    # Screen text is a program's output: printable, but escaped all the same (a joiner
+    # inside an emoji sequence excepted: it is part of what was printed).
+    sys.stdout.write(inert_clusters(text) + ("\n" if text and not text.endswith("\n") else ""))
     return 0
+
+
+CAPTURE_SCROLLBACK_LINES = 1_000_000  # room for whatever the daemon's snapshot holds
 
 
 def cmd_send(args: argparse.Namespace) -> int:
@@ -193,6 +218,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_state_dir(q)
     q.add_argument("id")
     q.add_argument("--scrollback", action="store_true", help="include the scrollback")
+    q.add_argument(
+        "-e",
+        "--escapes",
+        action="store_true",
+        help="with colours and attributes as SGR escapes (like tmux capture-pane -e)",
+    )
     q.set_defaults(func=cmd_capture)
 
     q = ssub.add_parser("send", help="type TEXT into a session")

@@ -23,6 +23,7 @@ from console.contract.operation import Operation
 from console.daemon.events import EventHub, Topic
 from console.locations import Locations
 from console.protocol.jsonrpc import NOT_FOUND, UNAVAILABLE, RPCError
+from console.protocol.procs import ancestry
 from console.sandbox import Prepared, SandboxSetupError, SandboxUnavailable, prepare
 from console.sessions import (
     Ended,
@@ -88,10 +89,18 @@ class SessionService:
     # ------------------------------------------------------------------ views
 
     def awaiting_approval(self, info: SessionInfo) -> bool:
+        """A request asked *from this session* waits: its session id is this session's
+        (``$AGENT_CONSOLE_SESSION``), or it came from a process of this session. Another
+        request of the same agent elsewhere says nothing about this session."""
         if not info.owner.startswith("agent:"):
             return False
         agent = info.owner.removeprefix("agent:")
-        return any(p.agent == agent for p in self.broker.pending.values())
+        for p in self.broker.pending.values():
+            if p.agent != agent:
+                continue
+            if p.op.session_id == info.id or any(st.pid == info.pid for st in ancestry(p.peer_pid)):
+                return True
+        return False
 
     def paused_by_tripwire(self, session_id: str) -> bool:
         return any(

@@ -16,6 +16,7 @@ from .keys import (
     encode_focus,
     encode_paste,
     parse_key,
+    paste_concerns,
     paste_is_safe,
 )
 from .render import DEFAULT_STYLE, Color, Cursor, Frame, Segment, Style
@@ -38,5 +39,6 @@ __all__ = [
     "encode_focus",
     "encode_paste",
     "parse_key",
+    "paste_concerns",
     "paste_is_safe",
 ]

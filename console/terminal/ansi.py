@@ -9,10 +9,13 @@ the cursor, retitle the window, set the clipboard or reorder text there.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
-from .render import Color, Frame, Style
+from console.contract.inert import inert
+
+from .render import DEFAULT_STYLE, Color, Frame, Segment, Style
 from .screen import Screen
 
 
@@ -91,3 +94,59 @@ def paint(frame: Frame, *, top: int = 0) -> str:
 
 def paint_screen(screen: Screen, *, everything: bool = False, top: int = 0) -> str:
     return paint(screen.render(everything), top=top)
+
+
+# A zero-width joiner inside a grapheme cluster (between two non-ASCII characters, as
+# in an emoji sequence): part of what the program printed, kept as itself.
+JOINER_IN_CLUSTER = re.compile("(?<=[^\x00-\x7f\u200d])\u200d(?=[^\x00-\x7f\u200d])")
+
+
+def inert_clusters(text: str) -> str:
+    """`inert` (every control, bidi and invisible character escaped visibly), but a
+    zero-width joiner inside a grapheme cluster is printed as itself."""
+    if "\u200d" not in text:
+        return inert(text, keep_newlines=True)
+    return "\u200d".join(inert(piece, keep_newlines=True) for piece in JOINER_IN_CLUSTER.split(text))
+
+
+def _row_sgr(segments: list[Segment]) -> str:
+    while segments and segments[-1].style is DEFAULT_STYLE and not segments[-1].text.strip(" "):
+        segments = segments[:-1]
+    if segments and segments[-1].style is DEFAULT_STYLE:
+        segments = [*segments[:-1], segments[-1]._replace(text=segments[-1].text.rstrip(" "))]
+    out: list[str] = []
+    current = DEFAULT_STYLE
+    for seg in segments:
+        if seg.style is not current:
+            out.append(sgr(seg.style))
+            current = seg.style
+        out.append(inert_clusters(seg.text))
+    if current is not DEFAULT_STYLE:
+        out.append("\x1b[0m")
+    return "".join(out)
+
+
+def capture(screen: Screen, *, scrollback: bool = False) -> str:
+    """The screen's rows as text with SGR attributes, like `tmux capture-pane -e`
+    (with `-S -` when `scrollback`): each style change as one SGR from a reset, a
+    reset at the end of a styled row, trailing blanks trimmed. Only text and SGR of
+    our own making: the cells' format characters are escaped as `inert_clusters` does."""
+    total, _, height = screen.viewport
+    rows: dict[int, list[Segment]] = {}
+    if not scrollback:
+        frame = screen.render(everything=True)
+        return "\n".join(_row_sgr(frame.rows[y]) for y in range(frame.rows_count)).rstrip("\n")
+    try:
+        top = 0
+        while top < total:
+            screen.scroll_to_row(top)
+            _, offset, height = screen.viewport
+            frame = screen.render(everything=True)
+            for y, segments in frame.rows.items():
+                rows[offset + y] = segments
+            if offset + height >= total:
+                break
+            top = offset + height
+    finally:
+        screen.scroll_to_bottom()
+    return "\n".join(_row_sgr(rows.get(y, [])) for y in range(total)).rstrip("\n")

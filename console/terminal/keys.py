@@ -9,8 +9,11 @@ cursor keys or to kitty keys is honoured at once.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
+
+from console.contract.inert import Finding, findings
 
 from ._native import check, ffi, lib, sized
 from .screen import CELL_HEIGHT_PX, CELL_WIDTH_PX, Screen
@@ -237,8 +240,11 @@ def encode_focus(gained: bool) -> bytes:
 def encode_paste(text: str, bracketed: bool) -> bytes:
     """Bytes for pasting `text`. Control characters that could end a bracketed paste
     early or inject keys (ESC of an embedded ESC [ 201 ~, other C0 and C1 controls)
-    become spaces; newlines become CR outside bracketed mode, as a terminal sends
-    them. Pass `Screen.modes.bracketed_paste` as `bracketed`."""
+    become spaces, so no ESC [ 201 ~ inside the text ever reaches the program; line
+    breaks become CR outside bracketed mode, as a terminal sends them (CRLF is one
+    CR, not two). Pass `Screen.modes.bracketed_paste` as `bracketed`."""
+    if not bracketed:
+        text = text.replace("\r\n", "\r")
     cleaned = "".join(" " if 0x80 <= ord(ch) <= 0x9F else ch for ch in text).encode("utf-8", "replace")
     data = ffi.new("char[]", cleaned)
     n = ffi.new("size_t*")
@@ -250,8 +256,39 @@ def encode_paste(text: str, bracketed: bool) -> bytes:
     return ffi.buffer(out, n[0])[:]
 
 
-def paste_is_safe(text: str) -> bool:
-    """False when pasting could run something unseen (a newline, or a
-    bracketed-paste end marker): the pane should ask before sending it."""
-    raw = text.encode("utf-8", "replace")
-    return bool(lib.ghostty_paste_is_safe(raw, len(raw)))
+# Line breaks as terminals send them: tmux's paste-buffer, xterm, VTE and iTerm2 send
+# CR, editors' clipboards hold LF or CRLF; U+2028/2029 are line breaks to some programs.
+_LINE_BREAK = re.compile("\r\n|[\r\n\u2028\u2029]")
+# Every other control: C0 (tab included), DEL, C1.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\t]")
+_SHOWN = {Finding.BIDI, Finding.INVISIBLE, Finding.UNDECODABLE}
+
+
+def paste_concerns(text: str, bracketed: bool = False) -> list[str]:
+    """Why pasting `text` needs the operator's confirmation first; empty when it does not.
+
+    Outside bracketed paste any line break (CR, CRLF, LF) runs what precedes it, and
+    any other control character (ESC included) is a key the operator did not see.
+    Inside bracketed paste line breaks and tabs are data; other controls still are
+    not, an ESC [ 201 ~ would end the bracket early. Bidirectional controls and
+    invisible characters hide what the text says, in either mode."""
+    concerns: list[str] = []
+    if not bracketed and _LINE_BREAK.search(text):
+        concerns.append("line breaks: each line may run as a command as it arrives")
+    # what is left once the characters this mode takes as data are removed
+    rest = (
+        text.replace("\t", "").replace("\r", "").replace("\n", "") if bracketed else _LINE_BREAK.sub("", text)
+    )
+    if "\x1b[201~" in text or "\x9b201~" in text:
+        concerns.append("a bracketed-paste end marker (ESC [ 201 ~), sent as spaces")
+    elif _CONTROL.search(rest):
+        concerns.append("control characters: ESC and the other controls are sent as spaces, a tab as a tab")
+    found = findings(rest) & _SHOWN
+    concerns.extend(sorted(str(f) for f in found))
+    return concerns
+
+
+def paste_is_safe(text: str, bracketed: bool = False) -> bool:
+    """False when pasting could run or hide something unseen (see `paste_concerns`):
+    the pane should ask before sending it."""
+    return not paste_concerns(text, bracketed)

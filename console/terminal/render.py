@@ -99,6 +99,37 @@ def _color(c: Any) -> Color:
     return None
 
 
+def viewport_cells(handle: Any) -> list[list[int]]:
+    """The packed cells (`GhosttyCell`, see `_native.CELL`) of every viewport row of
+    `handle`, read through a render state of its own (one bulk read a row), so the
+    terminal's painting state is left alone."""
+    state = ffi.new("GhosttyRenderState*")
+    check(lib.ghostty_render_state_new(ffi.NULL, state), "render_state_new")
+    it = ffi.new("GhosttyRenderStateRowIterator*")
+    try:
+        check(lib.ghostty_render_state_row_iterator_new(ffi.NULL, it), "row_iterator_new")
+        try:
+            check(lib.ghostty_render_state_update(state[0], handle), "render_state_update")
+            check(
+                lib.ghostty_render_state_get(state[0], lib.GHOSTTY_RENDER_STATE_DATA_ROW_ITERATOR, it), "rows"
+            )
+            view = ffi.new("GhosttyCellsView*")
+            rows: list[list[int]] = []
+            while lib.ghostty_render_state_row_iterator_next(it[0]):
+                check(
+                    lib.ghostty_render_state_row_get(
+                        it[0], lib.GHOSTTY_RENDER_STATE_ROW_DATA_CELLS_RAW, view
+                    ),
+                    "cells raw",
+                )
+                rows.append(ffi.unpack(view.ptr, view.len))
+            return rows
+        finally:
+            lib.ghostty_render_state_row_iterator_free(it[0])
+    finally:
+        lib.ghostty_render_state_free(state[0])
+
+
 class RowRenderer:
     """Owns a render state for one terminal. Created lazily by `Screen.render`, so a
     screen that is never painted (the daemon's) carries none of this."""

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from pyghostty import Terminal
 
 from ._native import CELL, check, decoded_copy, ffi, lib, read_bytes, scroll_viewport, sized, union_fn
-from .render import Frame, RowRenderer
+from .render import Frame, RowRenderer, viewport_cells
 
 # What a scrollback row costs libghostty-vt (measured: 9 bytes a cell plus the row),
 # and slack for pages being dropped whole; see `Screen._set_scrollback_caps`.
@@ -105,12 +105,41 @@ class Screen:
         self._size_t = ffi.new("size_t*")
         self._str = ffi.new("GhosttyString*")
         self._compressed_at: int | None = None
+        self._held = b""  # an unfinished DEC private mode set (see `_refuse_deccolm`)
+        self._discarding = False
 
     # -- input -------------------------------------------------------------------
 
     def feed(self, data: bytes) -> None:
+        """Interpret a child's output. DECCOLM is refused, as xterm and tmux do by
+        default: the permission for it (mode 40) is never set, so ``CSI ? 3 h`` cannot
+        resize the emulated screen away from the PTY's size (see `_refuse_deccolm`)."""
+        if self._held or self._discarding or b"\x1b[?" in data or _ends_unfinished(data):
+            data = self._refuse_deccolm(data)
         lib.ghostty_terminal_vt_write(self._h, data, len(data))
         self._term._raise_cb_err()
+
+    def _refuse_deccolm(self, data: bytes) -> bytes:
+        """`data` with mode 40 (allow 80/132 columns) taken out of every DEC private
+        mode set. A set split across two feeds is held back (not interpreted yet)
+        until it is complete; one longer than `HELD_MAX_BYTES` is dropped whole."""
+        if self._discarding:
+            m = _PARAMS_THEN_FINAL.match(data)
+            assert m is not None  # every group can match empty
+            if m.group(1) is None and m.end() == len(data):  # still inside it
+                return b""
+            # its final byte is dropped too; any other byte ended it, and counts
+            data, self._discarding = data[m.end() :], False
+        elif self._held:
+            data, self._held = self._held + data, b""
+        tail = data.rfind(b"\x1b")
+        if tail >= 0 and _UNFINISHED_DECSET.fullmatch(data, tail):
+            if len(data) - tail > HELD_MAX_BYTES:
+                self._discarding = True
+            else:
+                self._held = data[tail:]
+            data = data[:tail]
+        return _DECSET.sub(_without_mode_40, data) if b"\x1b[?" in data else data
 
     def resize(self, cols: int, rows: int) -> None:
         """Resize, reflowing soft-wrapped lines of the primary screen."""
@@ -190,8 +219,13 @@ class Screen:
 
     @property
     def at_ground(self) -> bool:
-        """True when no escape sequence or UTF-8 character is half-parsed."""
-        return self._get_bool(lib.GHOSTTY_TERMINAL_DATA_VT_GROUND)
+        """True when no escape sequence or UTF-8 character is half-parsed (or held
+        back, see `feed`)."""
+        return not self._pending() and self._get_bool(lib.GHOSTTY_TERMINAL_DATA_VT_GROUND)
+
+    def _pending(self) -> bytes:
+        """What `feed` holds back, as the bytes that start it again."""
+        return b"\x1b[?" if self._discarding else self._held
 
     # -- text --------------------------------------------------------------------
 
@@ -260,9 +294,15 @@ class Screen:
         of the input so far (so the live stream can continue from here).
 
         While the alternate screen is active the primary screen (with its scrollback)
-        is emitted first, so a client sees it again when the program exits. Known
-        loss: rows holding only background colour (an erase with a coloured
-        background) come back as default blanks; a repaint by the program fixes it.
+        is emitted first, so a client sees it again when the program exits.
+
+        The active area comes back cell-exact in text and style: cells the program
+        skipped are blank and unstyled (the formatter writes them as spaces in the
+        pen of the cell before; they are erased again after), cells holding only a
+        background colour keep it. The saved cursor (DECSC, CSI s) comes back with
+        its position, attributes and origin mode, so a DECRC by the program after
+        the attach lands where it would have. Known losses: the saved cursor's
+        charsets and pending wrap; styles of blank cells in scrollback.
         """
         parts: list[bytes] = []
         if self.alternate_screen:
@@ -270,7 +310,7 @@ class Screen:
                 leave = b"\x1b[?1049l"
                 lib.ghostty_terminal_vt_write(copy, leave, len(leave))
                 parts.append(_format_screen(copy, _PRIMARY_EXTRAS))
-        parts.append(_format_screen(self._h, _ALL_EXTRAS))
+        parts.append(_format_screen(self._h, _ALL_EXTRAS, saved=_saved_cursor(self._h)))
         title = _printable(self.title)
         if title:
             parts.append(b"\x1b]2;" + title.encode() + b"\x1b\\")
@@ -278,7 +318,10 @@ class Screen:
         return b"".join(parts)
 
     def _continuation(self) -> bytes:
-        if self.at_ground:
+        return self._parsing() + self._pending()
+
+    def _parsing(self) -> bytes:
+        if self._get_bool(lib.GHOSTTY_TERMINAL_DATA_VT_GROUND):
             return b""
         try:
             return read_bytes(
@@ -374,6 +417,34 @@ class Screen:
         return ffi.buffer(s.ptr, s.len)[:].decode("utf-8", "replace")
 
 
+# DECSET (CSI ? Pm h); its parameters may carry sub-parameters (:) and leading zeros.
+_DECSET = re.compile(rb"\x1b\[\?([0-9;:]*)h")
+# The end of a feed that may be the start of one: ESC, ESC [, ESC [ ? and parameters.
+_UNFINISHED_DECSET = re.compile(rb"\x1b(?:\[(?:\?[0-9;:]*)?)?")
+_PARAMS_THEN_FINAL = re.compile(rb"[0-9;:]*([\x40-\x7e])?")
+# Longest unfinished DECSET held back between feeds; a longer one is dropped.
+HELD_MAX_BYTES = 256
+DECCOLM_PERMISSION = 40
+
+
+def _ends_unfinished(data: bytes) -> bool:
+    tail = data.rfind(b"\x1b")
+    return tail >= 0 and _UNFINISHED_DECSET.fullmatch(data, tail) is not None
+
+
+def _without_mode_40(m: re.Match[bytes]) -> bytes:
+    params = m.group(1).split(b";")
+    kept = [p for p in params if not _is_mode(p, DECCOLM_PERMISSION)]
+    if len(kept) == len(params):
+        return m.group(0)
+    return b"\x1b[?" + b";".join(kept) + b"h" if kept else b""
+
+
+def _is_mode(param: bytes, mode: int) -> bool:
+    head = param.split(b":", 1)[0]
+    return head.isdigit() and int(head) == mode
+
+
 def _check_size(cols: int, rows: int) -> None:
     if not (1 <= cols <= 4096 and 1 <= rows <= 4096):
         raise ValueError(f"terminal size must be 1..4096 x 1..4096, got {cols}x{rows}")
@@ -392,7 +463,7 @@ def _printable(text: str) -> str:
 _ALL_EXTRAS = (True,) * 12
 # The primary screen under an active alternate one: content and cursor only; the
 # alternate pass that follows carries the terminal-wide state.
-_PRIMARY_EXTRAS = (False, False, False, False, False, False, True, False, False, False, False, False)
+_PRIMARY_EXTRAS = (False, False, False, False, False, False, True, True, False, False, False, False)
 _NO_EXTRAS = (False,) * 12
 # What the formatter writes between the content and the cursor position (CUP): the
 # scrolling margins, DECSTBM then DECSLRM. Content never holds these.
@@ -438,7 +509,7 @@ def _format(handle: Any, extras: tuple[bool, ...], *, unwrap: bool, selection: A
         lib.ghostty_formatter_free(fmt[0])
 
 
-def _format_screen(handle: Any, extras: tuple[bool, ...]) -> bytes:
+def _format_screen(handle: Any, extras: tuple[bool, ...], *, saved: SavedCursor | None = None) -> bytes:
     """VT bytes that rebuild the active screen of `handle` (with its scrollback) in a
     fresh terminal. Built from formatter pieces, because the formatter's one-pass
     output does not quite round-trip:
@@ -450,6 +521,10 @@ def _format_screen(handle: Any, extras: tuple[bool, ...]) -> bytes:
     - Modes that change how text is written (insert, no autowrap, origin) are
       emitted by the formatter before the content; they are moved after it, and
       with origin mode the final cursor position is made relative to the margins.
+
+    - Blank cells are put right after the content (see `_blank_fixups`), and the
+      saved cursor `saved`, if given, is saved again (DECSC) before the modes that
+      change how the cursor moves are set.
 
     `extras` must include the cursor, whose position (CUP) marks the content's end.
     """
@@ -512,15 +587,163 @@ def _format_screen(handle: Any, extras: tuple[bool, ...]) -> bytes:
     return b"".join(
         (
             head.group("palette"),
-            modes,
+            modes,  # entering the alternate screen here saves the primary's pen ...
+            b"\x1b[0m",  # ... which the content must not be written in
             head.group("tabs"),
             *content,
+            _blank_fixups(handle),
             margin_seqs,
+            _decsc(saved, margin_seqs, _ORIGIN_MODE in deferred) if saved is not None else b"",
             *deferred,
             cup,
             full[at + len(original_cup) :],
         )
     )
+
+
+class SavedCursor(NamedTuple):
+    """What DECRC would restore now: position (0-based, active area), origin mode,
+    the pen as SGR bytes, and, when a wrap was pending, the bytes that print the
+    cell under it again (which sets the pending wrap)."""
+
+    x: int
+    y: int
+    origin: bool
+    sgr: bytes
+    reprint: bytes = b""
+    erase: bytes = b""  # after saving: blank the reprinted cell again (the saved wrap stays)
+
+
+def _saved_cursor(handle: Any) -> SavedCursor:
+    """Read the saved cursor by restoring it (DECRC) in a private copy."""
+    with decoded_copy(handle) as copy:
+        lib.ghostty_terminal_vt_write(copy, b"\x1b8", 2)
+        style = sized("GhosttyStyle")
+        check(lib.ghostty_terminal_get(copy, lib.GHOSTTY_TERMINAL_DATA_CURSOR_STYLE, style), "cursor style")
+        origin = ffi.new("GhosttyTerminalModeConfig*")
+        origin.mode = 6  # DECOM; ghostty_mode_new's packing (DEC private: no ANSI bit)
+        check(lib.ghostty_terminal_get(copy, lib.GHOSTTY_TERMINAL_DATA_MODE, origin), "origin mode")
+        x, y = _u16(copy, lib.GHOSTTY_TERMINAL_DATA_CURSOR_X), _u16(copy, lib.GHOSTTY_TERMINAL_DATA_CURSOR_Y)
+        reprint = erase = b""
+        pending = ffi.new("bool*")
+        check(lib.ghostty_terminal_get(copy, lib.GHOSTTY_TERMINAL_DATA_CURSOR_PENDING_WRAP, pending), "wrap")
+        if pending[0]:
+            ref = _grid_ref(copy, lib.GHOSTTY_POINT_TAG_ACTIVE, x, y)
+            cell = ffi.new("GhosttyCell*")
+            check(lib.ghostty_grid_ref_cell(ref, cell), "grid_ref_cell")
+            has_text = ffi.new("bool*")
+            check(lib.ghostty_cell_get(cell[0], lib.GHOSTTY_CELL_DATA_HAS_TEXT, has_text), "cell text")
+            if has_text[0]:
+                sel = sized("GhosttySelection")
+                sel.start = sel.end = ref[0]
+                reprint = _format(copy, _NO_EXTRAS, unwrap=False, selection=sel)
+            else:  # a blank (perhaps only a background colour): a space, erased after
+                reprint = b"\x1b[0m "
+                erase = b"\x1b[0%sm\x1b[X" % _cell_bg(int(cell[0]))
+        return SavedCursor(x, y, bool(origin.value), _sgr(style), reprint, erase)
+
+
+def _decsc(saved: SavedCursor, margin_seqs: bytes, origin_now: bool) -> bytes:
+    """Put the cursor and pen where `saved` says, DECSC, then leave origin mode as
+    the (deferred) modes expect it: off."""
+    if saved.origin:
+        top = int(m.group(1)) if (m := re.search(rb"\x1b\[(\d+);\d+r", margin_seqs)) else 1
+        left = int(m.group(1)) if (m := re.search(rb"\x1b\[(\d+);\d+s", margin_seqs)) else 1
+        cup = b"\x1b[?6h\x1b[%d;%dH" % (max(1, saved.y + 2 - top), max(1, saved.x + 2 - left))
+    else:
+        cup = b"\x1b[%d;%dH" % (saved.y + 1, saved.x + 1)
+    # autowrap is still on here (a "no autowrap" mode is deferred), so a reprint
+    # at the last column leaves the wrap pending, as it was
+    restore = cup + saved.reprint + saved.sgr + b"\x1b7" + saved.erase
+    return restore + (b"\x1b[?6l" if saved.origin else b"") + b"\x1b[0m"
+
+
+def _sgr_color(base: int, c: Any) -> bytes:
+    if c.tag == lib.GHOSTTY_STYLE_COLOR_PALETTE:
+        return b";%d;5;%d" % (base, c.value.palette)
+    if c.tag == lib.GHOSTTY_STYLE_COLOR_RGB:
+        return b";%d;2;%d;%d;%d" % (base, c.value.rgb.r, c.value.rgb.g, c.value.rgb.b)
+    return b""
+
+
+def _sgr(st: Any) -> bytes:
+    """SGR that sets exactly the pen `st` (a GhosttyStyle)."""
+    out = b"\x1b[0"
+    for flag, code in (
+        (st.bold, b";1"),
+        (st.faint, b";2"),
+        (st.italic, b";3"),
+        (st.blink, b";5"),
+        (st.inverse, b";7"),
+        (st.invisible, b";8"),
+        (st.strikethrough, b";9"),
+        (st.overline, b";53"),
+    ):
+        if flag:
+            out += code
+    if st.underline:
+        out += b";4:%d" % st.underline
+    out += _sgr_color(38, st.fg_color) + _sgr_color(48, st.bg_color) + _sgr_color(58, st.underline_color)
+    return out + b"m"
+
+
+def _blank_fixups(handle: Any) -> bytes:
+    """Erase again the blank cells the formatter wrote in a pen, and give cells that
+    hold only a background colour that colour: per run, CUP, SGR, ECH (an erase
+    that moves nothing and keeps the row's wrap flag). Needs the viewport at the
+    bottom (a daemon's screen never scrolls back); otherwise nothing is fixed."""
+    total, offset, length = _scrollbar(handle)
+    if offset + length != total:
+        return b""
+    L = CELL
+    out: list[bytes] = []
+    for y, row in enumerate(viewport_cells(handle)):
+        pen = False  # whether the formatter's pen may be non-default here
+        x, n = 0, len(row)
+        while x < n:
+            cell = row[x]
+            tag = (cell >> L.tag_shift) & L.tag_mask
+            if tag == L.TAG_BG_PALETTE or tag == L.TAG_BG_RGB:
+                end = x + 1
+                while end < n and row[end] == cell:
+                    end += 1
+                out.append(b"\x1b[%d;%dH\x1b[0%sm\x1b[%dX" % (y + 1, x + 1, _cell_bg(cell), end - x))
+                pen, x = True, end
+                continue
+            if cell & ~(L.wide_mask << L.wide_shift) == 0 and (cell >> L.wide_shift) & L.wide_mask == 0:
+                end = x + 1
+                while end < n and row[end] == 0:
+                    end += 1
+                if pen:
+                    out.append(b"\x1b[%d;%dH\x1b[0m\x1b[%dX" % (y + 1, x + 1, end - x))
+                x = end
+                continue
+            pen = (cell >> L.style_shift) & L.style_mask != 0
+            x += 1
+    if not out:
+        return b""
+    return b"".join(out) + b"\x1b[0m"
+
+
+def _cell_bg(cell: int) -> bytes:
+    """SGR parameters (with a leading ;) for the colour of a background-only cell."""
+    L = CELL
+    tag = (cell >> L.tag_shift) & L.tag_mask
+    if tag == L.TAG_BG_PALETTE:
+        return b";48;5;%d" % ((cell >> L.pal_shift) & L.pal_mask)
+    if tag == L.TAG_BG_RGB:
+        return b";48;2;%d;%d;%d" % (
+            (cell >> L.r_shift) & 0xFF,
+            (cell >> L.g_shift) & 0xFF,
+            (cell >> L.b_shift) & 0xFF,
+        )
+    return b""
+
+
+def _scrollbar(handle: Any) -> tuple[int, int, int]:
+    sb = ffi.new("GhosttyTerminalScrollbar*")
+    check(lib.ghostty_terminal_get(handle, lib.GHOSTTY_TERMINAL_DATA_SCROLLBAR, sb), "scrollbar")
+    return int(sb.total), int(sb.offset), int(sb.len)
 
 
 def _is_alternate(handle: Any) -> bool:

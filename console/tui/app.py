@@ -62,7 +62,9 @@ def _settle_garbage_collector() -> None:
 class ConsoleApp(App[None]):
     TITLE = "agent-console"
     BINDINGS: ClassVar[list[BindingType]] = bindings("app")
-    COMMANDS = App.COMMANDS | {ConsoleCommands}
+    # The console's own commands only: Textual's system commands (Theme, Keys, Quit…)
+    # duplicated them under other names and keys.
+    COMMANDS: ClassVar[set[Any]] = {ConsoleCommands}
     CSS = """
     Screen { background: $background; }
     Footer { background: $panel; }

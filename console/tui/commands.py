@@ -14,6 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from console.contract.inert import inert
@@ -45,7 +46,7 @@ class ConsoleCommands(Provider):
         out: list[Entry] = []
         for spec in ACTIONS:
             if spec.palette and spec.scope in active:
-                key = keys.get(spec.id, spec.keys).split(",")[0]
+                key = app.get_key_display(Binding(keys.get(spec.id, spec.keys).split(",")[0], ""))
                 out.append(
                     Entry(spec.description, f"{spec.id} · {key}", partial(app.run_spec, spec, self.screen))
                 )

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from console.contract.outcome import ChangeKind
 from console.watch.baseline import Baselines
 from console.watch.events import Source
+from console.watch.noise import quiet_reason
 from console.watch.scope import Scope
 
 ADDED, MODIFIED, DELETED = ChangeKind.ADDED, ChangeKind.MODIFIED, ChangeKind.DELETED
@@ -514,9 +515,11 @@ class TreeIndex:
             elif name in pnode.excluded:
                 pnode.excluded.discard(name)
                 self.plan_dirty = True
-            elif RAW_ADDED in kinds and prot is not None:
+            elif RAW_ADDED in kinds and prot is not None and quiet_reason(rel) is None:
                 # Created and removed within one batch: a protected file that existed for a
-                # moment (a hook that ran and was deleted) is reported both ways.
+                # moment (a hook that ran and was deleted) is reported both ways. An
+                # editor's temporary (an atomic save's, a vim probe) is not: the save is
+                # the one "modified" of the file it was renamed over.
                 when = self._deleted_at(rel, now)
                 self.baselines.take_empty(rel)
                 out.append(Record(rel, ADDED, prot, False, False, None, None, when, source))

@@ -17,9 +17,12 @@ otherwise the wheel scrolls back and a drag selects text, copied to the clipboar
 the console's own OSC 52 (Textual's ``copy_to_clipboard``) — the program's clipboard
 writes are consumed by the emulator and never reach the operator's terminal.
 
-Paste arrives as bracketed paste from the operator's terminal; text that could run
-something unseen (a newline where the program does not use bracketed paste) is shown
-and confirmed first.
+Paste arrives as bracketed paste from the operator's terminal; text that could run or
+hide something unseen is shown, escaped, and confirmed first: any line break (CR as
+tmux and most terminals send it, CRLF, LF) where the program does not use bracketed
+paste, any other control character (ESC included, so an embedded bracketed-paste end
+marker), bidi controls and invisible characters (``console.terminal.paste_concerns``).
+If the program switches bracketed paste while the question is open, nothing is sent.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,7 +46,7 @@ from textual.widget import Widget
 from textual.worker import Worker
 
 from console.contract.inert import inert
-from console.terminal import Match, encode_paste, paste_is_safe
+from console.terminal import Match, encode_paste, paste_concerns
 from console.terminal import Segment as Cells
 from console.tui.actions import ActionSpec
 from console.tui.bindings import bindings
@@ -59,7 +63,8 @@ FRAME_S = 1 / 60  # paint at most this often
 # so under a flood a pane paints less often and the event loop keeps reading.
 PAINT_SHARE = 0.25
 WHEEL_LINES = 3
-BRACKETED_END = "\x1b[201~"
+PASTE_SHOWN_CHARS = 1500
+_BREAK = re.compile("(\r\n|[\r\n\u2028\u2029])")
 _BUTTONS = {1: "left", 2: "middle", 3: "right"}
 _ids = itertools.count(1)
 
@@ -515,7 +520,8 @@ class TerminalPane(Widget, can_focus=True):
         self.paste(event.text)
 
     def paste(self, text: str) -> None:
-        """Paste ``text`` into the program, after asking when it could run something unseen."""
+        """Paste ``text`` into the program, after asking when it could run or hide
+        something unseen (see :func:`console.terminal.paste_concerns`)."""
         if not text:
             return
         if not self.link.writable:
@@ -523,29 +529,33 @@ class TerminalPane(Widget, can_focus=True):
                 "this pane is read-only" if self.link.read_only else "the session is not running", "warning"
             )
             return
-        screen = self.link.screen
-        bracketed = screen is not None and screen.modes.bracketed_paste
-        safe = (bracketed and BRACKETED_END not in text) or paste_is_safe(text)
-        if safe:
+        bracketed = self._bracketed()
+        concerns = paste_concerns(text, bracketed)
+        if not concerns:
             self._send_paste(text, bracketed)
             return
         from console.tui.screens.prompts import ConfirmPrompt
 
-        lines = text.count("\n") + 1
-        shown = Text(
-            f"{len(text)} characters on {lines} lines; the program "
-            f"{'uses' if bracketed else 'does not use'} bracketed paste, so each line may run "
-            "as a command.\n\n"
-        )
-        shown.append(inert(text[:1500], keep_newlines=True), "bold")
-        if len(text) > 1500:
-            shown.append(f"\n… {len(text) - 1500} more characters")
-
         def answered(yes: bool | None) -> None:
-            if yes:
-                self._send_paste(text, bracketed)
+            if not yes:
+                return
+            if self._bracketed() != bracketed:
+                # What was shown no longer holds (a program that stopped bracketing
+                # would run every line): ask again rather than send.
+                self.say("the program changed its paste mode meanwhile; paste again", "warning")
+                return
+            self._send_paste(text, bracketed)
 
-        self.app.push_screen(ConfirmPrompt("Paste this into the session?", shown, yes="Paste"), answered)
+        self.app.push_screen(
+            ConfirmPrompt(
+                "Paste this into the session?", paste_preview(text, bracketed, concerns), yes="Paste"
+            ),
+            answered,
+        )
+
+    def _bracketed(self) -> bool:
+        screen = self.link.screen
+        return screen is not None and screen.modes.bracketed_paste
 
     def _send_paste(self, text: str, bracketed: bool) -> None:
         if self.state.scrolling:
@@ -780,3 +790,26 @@ class TerminalPane(Widget, can_focus=True):
     @property
     def ended(self) -> bool:
         return self.link.state in (ENDED, FAILED)
+
+
+def paste_preview(text: str, bracketed: bool, concerns: list[str]) -> Text:
+    """The confirmation's body: why it asks, then the paste with every control and
+    invisible character escaped (a line break shows as its escape, then breaks the
+    line). Plain ``Text``: nothing in the paste is ever read as markup."""
+    breaks = len(_BREAK.findall(text))
+    shown = Text(
+        f"{len(text)} characters, {breaks} line break{'s' if breaks != 1 else ''}; the program "
+        f"{'uses' if bracketed else 'does not use'} bracketed paste.\n"
+    )
+    for concern in concerns:
+        shown.append(f"• {concern}\n", "italic")
+    shown.append("\n")
+    for piece in _BREAK.split(text[:PASTE_SHOWN_CHARS]):
+        if _BREAK.fullmatch(piece):
+            shown.append(inert(piece), "reverse")
+            shown.append("\n")
+        elif piece:
+            shown.append(inert(piece), "bold")
+    if len(text) > PASTE_SHOWN_CHARS:
+        shown.append(f"\n… {len(text) - PASTE_SHOWN_CHARS} more characters")
+    return shown
