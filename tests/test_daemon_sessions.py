@@ -143,7 +143,9 @@ def test_session_awaiting_approval_status(daemon):
             def run() -> None:
                 with daemon.agent() as again:
                     again.call("hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]})
-                    box.update(a=again.submit(operation(ws, network="any", session_id=session_id), timeout_s=10))
+                    box.update(
+                        a=again.submit(operation(ws, network="any", session_id=session_id), timeout_s=10)
+                    )
 
             t = threading.Thread(target=run)
             t.start()

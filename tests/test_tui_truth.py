@@ -254,7 +254,7 @@ async def test_the_palette_lists_each_command_once_with_human_key_names():
         entries = ConsoleCommands(app.screen).entries()
         titles = [e.title for e in entries]
         assert len(titles) == len(set(titles))
-        assert type(app).COMMANDS == {ConsoleCommands}  # no second "Theme"/"Keys" from Textual
+        assert {ConsoleCommands} == type(app).COMMANDS  # no second "Theme"/"Keys" from Textual
         helps = " ".join(e.help for e in entries)
         assert "help · ?" in helps and "question_mark" not in helps
 
