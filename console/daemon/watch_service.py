@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
 import time
@@ -60,6 +61,30 @@ ALERT_EVERY_S = 2.0  # at most one alert per session this often (floods)
 OPERATION_BASIS = "operation running in workspace"
 PUBLISH_EVERY_S = 0.1
 MAX_BATCH = 500  # ordinary events per published batch; protected ones always go
+# Floods (docs/tripwire.md "Floods and noise"): protected changes in one group within a
+# window are one item, one history row when it starts and one when it ends.
+FLOOD_QUIET_S = 2.0  # a flood ends this long after its last change
+FLOOD_MAX_S = 60.0  # ... or this long after it began (the next change starts another)
+FLOOD_SINGLES = 20  # this many single changes of one group within the window start a flood
+FLOOD_SAMPLE = 20  # paths kept in a flood's sample
+
+
+@dataclass
+class _Flood:
+    """An open flood: one record (updated in place), its counts, who was raised for it."""
+
+    record: dict[str, Any]
+    started: float
+    last: float
+    recorded_count: int = 0
+    sessions: set[str] | None = None
+    item: TripwireItem | None = None
+
+
+@dataclass
+class _Singles:
+    first: float
+    count: int = 0
 
 
 class TripwireAction(StrEnum):
@@ -83,15 +108,20 @@ class TripwireItem:
     basis: str = OPEN_FOR_WRITE
     stopped: bool | None = None  # every process confirmed stopped (None: not yet known)
     stop_mode: str = ""
+    count: int = 1  # a flood: how many changes under ``path`` (a directory)
+    sample: tuple[str, ...] = ()
 
     @property
     def open(self) -> bool:
         return self.state in ("paused", "exited")
 
     def to_wire(self) -> dict[str, Any]:
-        summary = f"session {self.session} modified {display_path(self.path)}"
+        what = display_path(self.path)
+        if self.count > 1:
+            what = f"{self.count:,} files under {what.rstrip('/')}/"
+        summary = f"session {self.session} modified {what}"
         if self.state == "exited" or (self.state == "dismissed" and self.stopped is None):
-            summary = f"session {self.session} (exited) modified {display_path(self.path)}"
+            summary = f"session {self.session} (exited) modified {what}"
         return {
             "id": self.id,
             "at": self.at,
@@ -106,6 +136,8 @@ class TripwireItem:
             "basis": self.basis,
             "stopped": self.stopped,
             "stop_mode": self.stop_mode,
+            "count": self.count,
+            "sample": [display_path(p) for p in self.sample],
             "summary": summary,
         }
 
@@ -145,6 +177,9 @@ class WatchService:
         self._publisher: asyncio.Task[None] | None = None
         self._adding: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._floods: dict[tuple[str, str, bool], _Flood] = {}
+        self._singles: dict[tuple[str, str, bool], _Singles] = {}
+        self._republish: dict[int, dict[str, Any]] = {}  # flood records updated since the last frame
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -251,24 +286,131 @@ class WatchService:
         self.events.publish(Topic.STATUS, {"watch": self.status()})
 
     def _on_event(self, ev: FileEvent) -> None:
-        if ev.kind is ChangeKind.ADDED and is_placeholder(ev.workspace_root, ev.path, ev.is_dir):
+        if (
+            ev.kind is ChangeKind.ADDED
+            and not ev.flood
+            and is_placeholder(ev.workspace_root, ev.path, ev.is_dir)
+        ):
             return  # the sandbox's own placeholder (console/sandbox/placeholders.py)
-        record = ev.to_dict()
-        self.recent.append(record)
         for a in ev.attribution:
             if a.kind == "operation" and a.id in self._collecting:
-                self._collecting[a.id].append(ev)
+                self._collecting[a.id].extend(_members(ev))
+        if ev.protected is not None and ev.group is not None and self._absorbed(ev):
+            return
+        record = ev.to_dict()
+        if ev.flood:
+            record["sample"] = [display_path(p) for p in ev.members[:FLOOD_SAMPLE]]
+        self.recent.append(record)
         if ev.protected is not None:
-            named = self._writers(ev)
+            named = [] if ev.quiet else self._writers(ev)
             self._attribute_record(ev, record, named)
             self.protected.append(record)
+            flood = self._open_flood(ev, record)
             self._record(ev, record, named)
-            self._tripwire(ev, named)
+            if flood is not None:
+                flood.recorded_count = record["count"]
+            if not ev.quiet:
+                self._tripwire(ev, named, flood)
             self._outbox.append(record)
         elif len(self._outbox) < MAX_BATCH * 4:
             self._outbox.append(record)
         else:
             self._held_back += 1
+
+    # ------------------------------------------------------------------ floods
+
+    def _flood_key(self, ev: FileEvent) -> tuple[str, str, bool]:
+        assert ev.group is not None
+        return (ev.workspace_root, ev.group, ev.quiet is not None)
+
+    def _open_flood(self, ev: FileEvent, record: dict[str, Any]) -> _Flood | None:
+        """A flood starts with a folded event, or with the ``FLOOD_SINGLES``-th single
+        change of one group within the window; later ones are absorbed into it."""
+        if ev.group is None:
+            return None
+        key = self._flood_key(ev)
+        now = time.monotonic()
+        if not ev.flood:
+            singles = self._singles.get(key)
+            if singles is None or now - singles.first > FLOOD_QUIET_S:
+                if len(self._singles) > 1_000:
+                    self._singles.clear()
+                singles = self._singles[key] = _Singles(now)
+            singles.count += 1
+            if singles.count < FLOOD_SINGLES:
+                return None
+            record["sample"] = [record["display_path"]]
+        self._singles.pop(key, None)
+        flood = _Flood(record=record, started=now, last=now, sessions=set())
+        record["flood"] = True
+        record["flood_dir"] = display_path(ev.group) if ev.group else "."
+        if len(self._floods) > 1_000:
+            self._close_floods(force=True)
+        self._floods[key] = flood
+        return flood
+
+    def _absorbed(self, ev: FileEvent) -> bool:
+        """Fold ``ev`` into the open flood of its group: count, sample, and a tripwire
+        for a session not yet raised for this flood. No history row, no new item."""
+        key = self._flood_key(ev)
+        flood = self._floods.get(key)
+        now = time.monotonic()
+        if flood is None or now - flood.last > FLOOD_QUIET_S or now - flood.started > FLOOD_MAX_S:
+            return False
+        flood.last = now
+        rec = flood.record
+        rec["count"] += ev.count
+        sample: list[str] = rec.setdefault("sample", [])
+        for p in ev.members or (ev.path,):
+            if len(sample) >= FLOOD_SAMPLE:
+                break
+            sample.append(display_path(p))
+        if ev.kind.value != rec["kind"]:
+            rec["kind"] = ChangeKind.MODIFIED.value
+        if flood.item is not None:
+            flood.item.count = rec["count"]
+            flood.item.sample = tuple(sample)
+        self._republish[rec["seq"]] = rec
+        if not ev.quiet:
+            named = self._writers(ev)
+            fresh = [c for c in named if c.session_id not in (flood.sessions or set())]
+            if fresh:
+                self._tripwire(ev, fresh, flood)
+        return True
+
+    def _close_floods(self, *, force: bool = False) -> None:
+        """Floods quiet for ``FLOOD_QUIET_S`` (or too old) end: one more history row
+        with the final count when it grew."""
+        if not self._floods:
+            return
+        now = time.monotonic()
+        for key, flood in list(self._floods.items()):
+            if not force and now - flood.last <= FLOOD_QUIET_S and now - flood.started <= FLOOD_MAX_S:
+                continue
+            del self._floods[key]
+            rec = flood.record
+            if rec["count"] > flood.recorded_count:
+                rec["flood_ended"] = True
+                self._flood_row(rec)
+                self._republish[rec["seq"]] = rec
+
+    def _flood_row(self, rec: dict[str, Any]) -> None:
+        session = next((a["id"] for a in rec.get("attribution", ()) if a.get("kind") == "session"), "")
+        row = file_event(
+            at=time.time(),
+            path=rec["display_path"],
+            change=rec["kind"],
+            protected_pattern=rec["protected"] or "",
+            workspace_root=rec["workspace_root"],
+            session_id=session,
+            attribution={
+                "who": rec.get("attribution") or "unattributed",
+                "basis": rec.get("attribution_basis", UNATTRIBUTED),
+                "event": rec,
+                "flood_end": True,
+            },
+        )
+        self.store.append(row).add_done_callback(_log_store_failure)
 
     def _writers(self, ev: FileEvent) -> list[Candidate]:
         """The sessions with evidence of having written the changed file."""
@@ -332,6 +474,11 @@ class WatchService:
     async def _publish_forever(self) -> None:
         while True:
             await asyncio.sleep(PUBLISH_EVERY_S)
+            self._close_floods()
+            if self._republish:
+                seqs = {r["seq"] for r in self._outbox}
+                self._outbox.extend(r for q, r in self._republish.items() if q not in seqs)
+                self._republish.clear()
             if not self._outbox and not self._held_back:
                 continue
             protected = [r for r in self._outbox if r["protected"]]
@@ -357,21 +504,24 @@ class WatchService:
 
     # ------------------------------------------------------------------ tripwire
 
-    def _tripwire(self, ev: FileEvent, named: list[Candidate]) -> None:
+    def _tripwire(self, ev: FileEvent, named: list[Candidate], flood: _Flood | None = None) -> None:
         """Pause only on firm evidence: a single candidate that has the file open for
         write, or a single one with write I/O in the window working in the workspace.
-        Anything weaker is an alert. A writer that has already exited is an item too."""
+        Anything weaker is an alert. A writer that has already exited is an item too.
+        A flood raises each session once (``flood.sessions``)."""
         mode = self.policy().tripwire
         if mode is Tripwire.OFF or not named:
             return
         firm = len(named) == 1 and named[0].tier < 2
-        diff = self.watcher.baseline_diff(ev.workspace_root, ev.path)
+        if flood is not None and flood.sessions is not None:
+            flood.sessions.update(c.session_id for c in named)
+        diff = None if ev.flood else self.watcher.baseline_diff(ev.workspace_root, ev.path)
         for c in named:
             alive = c.has_processes and self._has_processes(c.session_id)
             if not alive:
                 if any(t.session == c.session_id and t.open for t in self.tripwires.values()):
                     continue
-                item = self._item(ev, c, diff, "exited")
+                item = self._item(ev, c, diff, "exited", flood)
                 self._history("tripwire", item, "exited")
                 self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
                 self._alert(ev, c, exited=True)
@@ -381,7 +531,7 @@ class WatchService:
                 continue
             if any(t.session == c.session_id and t.state == "paused" for t in self.tripwires.values()):
                 continue  # already stopped: one item per pause
-            item = self._item(ev, c, diff, "paused")
+            item = self._item(ev, c, diff, "paused", flood)
             self._stop_session(item)
             if self.sessions is not None:
                 self.sessions.changed(c.session_id)
@@ -389,7 +539,11 @@ class WatchService:
             self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
             log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
 
-    def _item(self, ev: FileEvent, c: Candidate, diff: str | None, state: str) -> TripwireItem:
+    def _item(
+        self, ev: FileEvent, c: Candidate, diff: str | None, state: str, flood: _Flood | None = None
+    ) -> TripwireItem:
+        count = flood.record["count"] if flood is not None else ev.count
+        sample = flood.record.get("sample", ()) if flood is not None else ()
         item = TripwireItem(
             id="t-" + secrets.token_hex(4),
             at=time.time(),
@@ -402,7 +556,11 @@ class WatchService:
             diff=diff,
             state=state,
             basis=c.basis,
+            count=count,
+            sample=tuple(sample),
         )
+        if flood is not None and flood.item is None:
+            flood.item = item
         self.tripwires[item.id] = item
         return item
 
@@ -412,6 +570,9 @@ class WatchService:
             return
         self._alerted[c.session_id] = now
         who = f"session {c.session_id}" + (" (exited)" if exited else "")
+        what = display_path(ev.path)
+        if ev.flood:
+            what = f"{ev.count:,} files under {what.rstrip('/')}/"
         self.events.publish(
             Topic.WATCH,
             {
@@ -421,7 +582,8 @@ class WatchService:
                 "pattern": ev.protected,
                 "basis": c.basis,
                 "exited": exited,
-                "summary": f"{who} modified {display_path(ev.path)}",
+                "count": ev.count,
+                "summary": f"{who} modified {what}",
             },
         )
 
@@ -485,7 +647,8 @@ class WatchService:
             item.state = "killed"
         else:
             item.state = "kept"
-        self.watcher.accept_baseline(item.workspace_root, item.path)
+        if item.count <= 1:  # a flood's files keep their (empty) baselines
+            self.watcher.accept_baseline(item.workspace_root, item.path)
         self.sessions.changed(item.session)
         with contextlib.suppress(StoreUnavailable):  # logged by the callback
             await asyncio.wrap_future(self._history("tripwire_resolved", item, item.state))
@@ -508,6 +671,13 @@ class WatchService:
         future = self.store.append(row)
         future.add_done_callback(_log_store_failure)
         return future
+
+
+def _members(ev: FileEvent) -> list[FileEvent]:
+    """A flood as one event per path (an operation's outcome lists each change)."""
+    if not ev.flood:
+        return [ev]
+    return [dataclasses.replace(ev, path=p, count=1, members=(), is_dir=False) for p in ev.members]
 
 
 def _log_store_failure(future: Any) -> None:

@@ -172,6 +172,14 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec("session-kill", "sessions", "K", "kill", "Kill the session (TERM, then KILL)", label="kill"),
     ActionSpec(
+        "session-resume",
+        "sessions",
+        "R",
+        "resume",
+        "Resume a session the tripwire paused (every process continues)",
+        label="resume",
+    ),
+    ActionSpec(
         "session-remove", "sessions", "X", "remove", "Remove the session and its recording", label="remove"
     ),
     ActionSpec(

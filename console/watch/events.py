@@ -63,6 +63,16 @@ class FileEvent:
     mode: int | None
     attribution: tuple[Attribution, ...]
     source: Source
+    # A flood (floods.py): ``path`` is the group's directory, ``count`` how many changes,
+    # ``members`` their paths (not sent: the daemon keeps a bounded sample).
+    count: int = 1
+    members: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    quiet: str | None = None  # why a protected change is noise (noise.py): recorded, never a tripwire
+    group: str | None = None  # the flood group a protected change may be folded into; None: alone
+
+    @property
+    def flood(self) -> bool:
+        return self.count > 1
 
     @property
     def display_path(self) -> str:
@@ -88,6 +98,9 @@ class FileEvent:
             "mode": self.mode,
             "attribution": [a.to_dict() for a in self.attribution],
             "source": self.source,
+            "count": self.count,
+            "flood": self.flood,
+            "quiet": self.quiet,
         }
 
 

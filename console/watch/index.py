@@ -132,6 +132,8 @@ class Record(NamedTuple):
     mode: int | None
     changed_at: float
     source: Source
+    quiet: str | None = None  # why a protected change is noise (noise.py), set by floods.annotate
+    group: str | None = None  # the flood group it may be folded into (floods.py); None: alone
 
 
 @dataclass(slots=True)

@@ -55,3 +55,42 @@ def quiet_reason(rel: str, *, is_dir: bool = False) -> str | None:
     if _vim_probe(name):
         return "vim write probe"
     return None
+
+
+# The keys `git init` writes (and nothing else): a config made only of these runs nothing.
+_INIT_KEYS = {
+    "core": {"repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase", "precomposeunicode", "symlinks"},
+    "extensions": {"objectformat"},
+}  # fmt: skip
+_SECTION = re.compile(r"\[([a-z]+)\]\Z")
+_ENTRY = re.compile(r"([a-z]+)\s*=\s*([a-z0-9]+)\Z")
+
+
+def is_init_config(path: str, limit: int = 4096) -> bool:
+    """``path`` holds what `git init` writes to a new repository's config, nothing more."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError:
+        return False
+    if len(data) > limit:
+        return False
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        return False
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        m = _SECTION.match(line)
+        if m:
+            section = m.group(1)
+            if section not in _INIT_KEYS:
+                return False
+            continue
+        m = _ENTRY.match(line)
+        if m is None or section is None or m.group(1) not in _INIT_KEYS[section]:
+            return False
+    return section is not None

@@ -24,7 +24,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ from console.contract.outcome import ChangeKind
 from console.policy.patterns import ProtectedPaths
 from console.watch.baseline import Baselines
 from console.watch.events import Degradation, DegradationCode, RootStatus, Source
+from console.watch.floods import Flood
 from console.watch.index import Record, TreeIndex, lstat_or_none, stat_root
 from console.watch.probe import kernel_dev, watched_inodes
 from console.watch.scope import DEFAULT_SKIP_IN_GIT, DEFAULT_SKIP_NAMES, Scope
@@ -66,7 +67,7 @@ class Tuning:
 @dataclass(frozen=True, slots=True)
 class RecordsItem:
     root: str
-    records: list[Record]
+    records: Sequence[Record | Flood]  # floods: folded by the watcher (floods.py)
     at: float
     urgent: bool = False  # protected changes: delivered ahead of queued ordinary ones
 

@@ -17,10 +17,12 @@ import os
 from collections import deque
 from collections.abc import Callable
 
+from console.contract.outcome import ChangeKind
 from console.policy.patterns import ProtectedPaths
 from console.watch.attribution import Attributions
 from console.watch.baseline import Baselines
 from console.watch.events import FileEvent, WatchStatus
+from console.watch.floods import Flood, coalesce
 from console.watch.index import Record
 from console.watch.root import Item, MarkerItem, RecordsItem, RootWorker, StatusItem, Tuning
 from console.watch.scope import DEFAULT_SKIP_IN_GIT, DEFAULT_SKIP_NAMES
@@ -245,10 +247,19 @@ class WorkspaceWatcher:
             await asyncio.gather(*futures)
 
     def _post(self, item: Item) -> None:
-        """Called from worker threads."""
+        """Called from worker threads: protected records are folded into floods here,
+        off the loop (floods.py)."""
         loop = self._loop
         if loop is None:
             return
+        if isinstance(item, RecordsItem):
+            worker = self._workers.get(item.root)
+            if worker is not None and any(
+                isinstance(r, Record) and r.protected is not None for r in item.records
+            ):
+                records = [r for r in item.records if isinstance(r, Record)]
+                folded = coalesce(records, worker.index.scope.protected, worker.baselines)
+                item = RecordsItem(item.root, folded, item.at, item.urgent)
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is listening any more
             loop.call_soon_threadsafe(self._enqueue, item)
 
@@ -296,10 +307,42 @@ class WorkspaceWatcher:
         else:
             self._draining = False
 
-    def _deliver(self, root: str, rec: Record, at: float) -> None:
+    def _deliver(self, root: str, rec: Record | Flood, at: float) -> None:
         if self._closed:
             return
-        event = FileEvent(
+        event = self._flood_event(root, rec, at) if isinstance(rec, Flood) else self._event(root, rec, at)
+        try:
+            self._on_event(event)
+        except Exception:
+            log.exception("an on_event subscriber failed")
+
+    def _flood_event(self, root: str, flood: Flood, at: float) -> FileEvent:
+        recs = flood.records
+        kinds = {r.kind for r in recs}
+        first = recs[0]
+        changed_at = min(r.changed_at for r in recs)
+        return FileEvent(
+            seq=next(self._seq),
+            at=at,
+            changed_at=changed_at,
+            workspace_root=root,
+            path=flood.group or ".",
+            kind=first.kind if len(kinds) == 1 else ChangeKind.MODIFIED,
+            protected=first.protected,
+            is_dir=True,
+            symlink_escape=any(r.symlink_escape for r in recs),
+            size=None,
+            mode=None,
+            attribution=self._attributions.at(root, flood.group or first.path, changed_at),
+            source=first.source,
+            count=len(recs),
+            members=tuple(r.path for r in recs),
+            quiet=flood.quiet,
+            group=flood.group,
+        )
+
+    def _event(self, root: str, rec: Record, at: float) -> FileEvent:
+        return FileEvent(
             seq=next(self._seq),
             at=at,
             changed_at=rec.changed_at,
@@ -313,11 +356,9 @@ class WorkspaceWatcher:
             mode=rec.mode,
             attribution=self._attributions.at(root, rec.path, rec.changed_at),
             source=rec.source,
+            quiet=rec.quiet,
+            group=rec.group,
         )
-        try:
-            self._on_event(event)
-        except Exception:
-            log.exception("an on_event subscriber failed")
 
     def _on_status_safe(self) -> None:
         if self._closed:

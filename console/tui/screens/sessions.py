@@ -167,6 +167,10 @@ class SessionsScreen(Screen[None]):
             else:
                 rows.append(session)
         self.sessions = rows
+        for state in self.layout_tree.panes():  # a pane shows its session's own state
+            if state.session_id == session["id"] and payload.get("change") != "removed":
+                state.link.info = session
+                state.link.on_update()
 
     def _catch_up(self) -> None:
         self._live = None
@@ -240,6 +244,29 @@ class SessionsScreen(Screen[None]):
                 h = (h - 1) // 2
             return max(20, w), max(5, h)
         return max(20, self.size.width), max(5, self.size.height - 14)
+
+    def action_resume(self) -> None:
+        session = self.selected_session()
+        if session is None:
+            return
+        if session.get("status_text") != "paused by tripwire":
+            self.say(f"{session['id']} is not paused by the tripwire", "warning")
+            return
+        self._resume(str(session["id"]))
+
+    @work(group="sessions-resume", exclusive=True)
+    async def _resume(self, sid: str) -> None:
+        """Resume answers the session's open tripwire items, as `r` in the queue does."""
+        try:
+            items = (await self.app.link.call("tripwire.list", {"open": True})).get("items", [])
+            mine = [i for i in items if i.get("session") == sid]
+            for item in mine:
+                await self.app.link.call("tripwire.resolve", {"id": item["id"], "action": "resume"})
+        except (RPCError, DaemonUnreachable) as exc:
+            self.say(f"resume {sid}: {inert(str(exc))[:200]}", "error")
+            return
+        self.say(f"resumed {sid}" if mine else f"{sid}: no open tripwire item", "ok" if mine else "warning")
+        self.reload()
 
     def action_kill(self) -> None:
         session = self.selected_session()

@@ -148,6 +148,10 @@ class PaneFrame(Vertical):
         self.set_class(bool(parts["armed"]), "-armed")
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         text.append(f" {parts['id']} ", "bold")
+        if parts.get("paused"):
+            # Before the title, which a long command line would otherwise push off the bar.
+            text.append(" PAUSED by tripwire: input refused ", "bold reverse")
+            text.append(" ")
         if parts["title"]:
             text.append(parts["title"])
         if parts["terminal_title"] and parts["terminal_title"] != parts["title"]:

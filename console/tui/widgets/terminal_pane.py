@@ -395,12 +395,20 @@ class TerminalPane(Widget, can_focus=True):
             "state": link.state,
             "message": link.message,
             "read_only": link.read_only,
+            "paused": self.paused,
             "scrolled": scrolled,
             "scrolling": self.state.scrolling,
             "armed": self.armed,
             "size": screen.size if screen is not None else None,
             "match": (self.state.match_index + 1, len(self.state.matches)) if self.state.needle else None,
         }
+
+    @property
+    def paused(self) -> bool:
+        """The tripwire stopped this session: typing would only queue up behind the freeze."""
+        return self.link.info.get("status_text") == "paused by tripwire"
+
+    PAUSED_SAY = "the tripwire paused this session: resume it first (R in the list, r in the queue)"
 
     def _title_changed(self) -> None:
         parts = self.title_parts()
@@ -475,6 +483,9 @@ class TerminalPane(Widget, can_focus=True):
         data = key_bytes(encoder, key, character)
         if not data:
             return
+        if self.paused:
+            self.say(self.PAUSED_SAY, "warning")
+            return
         if self.state.scrolling:
             self.leave_scroll()
         elif (
@@ -523,6 +534,9 @@ class TerminalPane(Widget, can_focus=True):
         """Paste ``text`` into the program, after asking when it could run or hide
         something unseen (see :func:`console.terminal.paste_concerns`)."""
         if not text:
+            return
+        if self.paused:
+            self.say(self.PAUSED_SAY, "warning")
             return
         if not self.link.writable:
             self.say(

@@ -32,6 +32,7 @@ class WatchEvents:
         self._protected: list[Event] = []
         self.protected_only = False
         self._seqs: set[Any] = set()
+        self.loud_added = 0  # loud protected events in the last ``add`` (the header's badge)
 
     def __len__(self) -> int:
         return len(self._protected if self.protected_only else self._all)
@@ -65,12 +66,19 @@ class WatchEvents:
         Returns how many rows went on top of (all, protected): the view keeps the
         operator's selection by moving the cursor down as much.
         """
+        self.loud_added = 0
+        updates = {e["seq"]: e for e in batch if e.get("flood") and e.get("seq") in self._seqs}
+        if updates:  # a flood's count grew: its row is updated where it stands
+            self._all = [updates.get(e.get("seq"), e) for e in self._all]
+            self._protected = [updates.get(e.get("seq"), e) for e in self._protected]
         fresh = [e for e in batch if e.get("seq") is None or e.get("seq") not in self._seqs]
         if not fresh:
             return 0, 0
         self._seqs.update(e.get("seq") for e in fresh if e.get("seq") is not None)
         newest_first = fresh[::-1]
         protected = [e for e in newest_first if e.get("protected")]
+        # Quiet ones (editor files, sample hooks) are listed but not counted as alerts.
+        self.loud_added = sum(1 for e in protected if not e.get("quiet"))
         self._all[:0] = newest_first
         self._protected[:0] = protected
         for gone in self._all[self.keep :]:

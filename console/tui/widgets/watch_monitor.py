@@ -90,8 +90,8 @@ class WatchMonitor:
             batch = [e for e in payload.get("events") or () if isinstance(e, Mapping)]
             self.dropped += int(payload.get("dropped") or 0)
             on_top, protected = self.events.add(batch)
-            if protected and not self.viewing():
-                self.unseen += protected
+            if self.events.loud_added and not self.viewing():
+                self.unseen += self.events.loud_added
                 self._unseen_badge()
             if self.on_added is not None and (on_top or payload.get("dropped")):
                 self.on_added(on_top, protected)

@@ -87,6 +87,11 @@ def who_text(event: Mapping[str, Any], styles: Styles, *, limit: int = 60) -> Te
 def flags(event: Mapping[str, Any], degraded: set[str]) -> list[str]:
     """Short loud words for what makes an event unusual."""
     out = []
+    count = event.get("count")
+    if isinstance(count, int) and count > 1:
+        out.append(f"{count:,} FILES")
+    if event.get("quiet"):
+        out.append("quiet")
     if event.get("symlink_escape"):
         out.append("SYMLINK-OUT")
     if event.get("path_flagged"):
