@@ -28,11 +28,12 @@ from console.tui.widgets.request_detail import RequestDetail
 paints: list[float] = []
 details: list[float] = []
 _original = Screen._compositor_refresh
-_original_set_text = RequestDetail.set_text
+_original_set_sections = RequestDetail.set_sections
 
 
-def _recording_set_text(self: RequestDetail, text) -> None:  # type: ignore[no-untyped-def]
-    _original_set_text(self, text)
+def _recording_set_sections(self: RequestDetail, sections) -> None:  # type: ignore[no-untyped-def]
+    # The detail paints through set_sections (set_text is set_sections with one section).
+    _original_set_sections(self, sections)
     details.append(time.perf_counter())
 
 
@@ -105,7 +106,7 @@ async def presses(pilot, app, count: int) -> tuple[list[float], list[float]]:
 
 async def run(pending: int, count: int) -> None:
     Screen._compositor_refresh = _recording_refresh  # type: ignore[method-assign]
-    RequestDetail.set_text = _recording_set_text  # type: ignore[method-assign]
+    RequestDetail.set_sections = _recording_set_sections  # type: ignore[method-assign]
     with daemon() as (loc, ws):
         procs = []
 

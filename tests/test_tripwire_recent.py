@@ -63,7 +63,9 @@ async def test_the_protected_list_is_bounded(service, tmp_path):
     root = str(ws)
     await service.ensure_root(root)
     hooks = ws / ".git" / "hooks"
+    # One file in each of 80 directories: 80 groups, so no flood folds them (floods.py).
     for i in range(80):
-        (hooks / f"h{i}").write_text("x\n")
-    await wait_until(lambda: any(r["path"] == ".git/hooks/h79" for r in service.protected))
+        (hooks / f"d{i}").mkdir()
+        (hooks / f"d{i}" / "h").write_text("x\n")
+    await wait_until(lambda: any(r["path"] == ".git/hooks/d79/h" for r in service.protected))
     assert len(service.protected) == 50

@@ -186,10 +186,21 @@ def test_history_query_line():
         "session_id": "a1",
         "since": 10_000.0 - 7200,
         "search": "pip install",
+        "kinds": ["decision", "file_event", "tripwire", "tripwire_resolved"],
     }
     assert parse_query("verdict:maybe", 0).errors == ["verdict: 'maybe' is not one of allow, deny"]
     assert parse_query("since:", 0).errors[0].startswith("since: needs a value")
-    assert parse_query("http://x.example", 0).params == {"search": "http://x.example"}
+    assert parse_query("http://x.example", 0).params["search"] == "http://x.example"
+
+
+def test_the_history_summary_names_what_it_shows():
+    """Issue 15, finding 5: "everything" is everything, and a filter says what it keeps."""
+    everything = parse_query("", 0)
+    assert everything.params["kinds"] == ["decision", "file_event", "tripwire", "tripwire_resolved"]
+    assert everything.describe() == "decisions, protected changes and tripwires"
+    assert parse_query("kind:decision", 0).describe() == "decisions"
+    assert parse_query("kind:tripwire pip", 0).describe() == "tripwires: text contains 'pip'"
+    assert parse_query("kind:grant", 0).describe() == "events of kind grant"
 
 
 def test_history_filter_tokens():

@@ -277,3 +277,51 @@ async def test_a_status_message_expires():
             await until(pilot, lambda: line.message == "", timeout=5)
         finally:
             status_line.EXPIRE_S = old
+
+
+# ---------------------------------------------------------------- finding 14
+
+
+async def test_a_call_made_while_the_console_connects_waits_instead_of_failing():
+    """`sessions attach ID` asked the daemon before the link was up and said "not
+    connected to the daemon" while everything worked."""
+    import asyncio
+
+    from test_tui_snapshots import make
+    from tui_fixtures import ReplayClient
+
+    from console.client import DaemonUnreachable
+
+    app = make()
+
+    async def slow() -> ReplayClient:
+        await asyncio.sleep(0.5)
+        return ReplayClient()
+
+    app.link._connect = slow
+    async with app.run_test(size=(120, 40)):
+        app.link.client = None
+        app.link.connected.clear()
+        result = await app.link.call("grants.list")
+        assert "grants" in result
+        app.link.client = None
+        app.link.connected.clear()
+        app.link._connect = lambda: asyncio.sleep(3600)  # never again
+        with pytest.raises(DaemonUnreachable, match="did not answer"):
+            await app.link.call("grants.list")
+
+
+async def test_the_demo_does_not_promise_its_daemon_outlives_quit():
+    from test_tui_snapshots import make
+
+    from console.tui.actions import ACTIONS
+    from console.tui.commands import ConsoleCommands
+
+    quit_spec = next(s for s in ACTIONS if s.id == "quit")
+    app = make()
+    assert "keep running" in app.describe(quit_spec)
+    app.throwaway = True
+    async with app.run_test(size=(120, 40)):
+        titles = [e.title for e in ConsoleCommands(app.screen).entries()]
+    assert not any("keep running" in t for t in titles)
+    assert any("throw-away daemon" in t for t in titles)

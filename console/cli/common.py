@@ -122,3 +122,40 @@ def age(ts: float) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+# ------------------------------------------------------------------ tables on a terminal
+
+_SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+def on_tty() -> bool:
+    """Colour and width only for a person at a terminal: piped output stays plain."""
+    import os
+
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def paint(text: str, style: str) -> str:
+    """``text`` in ``style`` on a TTY (already inert text only: this adds our own SGR)."""
+    if not style or not on_tty():
+        return text
+    codes = ";".join(_SGR[s] for s in style.split() if s in _SGR)
+    return f"\x1b[{codes}m{text}\x1b[0m" if codes else text
+
+
+def fit(text: str, used: int) -> str:
+    """Cut the last column to the terminal's width on a TTY (at a word end when one is
+    near), marked with an ellipsis; unchanged when piped."""
+    if not on_tty():
+        return text
+    import shutil
+
+    room = max(20, shutil.get_terminal_size((120, 24)).columns - used)
+    if len(text) <= room:
+        return text
+    cut = text[: room - 1]
+    space = cut.rfind(" ")
+    if space > room * 2 // 3:
+        cut = cut[:space]
+    return cut + "…"

@@ -16,14 +16,16 @@ from console.cli.common import (
     CLIError,
     add_state_dir,
     connect,
+    fit,
     locations,
+    paint,
     parse_time,
     print_json,
     when,
 )
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.protocol.history import SOURCES, VERDICTS
+from console.protocol.history import KIND_GROUPS, SOURCES, VERDICTS
 from console.store.chain import Anchor
 
 EXIT_TAMPERED = 1
@@ -44,17 +46,11 @@ COLUMNS = (
 )
 
 
-# --kind: what each name covers in the history (protected changes are its file events)
-KIND_GROUPS = {
-    "decision": ["decision"],
-    "protected": ["file_event"],
-    "tripwire": ["tripwire", "tripwire_resolved"],
-    "all": ["decision", "file_event", "tripwire", "tripwire_resolved"],
-}
-
-
 def _query(args: argparse.Namespace) -> dict[str, Any]:
-    q: dict[str, Any] = {"kinds": KIND_GROUPS[getattr(args, "kind", "all") or "all"], "limit": args.limit}
+    q: dict[str, Any] = {
+        "kinds": list(KIND_GROUPS[getattr(args, "kind", "all") or "all"]),
+        "limit": args.limit,
+    }
     for name in ("verdict", "source", "tool", "search"):
         value = getattr(args, name)
         if value:
@@ -85,6 +81,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     else:
         if not rows:
             print("no matching decisions" if args.kind == "decision" else "no matching events")
+        else:
+            print(
+                paint(
+                    f"{'WHEN':<19}  {'ID / KIND':<14} {'VERDICT SOURCE':<14} {'REASON':<28} {'TOOL':<18} COMMAND",
+                    "bold",
+                )
+            )
         for r in rows:
             print(_text_row(r))
     return 0
@@ -96,16 +99,21 @@ def _text_row(r: dict[str, Any]) -> str:
         body = r.get("body") or {}
         basis = (body.get("attribution") or {}).get("basis", "") if isinstance(body, dict) else ""
         who = f"session {inert(r['session_id'])}" if r.get("session_id") else "unattributed"
+        tag = paint(f"{'PROTECTED':<14}", "red bold")
         return (
-            f"{when(r['at'])}  PROTECTED  {inert(r.get('command') or '')[:80]:<40} "
+            f"{when(r['at'])}  {tag} {inert(r.get('command') or '')[:80]:<40} "
             f"{inert(r.get('reason') or ''):<18} {who} ({inert(str(basis or 'unattributed'))})"
         )
     if kind in ("tripwire", "tripwire_resolved"):
         label = "TRIPWIRE" if kind == "tripwire" else "RESOLVED"
-        return f"{when(r['at'])}  {label:<9}  {inert(r.get('verdict') or ''):<9} {inert(r.get('note') or '')[:120]}"
+        return (
+            f"{when(r['at'])}  {paint(f'{label:<14}', 'red bold' if kind == 'tripwire' else 'yellow')} "
+            f"{inert(r.get('verdict') or ''):<14} {fit(inert(r.get('note') or '')[:120], 51)}"
+        )
+    verdict = paint(f"{r['verdict']:<5}", "green" if r["verdict"] == "allow" else "red bold")
     return (
-        f"{when(r['at'])}  {r['request_id']:<14} {r['verdict']:<5} {r['source']:<8} {r.get('reason') or '':<28} "
-        f"{inert(r.get('tool') or '')[:18]:<18} {inert(r.get('command') or '')[:100]}"
+        f"{when(r['at'])}  {r['request_id']:<14} {verdict} {r['source']:<8} {r.get('reason') or '':<28} "
+        f"{inert(r.get('tool') or '')[:18]:<18} {fit(inert(r.get('command') or ''), 99)}"
     )
 
 

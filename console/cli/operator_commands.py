@@ -12,6 +12,8 @@ from console.cli.common import (
     add_state_dir,
     age,
     connect,
+    fit,
+    paint,
     parse_duration,
     print_json,
     when,
@@ -62,15 +64,20 @@ def cmd_pending(args: argparse.Namespace) -> int:
     if not rows:
         print("no pending requests")
         return 0
-    print(f"{'ID':<14} {'AGE':>4}  {'FINGERPRINT':<12}  {'SESSION':<12}  {'TOOL':<18} {'BADGES':<14} COMMAND")
+    print(
+        paint(
+            f"{'ID':<14} {'AGE':>4}  {'FINGERPRINT':<12}  {'SESSION':<12}  {'TOOL':<18} {'BADGES':<14} COMMAND",
+            "bold",
+        )
+    )
     for item in rows:
         session = inert(item["session_id"])[:12] or "-"
-        command = inert(item["command"])
-        if len(command) > 100:
-            command = command[:99] + "…"
+        command = inert(item["command"])  # whole when piped; cut at a word on a terminal
+        badge_text = _badges(item)
+        shown = paint(f"{badge_text:<14}", "red bold" if badge_text != "-" else "dim")
         print(
             f"{item['request_id']:<14} {age(item['submitted_at']):>4}  {item['fingerprint'][:12]}  {session:<12}  "
-            f"{inert(item['operation']['tool'])[:18]:<18} {_badges(item):<14} {command}"
+            f"{inert(item['operation']['tool'])[:18]:<18} {shown} {fit(command, 94)}"
         )
         for e in item["evaluation"]["escalations"]:
             if e.get("code") == "new_workspace":

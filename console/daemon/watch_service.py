@@ -87,6 +87,9 @@ class _Singles:
     count: int = 0
 
 
+MAX_ACCEPTED = 2000  # remembered tripwire answers that moved a baseline
+
+
 class TripwireAction(StrEnum):
     RESUME = "resume"
     KILL = "kill"
@@ -169,6 +172,9 @@ class WatchService:
         self._alerted: dict[str, float] = {}
         self._sampler: asyncio.Task[None] | None = None
         self.tripwires: dict[str, TripwireItem] = {}
+        # The change a tripwire answer accepted as the new baseline, by (root, path): so the
+        # panel can say "you answered this change" instead of "same as its baseline".
+        self.accepted: dict[tuple[str, str], dict[str, Any]] = {}
         self._status = WatchStatus()
         self._collecting: dict[str, list[FileEvent]] = {}
         self.op_sessions: dict[str, str] = {}  # executed request id -> its agent session
@@ -648,6 +654,15 @@ class WatchService:
         else:
             item.state = "kept"
         if item.count <= 1:  # a flood's files keep their (empty) baselines
+            self.accepted.pop((item.workspace_root, item.path), None)
+            self.accepted[(item.workspace_root, item.path)] = {
+                "diff": item.diff,
+                "state": item.state,
+                "item": item.id,
+                "at": time.time(),
+            }
+            while len(self.accepted) > MAX_ACCEPTED:
+                self.accepted.pop(next(iter(self.accepted)))
             self.watcher.accept_baseline(item.workspace_root, item.path)
         self.sessions.changed(item.session)
         with contextlib.suppress(StoreUnavailable):  # logged by the callback

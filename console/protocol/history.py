@@ -16,3 +16,18 @@ KINDS = (
 )
 VERDICTS = ("allow", "deny")
 SOURCES = ("operator", "policy", "grant", "timeout", "cancel", "shutdown", "store")
+
+# What each name of `--kind` / `kind:` covers (protected changes are the history's file
+# events). "all" is the default everywhere: the CLI's and the console's history alike.
+KIND_GROUPS = {
+    "decision": ("decision",),
+    "protected": ("file_event",),
+    "tripwire": ("tripwire", "tripwire_resolved"),
+    "all": ("decision", "file_event", "tripwire", "tripwire_resolved"),
+}
+GROUP_WORDS = {
+    "decision": "decisions",
+    "protected": "protected changes",
+    "tripwire": "tripwires",
+    "all": "decisions, protected changes and tripwires",
+}

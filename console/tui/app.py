@@ -79,9 +79,12 @@ class ConsoleApp(App[None]):
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         session: str | None = None,
+        throwaway: bool = False,
     ) -> None:
         super().__init__()
         self.start_session = session  # open the sessions view with this session in a pane
+        # The demo's daemon and state end with the console: quitting does not leave them running.
+        self.throwaway = throwaway
         self.settings = settings
         self.config = settings.config
         self.clock = clock
@@ -177,6 +180,12 @@ class ConsoleApp(App[None]):
         if first is not None and queue is not None:
             queue.pending_changed(first)  # type: ignore[attr-defined]
         self._update_tabs()
+
+    def describe(self, spec: ActionSpec) -> str:
+        """An action's description as true for this console (the demo's quit ends its daemon)."""
+        if spec.id == "quit" and self.throwaway:
+            return "Quit (the demo's throw-away daemon, sessions and state end with it)"
+        return spec.description
 
     def _all_screens(self) -> list[Screen[Any]]:
         seen: dict[int, Screen[Any]] = {id(s): s for s in self.views.values()}

@@ -48,7 +48,7 @@ class ConsoleCommands(Provider):
             if spec.palette and spec.scope in active:
                 key = app.get_key_display(Binding(keys.get(spec.id, spec.keys).split(",")[0], ""))
                 out.append(
-                    Entry(spec.description, f"{spec.id} · {key}", partial(app.run_spec, spec, self.screen))
+                    Entry(app.describe(spec), f"{spec.id} · {key}", partial(app.run_spec, spec, self.screen))
                 )
         for name in app.theme_names():
             out.append(Entry(f"Theme: {name}", "switch the colour theme", partial(app.use_theme, name)))

@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.protocol.history import KINDS, SOURCES, VERDICTS
+from console.protocol.history import GROUP_WORDS, KIND_GROUPS, KINDS, SOURCES, VERDICTS
 from console.tui.timefmt import parse_since
 
 _KEYS = {
@@ -35,11 +35,15 @@ class Parsed:
     params: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
+    group: str = "all"
+
     def describe(self) -> str:
+        """What is shown, in words that match the query (never "everything" for less)."""
         parts = [f"{k}={v}" for k, v in self.params.items() if k not in ("search", "kinds")]
         if "search" in self.params:
             parts.insert(0, f"text contains {self.params['search']!r}")
-        return ", ".join(parts) or "everything"
+        what = GROUP_WORDS.get(self.group) or "events of kind " + ",".join(self.params.get("kinds", ()))
+        return what + (": " + ", ".join(parts) if parts else "")
 
 
 def _tokens(text: str) -> list[str]:
@@ -66,12 +70,17 @@ def parse_query(text: str, now: float) -> Parsed:
         elif name == "source" and value not in SOURCES:
             out.errors.append(f"source: {value!r} is not one of {', '.join(SOURCES)}")
         elif name == "kinds":
+            if value in KIND_GROUPS:
+                out.group = value
+                continue
             kinds = value.split(",")
             bad = [k for k in kinds if k not in KINDS]
             if bad:
-                out.errors.append(f"kind: {bad[0]!r} is not one of {', '.join(KINDS)}")
+                names = ", ".join([*KIND_GROUPS, *KINDS])
+                out.errors.append(f"kind: {bad[0]!r} is not one of {names}")
             else:
                 out.params["kinds"] = kinds
+                out.group = ""
         elif name in ("since", "until"):
             try:
                 out.params[name] = parse_since(value, now)
@@ -81,6 +90,8 @@ def parse_query(text: str, now: float) -> Parsed:
             out.params[name] = value
     if free:
         out.params["search"] = " ".join(free)
+    if out.group:
+        out.params["kinds"] = list(KIND_GROUPS[out.group])
     return out
 
 

@@ -52,7 +52,7 @@ def run_app(
     """Run the console until the operator quits; with ``session``, open on that session."""
     from console.tui.app import ConsoleApp
 
-    app = ConsoleApp(settings, state_dir=str(loc.state_dir), session=session)
+    app = ConsoleApp(settings, state_dir=str(loc.state_dir), session=session, throwaway=exit_on_hangup)
     if exit_on_hangup:
         # A closed terminal must still clean up what the demo started.
         for sig in (signal.SIGHUP, signal.SIGTERM):

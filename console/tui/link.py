@@ -11,6 +11,7 @@ history, grants) share the connection; the daemon serves them concurrently.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,6 +24,7 @@ from console.client import AsyncClient, DaemonUnreachable, RPCError
 PAGE = 500
 TOPICS = ["pending", "decided", "grants", "status", "sessions", "watch", "outcomes", "attention"]
 RETRY_S = 1.0
+CONNECT_WAIT_S = 3.0  # how long a call waits for a (re)connection before saying the daemon is away
 
 Connect = Callable[[], Awaitable[AsyncClient]]
 
@@ -66,10 +68,18 @@ class DaemonLink:
         self.connected = asyncio.Event()
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """One request on the shared connection; DaemonUnreachable when there is none."""
+        """One request on the shared connection. While the link is (re)connecting — at
+        start-up, after a resume from SIGSTOP — it waits up to :data:`CONNECT_WAIT_S` for
+        the connection rather than failing at once; DaemonUnreachable after that."""
         client = self.client
         if client is None:
-            raise DaemonUnreachable("not connected to the daemon")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.connected.wait(), CONNECT_WAIT_S)
+            client = self.client
+        if client is None:
+            raise DaemonUnreachable(
+                f"the daemon did not answer within {CONNECT_WAIT_S:g} s (still reconnecting)"
+            )
         return await client.call(method, params)
 
     async def run(self) -> None:

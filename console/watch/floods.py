@@ -87,6 +87,8 @@ def annotate(rec: Record, groups: _Groups, baselines: Baselines) -> Record:
         and is_init_config(os.path.join(baselines.root, rec.path))
     ):
         quiet = "new repository's default config (git init)"
+    elif quiet is None and rec.is_dir and rec.kind is ChangeKind.ADDED:
+        quiet = "new directory (each file in it is reported)"
     group: str | None
     if (
         _literal(rec.protected)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-# vim: .name.swp/.swo/.swn… (and name.swp when written that way)
-_SWAP = re.compile(r".+\.sw[a-p]\Z", re.DOTALL)
+# vim: .name.swp/.swo/.swn…, and .swx, the name it probes with (and name.swp too)
+_SWAP = re.compile(r".+\.sw[a-z]\Z", re.DOTALL)
 # an atomic-save temporary: name.tmp, name.tmp.1234, name.tmp-ab12, name.12345.tmp,
 # JetBrains' name___jb_tmp___ / name___jb_old___
 _TEMP = re.compile(

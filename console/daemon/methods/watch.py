@@ -53,7 +53,11 @@ async def diff(ctx: CallContext, p: Params) -> dict[str, Any]:
     text = ctx.daemon.watch.watcher.baseline_diff(root, path)
     if text is None:
         raise RPCError(NOT_FOUND, "no baseline for that path (only small protected text files have one)")
-    return {"diff": text}
+    # When an answer to a tripwire made the change the baseline, say so, with that change.
+    accepted = ctx.daemon.watch.accepted.get((os.path.realpath(root), path)) or ctx.daemon.watch.accepted.get(
+        (root, path)
+    )
+    return {"diff": text, "accepted": accepted}
 
 
 async def add(ctx: CallContext, p: Params) -> dict[str, Any]:

@@ -74,7 +74,7 @@ class HelpScreen(ModalScreen[None]):
             shown = ", ".join(
                 self.app.get_key_display(Binding(k, "")) for k in keys.get(spec.id, spec.keys).split(",")
             )
-            table.add_row(Text(shown), Text(spec.description), Text(spec.id))
+            table.add_row(Text(shown), Text(self.app.describe(spec)), Text(spec.id))
         table.add_row(Text(""), Text(""), Text(""))
         table.add_row(
             Text("mouse", style="bold"),

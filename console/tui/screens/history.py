@@ -126,7 +126,7 @@ class HistoryScreen(Screen[None]):
             return
         if generation != self._generation:
             return
-        self.view.empty_message = "Nothing matches." if params else "No decisions recorded yet."
+        self.view.empty_message = "Nothing matches." if set(params) - {"kinds"} else "Nothing recorded yet."
         self.view.set_rows(page.get("rows", []), page.get("older"))
         self.last_query_ms = (self.app.monotonic() - started) * 1000
         self._count(generation, params, described)

@@ -196,7 +196,10 @@ class WatchScreen(Screen[None]):
         except DaemonUnreachable as exc:
             self.say(f"diff: {inert(str(exc))[:200]}", "error")
             return
-        self.detail.set_diff(event, str(result.get("diff", "")))
+        accepted = result.get("accepted")
+        self.detail.set_diff(
+            event, str(result.get("diff", "")), accepted if isinstance(accepted, dict) else None
+        )
         self.say("diff loaded: escaped, + added, - removed")
 
     def action_refresh_watch(self) -> None:

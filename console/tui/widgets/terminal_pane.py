@@ -50,6 +50,7 @@ from console.terminal import Match, encode_paste, paste_concerns
 from console.terminal import Segment as Cells
 from console.tui.actions import ActionSpec
 from console.tui.bindings import bindings
+from console.tui.clipboard import deliver
 from console.tui.widgets.pane_keys import PaneKeys, key_bytes
 from console.tui.widgets.pane_link import ENDED, FAILED, LIVE, PaneLink
 from console.tui.widgets.pane_paint import RowPainter, overlay
@@ -710,7 +711,14 @@ class TerminalPane(Widget, can_focus=True):
             return
         self.app.copy_to_clipboard(text)
         what = "selection" if self.state.selection is not None else "screen"
-        self.say(f"copied the {what}: {len(text)} characters", "ok")
+        self.run_worker(self._report_copy(text, what), group="copy", exclusive=True)
+
+    async def _report_copy(self, text: str, what: str) -> None:
+        delivery = await deliver(text, osc52_sent=True)
+        if delivery.ok:
+            self.say(f"copied the {what} ({len(text)} characters) to {delivery.where}", "ok")
+        else:
+            self.say(f"the {what} was not copied: {delivery.where}", "warning")
 
     def _point(self, x: int, y: int) -> Point | None:
         screen = self.link.screen

@@ -28,6 +28,7 @@ class WatchDetail(TextView):
         self.clock = clock
         self.event: Mapping[str, Any] | None = None
         self.diff: str | None = DIFF_NOT_LOADED
+        self.accepted: Mapping[str, Any] | None = None
         self.watch_status: Mapping[str, Any] | None = None
         self._styles: dict[str, Style] | None = None
 
@@ -49,13 +50,18 @@ class WatchDetail(TextView):
         if event is not self.event:
             self.event = event
             self.diff = DIFF_NOT_LOADED
+            self.accepted = None
             self.scroll_to(y=0, animate=False, immediate=True)
             self.refresh_detail()
 
-    def set_diff(self, event: Mapping[str, Any], diff: str) -> None:
-        """``diff``: the text, or one of the states of watch_text (not loaded, none kept)."""
+    def set_diff(
+        self, event: Mapping[str, Any], diff: str, accepted: Mapping[str, Any] | None = None
+    ) -> None:
+        """``diff``: the text, or one of the states of watch_text (not loaded, none kept);
+        ``accepted``: the tripwire answer that made a change the baseline, if any."""
         if event is self.event:
             self.diff = diff
+            self.accepted = accepted
             self.refresh_detail()
 
     def refresh_detail(self) -> None:
@@ -64,6 +70,7 @@ class WatchDetail(TextView):
                 self.event,
                 self.styles_map(),
                 diff=self.diff,
+                accepted=self.accepted,
                 watch_status=self.watch_status,
                 now=self.clock(),
             )

@@ -34,7 +34,8 @@ MAX_DIFF_LINES = 200
 def shown_path(event: Mapping[str, Any]) -> str:
     """What to show for an event's path: the daemon's display form, escaped again to be sure."""
     display = event.get("display_path")
-    return inert(str(display if display is not None else event.get("path", "")))
+    shown = inert(str(display if display is not None else event.get("path", "")))
+    return shown.rstrip("/") + "/" if event.get("flood") else shown
 
 
 def raw_path_shown(path: str) -> str:
@@ -110,11 +111,12 @@ def event_row(event: Mapping[str, Any], styles: Styles, width: int, degraded: se
     ``lookalike``, ``marker``, ``flag``, ``added``, ``removed``, ``modified``.
     """
     protected = event.get("protected")
+    loud = styles["label"] if event.get("quiet") else styles["protected"]  # quiet: listed, not alarming
     row = Text(no_wrap=True, overflow="crop", end="")
     row.append(f" {clock_time(event.get('at'), with_date=False)} ", styles["time"])
     kind = str(event.get("kind", "?"))
     role = {"added": "added", "deleted": "removed"}.get(kind, "modified")
-    row.append(f"{kind[:8]:<9}", styles["protected"] if protected else styles[role])
+    row.append(f"{kind[:8]:<9}", loud if protected else styles[role])
     if protected:
         pattern, _ = agent_text(str(protected), styles, styles["pattern"], limit=16)
         row.append(" ", styles["pattern"])
@@ -130,9 +132,7 @@ def event_row(event: Mapping[str, Any], styles: Styles, width: int, degraded: se
     marks = flags(event, degraded)
     tail = ("  " + " ".join(marks)) if marks else ""
     room = max(8, width - row.cell_len - len(tail))
-    row.append_text(
-        path_text(shown_path(event), styles, styles["protected"] if protected else "", limit=room)
-    )
+    row.append_text(path_text(shown_path(event), styles, loud if protected else "", limit=room))
     if tail:
         row.append(tail, styles["flag"])
     return row
@@ -190,6 +190,7 @@ def event_detail(
     styles: Styles,
     *,
     diff: str | None = DIFF_NOT_LOADED,
+    accepted: Mapping[str, Any] | None = None,
     watch_status: Mapping[str, Any] | None = None,
     now: float,
 ) -> Text:
@@ -258,6 +259,14 @@ def event_detail(
         out.append(
             "  none kept: only small protected text files have a baseline to compare with\n", styles["dim"]
         )
+    elif diff == "" and accepted and accepted.get("diff"):
+        out.append(
+            f"  unchanged since you answered tripwire {inert(str(accepted.get('item', '')))} "
+            f"({inert(str(accepted.get('state', '')))}), which made this the baseline; the change you answered:\n",
+            styles["warning"],
+        )
+        body, _ = diff_text(str(accepted["diff"]), styles, expanded=True)
+        out.append_text(body)
     elif diff == "":
         out.append("  the content is the same as its baseline\n", styles["dim"])
     else:
