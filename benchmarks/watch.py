@@ -1,6 +1,7 @@
 """Write -> event delivered, for the workspace watcher beside watchfiles' bare ``awatch``.
 
     python benchmarks/watch.py [--writes 40] [--files 20000]
+    python benchmarks/watch.py --only-flood [--flood-files 20000]
 
 Both watch the same directory in the same process and event loop at the same time, so
 the figures are comparable on a busy machine. The reference is ``awatch(root,
@@ -12,6 +13,12 @@ watch_filter=None)`` with watchfiles' defaults (``DefaultFilter`` would drop ``.
    them: how many protected changes each one delivered (target: zero missed), their
    latency, and the longest event-loop stall seen by a 5 ms ticker, for the burst
    watched by both, by ours alone, and by the bare ``awatch`` alone.
+
+``--only-flood``: a real daemon (tripwire ``alert``) watching a workspace, and a probe
+process calling ``pending.list`` every 5 ms: its p50/p99 while another process creates
+20,000 files under ``.git/hooks/flood/``, beside the same with no flood (target p99
+<= 50 ms), and how many events and history rows the flood became. Bounded (< 60 s); the
+daemon is stopped and the files removed at the end.
 """
 
 from __future__ import annotations
@@ -343,5 +350,130 @@ async def main() -> None:
         )
 
 
+FLOOD_WRITER = r"""
+import os, sys, time
+d = os.path.join(sys.argv[1], ".git", "hooks", "flood")
+os.mkdir(d)
+t0 = time.monotonic()
+for i in range(int(sys.argv[2])):
+    with open(os.path.join(d, f"f{i:05d}"), "w") as f:
+        f.write("x")
+print(time.monotonic() - t0)
+"""
+
+PENDING_PROBE = r"""
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+token = open(sys.argv[2]).read().strip()
+def call(i, method, params):
+    s.sendall(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode() + b"\n")
+    data = b""
+    while not data.endswith(b"\n"):
+        data += s.recv(1 << 20)
+    return data
+call(0, "hello", {"token": token})
+lat, i, stop = [], 1, time.monotonic() + float(sys.argv[3])
+while time.monotonic() < stop:
+    t0 = time.perf_counter()
+    call(i, "pending.list", {})
+    lat.append(time.perf_counter() - t0)
+    i += 1
+    time.sleep(0.005)
+print(json.dumps(lat))
+"""
+
+
+def flood_main(files: int) -> None:
+    import shutil
+    import signal
+
+    from console.client import Client
+    from console.client.spawn import running_pid
+    from console.locations import locate
+
+    base = Path(tempfile.mkdtemp(prefix="acf-", dir="/tmp"))
+    ws = base / "ws"
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    loc = locate(base / "s")
+    loc.state_dir.mkdir(mode=0o700)
+    loc.policy.write_text(f'tripwire = "alert"\nwatch = [{json.dumps(str(ws))}]\n')
+    argv = [sys.executable, "-m", "console", "daemon", "run", "--state-dir", str(loc.state_dir)]
+    argv += ["--log-level", "warning"]
+    t_start = time.monotonic()
+    with open(base / "daemon.log", "wb") as log:
+        daemon = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        while running_pid(loc) != daemon.pid:
+            if daemon.poll() is not None or time.monotonic() - t_start > 20:
+                raise SystemExit(f"the daemon did not start; see {base / 'daemon.log'}")
+            time.sleep(0.05)
+        with Client.connect(loc, role="operator") as op:
+            while not op.call("watch.status")["roots"] or not op.call("watch.status")["ok"]:
+                time.sleep(0.05)
+
+        def probe(seconds: float) -> subprocess.Popen[str]:
+            args = [
+                sys.executable,
+                "-c",
+                PENDING_PROBE,
+                str(loc.operator_socket),
+                str(loc.token),
+                str(seconds),
+            ]
+            return subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+
+        quiet = probe(3.0)
+        quiet_lat = json.loads(quiet.communicate(timeout=20)[0])
+        loud = probe(12.0)
+        time.sleep(0.3)
+        writer = subprocess.run(
+            [sys.executable, "-c", FLOOD_WRITER, str(ws), str(files)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        loud_lat = json.loads(loud.communicate(timeout=30)[0])
+        with Client.connect(loc, role="operator") as op:
+            events = [
+                e
+                for e in op.call("watch.recent", {"protected_only": True})["events"]
+                if e["display_path"].startswith(".git/hooks/flood")
+            ]
+            rows = op.call("history.query", {"kinds": ["file_event"], "limit": 5000})["rows"]
+        flood_rows = [r for r in rows if str(r.get("command", "")).startswith(".git/hooks/flood")]
+    finally:
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+        shutil.rmtree(base, ignore_errors=True)
+    p99q, p99l = pct(quiet_lat, 99), pct(loud_lat, 99)
+    print(
+        f"protected flood: {files:,} files under .git/hooks/flood/ (writer took {float(writer.stdout):.1f} s)"
+    )
+    print(f"   {'pending.list':28} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'calls':>6}")
+    for name, xs in (("no flood (reference)", quiet_lat), ("during the flood", loud_lat)):
+        print(f"   {name:28} {ms(pct(xs, 50)):>7} {ms(pct(xs, 99)):>7} {ms(max(xs)):>7} {len(xs):>6}")
+    print(
+        f"   target p99 <= 50 ms during the flood: {ms(p99l).strip()} ms ({'met' if p99l <= 0.05 else 'missed'})"
+    )
+    print(f"   (reference p99 {ms(p99q).strip()} ms)")
+    counted = sum(e["count"] for e in events)
+    print(
+        f"   the flood became {len(events)} events counting {counted:,} changes, "
+        f"{len(flood_rows)} history rows; whole run {time.monotonic() - t_start:.1f} s"
+    )
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    if "--only-flood" in sys.argv:
+        fp = argparse.ArgumentParser()
+        fp.add_argument("--only-flood", action="store_true")
+        fp.add_argument("--flood-files", type=int, default=20_000)
+        flood_main(fp.parse_args().flood_files)
+    else:
+        asyncio.run(main())

