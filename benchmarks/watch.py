@@ -404,7 +404,7 @@ def flood_main(files: int) -> None:
     with open(base / "daemon.log", "wb") as log:
         daemon = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
     try:
-        while running_pid(loc) != daemon.pid:
+        while running_pid(loc) != daemon.pid or not loc.operator_socket.exists():
             if daemon.poll() is not None or time.monotonic() - t_start > 20:
                 raise SystemExit(f"the daemon did not start; see {base / 'daemon.log'}")
             time.sleep(0.05)

@@ -131,3 +131,97 @@ def test_queue_in_the_light_theme(snap_compare):
 
 def test_queue_in_the_high_contrast_theme(snap_compare):
     assert snap_compare(make(theme="high-contrast"), terminal_size=SIZE, run_before=loaded)
+
+
+# Issue 15: the risky details, a history entry, and the narrow and wide layouts.
+
+
+def evaluated_item(request_id: str, **fields) -> dict:
+    """A pending item as the daemon lists it, evaluated by the real policy (fixed host)."""
+    from fakehost import FakeHost
+
+    from console.contract.operation import parse
+    from console.policy.config import policy_from_toml
+    from console.policy.evaluate import evaluate
+
+    wire = {"kind": "shell", "executable": "bash", "workspace_root": "/home/dev/project", **fields}
+    op = parse(wire, FakeHost())
+    decision = evaluate(op, policy_from_toml('workspaces = ["/home/dev/project"]\n'))
+    return {
+        "request_id": request_id,
+        "fingerprint": op.fingerprint,
+        "submitted_at": NOW - 30,
+        "deadline": NOW + 600,
+        "peer_pid": 4242,
+        "agent_id": "a-1",
+        "session_id": "agent-1",
+        "command": "bash " + " ".join(fields.get("args", [])),
+        "operation": op.to_wire(),
+        "content": [],
+        "unbound": list(op.unbound),
+        "supersedes": "",
+        "proposed": None,
+        "evaluation": decision.to_dict(),
+    }
+
+
+def shows(item: dict):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        pilot.app.add_pending(item)
+        pilot.app.views["queue"].select_request(item["request_id"])
+        await pilot.pause(0.1)
+
+    return run
+
+
+def test_detail_of_an_unrestricted_request(snap_compare):
+    item = evaluated_item(
+        "r-00000000u1",
+        args=["-c", "npm run dev"],
+        capabilities=[{"kind": "unrestricted"}],
+        justification="start the dev server",
+    )
+    assert snap_compare(make(), terminal_size=SIZE, run_before=shows(item))
+
+
+def test_detail_of_a_protected_write(snap_compare):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        pilot.app.views["queue"].select_request("r-0000000005")
+        await pilot.pause(0.1)
+
+    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+
+def test_detail_of_an_uncertain_chain(snap_compare):
+    item = evaluated_item(
+        "r-00000000c1", args=["-c", 'cat <<E"O"F\nharmless\nEOF\ntouch MARK\nE"O"F\n'], network="any"
+    )
+    assert snap_compare(make(), terminal_size=SIZE, run_before=shows(item))
+
+
+def test_history_entry(snap_compare):
+    async def run(pilot) -> None:
+        await loaded(pilot)
+        await pilot.press("2")
+        for _ in range(200):
+            if pilot.app.screen.id == "history" and pilot.app.screen.view.rows:
+                break
+            await pilot.pause(0.01)
+        await pilot.press("enter")
+        for _ in range(200):
+            if pilot.app.screen.CONTEXT == "entry" and pilot.app.screen.detail is not None:
+                break
+            await pilot.pause(0.01)
+        await pilot.pause(0.1)
+
+    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+
+def test_queue_at_80_by_24(snap_compare):
+    assert snap_compare(make(), terminal_size=(80, 24), run_before=loaded)
+
+
+def test_queue_at_200_by_60(snap_compare):
+    assert snap_compare(make(), terminal_size=(200, 60), run_before=loaded)

