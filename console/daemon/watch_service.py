@@ -175,6 +175,8 @@ class WatchService:
         # The change a tripwire answer accepted as the new baseline, by (root, path): so the
         # panel can say "you answered this change" instead of "same as its baseline".
         self.accepted: dict[tuple[str, str], dict[str, Any]] = {}
+        # The request that started each operation-made session (its changes are the request's).
+        self.session_requests: dict[str, str] = {}
         self._status = WatchStatus()
         self._collecting: dict[str, list[FileEvent]] = {}
         self.op_sessions: dict[str, str] = {}  # executed request id -> its agent session
@@ -466,7 +468,11 @@ class WatchService:
             change=ev.kind.value,
             protected_pattern=ev.protected or "",
             workspace_root=ev.workspace_root,
-            request_id=operations[0] if operations else "",
+            request_id=operations[0]
+            if operations
+            else self.session_requests.get(named[0].session_id, "")
+            if named
+            else "",
             session_id=named[0].session_id if named else "",
             attribution={
                 "who": record["attribution"] or "unattributed",

@@ -83,7 +83,9 @@ async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
     if answer["verdict"] == "allow" and op.mode is not Mode.CAPTURED:
         # An approved interactive or durable operation is a session: the agent gets its id.
         try:
-            answer["session"] = ctx.daemon.sessions.start_for_operation(op, ctx.conn, cols, rows)
+            answer["session"] = ctx.daemon.sessions.start_for_operation(
+                op, ctx.conn, cols, rows, request_id=answer["request_id"]
+            )
         except RPCError as exc:
             answer["session"] = None
             answer["session_error"] = exc.message

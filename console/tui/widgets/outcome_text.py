@@ -85,6 +85,14 @@ def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int)
         out.append("  not run by the console (no outcome recorded)\n", styles["dim"])
         return out
     body: Mapping[str, Any] = record.get("body") or {}
+    if body.get("kind") == "session":
+        out.append("  RAN AS A SESSION", styles["allow"])
+        sid, _ = agent_text(str(body.get("session", "")), styles, limit=64)
+        out.append(f"  {body.get('mode', '')} session ", styles["label"])
+        out.append_text(sid)
+        how = "sandboxed" if body.get("sandboxed") else "UNRESTRICTED (outside the sandbox)"
+        out.append(f", {how}; its changes are listed below\n", styles["label"])
+        return out
     outcome: Mapping[str, Any] = body["outcome"] if isinstance(body.get("outcome"), Mapping) else body
     state, kind = str(outcome.get("state", "?")), str(outcome.get("kind", "?"))
     status = str(body.get("status", "")) or state
