@@ -67,12 +67,24 @@ class DaemonProcess:
         log.close()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if running_pid(self.loc) == self.proc.pid and self.loc.operator_socket.exists():
+            if running_pid(self.loc) == self.proc.pid and self._accepting():
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError(f"daemon exited with {self.proc.returncode}:\n{self.log()}")
             time.sleep(0.02)
         raise RuntimeError(f"daemon did not start:\n{self.log()}")
+
+    def _accepting(self) -> bool:
+        """Both sockets take connections (a socket file exists between bind and listen)."""
+        import socket
+
+        for path in (self.loc.operator_socket, self.loc.agent_socket):
+            with socket.socket(socket.AF_UNIX) as s:
+                try:
+                    s.connect(str(path))
+                except OSError:
+                    return False
+        return True
 
     def log(self) -> str:
         try:
