@@ -42,7 +42,7 @@ def _recording_refresh(self: Screen) -> None:  # type: ignore[type-arg]
     paints.append(time.perf_counter())
 
 
-PER_CONNECTION = 900  # the daemon refuses more than 1,000 calls in flight on one connection
+PER_CONNECTION = 64  # one identity per connection, and the daemon lets one identity have 64 waiting
 
 
 async def agent(state_dir: str, ws: str, n: int) -> None:
