@@ -197,9 +197,10 @@ def test_the_history_summary_names_what_it_shows():
     """Issue 15, finding 5: "everything" is everything, and a filter says what it keeps."""
     everything = parse_query("", 0)
     assert everything.params["kinds"] == ["decision", "file_event", "tripwire", "tripwire_resolved"]
-    assert everything.describe() == "decisions, protected changes and tripwires"
+    assert everything.describe() == "everything"  # and it is: decisions, protected changes, tripwires
     assert parse_query("kind:decision", 0).describe() == "decisions"
-    assert parse_query("kind:tripwire pip", 0).describe() == "tripwires: text contains 'pip'"
+    assert parse_query("kind:tripwire pip", 0).describe() == "text contains 'pip' (tripwires)"
+    assert parse_query("pip", 0).describe() == "text contains 'pip'"
     assert parse_query("kind:grant", 0).describe() == "events of kind grant"
 
 

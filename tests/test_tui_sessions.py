@@ -319,8 +319,9 @@ async def test_detach_quit_and_reopen_shows_the_same_screen(daemon, clock):
         pane = await until(pilot, lambda: screen.focused_pane())
         await until(pilot, lambda: pane.link.state == "live")
         await wait_shown(pilot, pane, "kept-5")
-        assert pane.link.screen.size == before_size
-        assert shown(pane) == before
+        # The pane is resized to its place in the layout once that settles.
+        await until(pilot, lambda: pane.link.screen.size == before_size)
+        await until(pilot, lambda: shown(pane) == before)
         # the colours came back too
         row = next(i for i, line in enumerate(shown(pane).split("\n")) if line.startswith("red plain"))
         first = pane.render_line(row)._segments[0]

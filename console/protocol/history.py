@@ -29,5 +29,5 @@ GROUP_WORDS = {
     "decision": "decisions",
     "protected": "protected changes",
     "tripwire": "tripwires",
-    "all": "decisions, protected changes and tripwires",
+    "all": "everything",  # it is: decisions, protected changes and tripwires
 }

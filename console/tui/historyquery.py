@@ -43,7 +43,10 @@ class Parsed:
         if "search" in self.params:
             parts.insert(0, f"text contains {self.params['search']!r}")
         what = GROUP_WORDS.get(self.group) or "events of kind " + ",".join(self.params.get("kinds", ()))
-        return what + (": " + ", ".join(parts) if parts else "")
+        if not parts:
+            return what
+        # The filter first: a narrow terminal cuts the end of the summary line.
+        return ", ".join(parts) + ("" if self.group == "all" else f" ({what})")
 
 
 def _tokens(text: str) -> list[str]:
