@@ -43,3 +43,15 @@ def hook_cli(daemon, payload: Any, timeout: str = "20", env: dict | None = None)
     if not r.stdout.strip():
         return None  # no answer: Claude Code's own flow decides
     return json.loads(r.stdout)["hookSpecificOutput"]
+
+
+SECRET = "PRIVATE-KEY-MATERIAL"
+
+
+def secret_home(short_tmp) -> tuple:
+    """A home with an SSH key, and the policy line that hides it from sandboxed commands
+    (as the daemon hides real homes): (the home, the policy text)."""
+    home = short_tmp("ac-home-")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text(SECRET + "\n")
+    return home, f"hidden = [{str(home)!r}]\n"

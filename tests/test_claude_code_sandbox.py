@@ -17,21 +17,19 @@ from pathlib import Path
 import pytest
 from daemon_harness import in_background, running_daemon, short_tmp, wait_for, workspace
 from hook_harness import hook_cli, hook_input
+from hook_harness import secret_home as make_secret_home
 
 from console.adapters.claude_code import is_ticket_command, ticket_command
 
 
 @pytest.fixture(scope="module")
 def secret_home():
-    base = short_tmp("ac-home-")
-    (base / ".ssh").mkdir()
-    (base / ".ssh" / "id_rsa").write_text("PRIVATE-KEY-MATERIAL\n")
-    return base
+    return make_secret_home(short_tmp)
 
 
 @pytest.fixture(scope="module")
 def daemon(secret_home):
-    with running_daemon(f"approval_timeout_s = 30\nhidden = [{str(secret_home)!r}]\n") as d:
+    with running_daemon(f"approval_timeout_s = 30\n{secret_home[1]}") as d:
         yield d
 
 
@@ -74,7 +72,7 @@ def test_a_bash_call_within_the_sandbox_is_allowed_without_asking_and_runs_sandb
 
 def test_the_sandboxed_bash_cannot_write_git_hooks_nor_read_home_secrets(daemon, secret_home):
     ws = workspace()
-    key = secret_home / ".ssh" / "id_rsa"
+    key = secret_home[0] / ".ssh" / "id_rsa"
     out = ask(
         daemon,
         ws,
