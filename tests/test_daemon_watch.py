@@ -123,6 +123,39 @@ def test_exec_outcome_lists_the_changes_it_made(setup):
     assert paths.get("out/a.txt") == "added"
 
 
+def test_exec_outcome_leaves_out_what_the_sandbox_could_not_have_written(setup):
+    """Issue 13, finding 9: while the operation runs, another process writes a protected
+    file (pinned read-only in the sandbox) and the operation writes its own file. The
+    outcome lists the operation's file, not the other's."""
+    ws, start = setup
+    d = start()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "console",
+            "exec",
+            "--json",
+            "--state-dir",
+            str(d.state_dir),
+            "--",
+            "sh",
+            "-c",
+            "sleep 1.2; echo x > mine.txt",
+        ],
+        cwd=ws,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.6)
+    (ws / ".env").write_text("TOKEN=someone-else\n")
+    (ws / ".git" / "hooks" / "pre-commit").write_text("echo someone else\n")
+    out, _ = proc.communicate(timeout=60)
+    paths = {c["path"] for c in json.loads(out)["result"]["outcome"]["changes"]}
+    assert "mine.txt" in paths
+    assert ".env" not in paths and ".git/hooks/pre-commit" not in paths, paths
+
+
 def test_alert_mode_raises_an_alert_event(setup):
     ws, start = setup
     d = start("alert")

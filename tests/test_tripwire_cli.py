@@ -96,7 +96,7 @@ def test_every_process_stops_and_the_operator_settles_it_from_a_shell(daemon):
             assert "TRIPWIRE" in trip.stdout and "RESOLVED" in trip.stdout and "resumed" in trip.stdout
             prot = d.cli("history", "--kind", "protected")
             assert ".git/hooks/pre-commit" in prot.stdout and f"session {sid}" in prot.stdout
-            assert "write I/O in window" in prot.stdout
+            assert f"({item['basis']})" in prot.stdout
             assert "PROTECTED" not in d.cli("history", "--kind", "decision").stdout
         finally:
             op.call("sessions.kill", {"session": sid, "grace_s": 1})

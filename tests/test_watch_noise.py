@@ -68,7 +68,7 @@ def test_git_init_is_quiet_and_a_real_hook_is_still_loud(env):
             assert loud == [], loud
             assert all(e["quiet"] for e in events if e["path"].endswith(".sample"))
             assert any(e["path"] == ".git/config" and "git init" in e["quiet"] for e in events)
-            assert items_of(op, sid) == []
+            assert items_of(op, sid) == [], [(i["display_path"], i["change"]) for i in items_of(op, sid)]
         finally:
             finish(op, sid)
 

@@ -113,6 +113,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         lines.append(
             f"tripwire    pause by {status['sessions']['pause_mode']}" + (f" ({why})" if why else "")
         )
+    lane = status.get("watch", {}).get("fast_lane")
+    if lane:
+        named = {
+            "fanotify+inotify": "writers named by pid from fanotify",
+            "inotify": "writers named by /proc evidence (no fanotify)",
+            "off": "no fast lane: protected writes seen after the watcher's debounce",
+        }.get(lane, lane)
+        lines.append(f"protected   {named}")
     for low, high in status.get("history", {}).get("unaccepted", []):
         lines.append(
             f"history     UNACCEPTED rows {low}-{high}: found past the head anchor at start-up, their grants "

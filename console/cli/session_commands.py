@@ -144,6 +144,24 @@ def cmd_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    r = _call(args, "sessions.prune", {"all": args.all})
+    if getattr(args, "json", False):
+        print_json(r)
+        return 0
+
+    def mib(n: int) -> str:
+        return f"{n / (1 << 20):.1f}M"
+
+    for item in r["pruned"]:
+        print(f"pruned {item['session']}: {mib(item['bytes'])}")
+    print(
+        f"freed {mib(r['freed_bytes'])} in {len(r['pruned'])} recordings; "
+        f"recordings now {mib(r['total_bytes'])} of {mib(r['quota_bytes'])}"
+    )
+    return 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from console.sessions import RecordingError, replay
 
@@ -250,6 +268,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_state_dir(q)
     q.add_argument("id")
     q.set_defaults(func=cmd_remove)
+
+    q = ssub.add_parser(
+        "prune", help="delete finished sessions' recordings, oldest first, down to recordings_total_mb"
+    )
+    add_state_dir(q)
+    q.add_argument("--all", action="store_true", help="every finished recording (never a running one)")
+    q.add_argument("--json", action="store_true", default=argparse.SUPPRESS)
+    q.set_defaults(func=cmd_prune)
 
     q = ssub.add_parser("replay", help="play a session's recording in this terminal")
     add_state_dir(q)

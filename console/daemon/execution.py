@@ -150,6 +150,12 @@ class ExecutionService:
             finally:
                 self.watch.end(token)
         ended = time.time()
+        if result.could_write is not None:
+            # The watcher saw it during the run, but the sandbox's mounts say the command
+            # could not have made it (a protected file pinned read-only): someone else did.
+            real_root = os.path.realpath(op.workspace_root)
+            could = result.could_write
+            changes = [c for c in changes if could(os.path.normpath(os.path.join(real_root, c.path)))]
         result = dataclasses.replace(
             result, outcome=dataclasses.replace(result.outcome, changes=tuple(changes))
         )

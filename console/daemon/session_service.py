@@ -71,7 +71,7 @@ class SessionService:
         self._tokens: dict[str, AttributionToken] = {}
         self.broker = broker
         self.execution = execution
-        self.manager = SessionManager(loc.state_dir, on_event=self._on_event)
+        self.manager = SessionManager(loc.state_dir, on_event=self._on_event, policy=execution.policy)
         self._prepared: dict[str, Prepared] = {}
         self._holders: Counter[str] = Counter()  # owner -> live connections holding it
         self._forwarders: dict[tuple[int, str], asyncio.Task[None]] = {}

@@ -34,7 +34,15 @@ from console.daemon.policy_source import PolicySource
 from console.policy import Tripwire
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.sandbox.placeholders import is_placeholder
-from console.sessions.writers import OPEN_FOR_WRITE, UNATTRIBUTED, Candidate, WriterEvidence
+from console.sessions.writers import (
+    OPEN_FOR_WRITE,
+    PID_FANOTIFY,
+    UNATTRIBUTED,
+    WRITE_IO,
+    Candidate,
+    WriterEvidence,
+    session_of_pid,
+)
 from console.store import Event, Store, StoreUnavailable, file_event
 from console.watch import (
     Attributions,
@@ -45,6 +53,7 @@ from console.watch import (
     display_path,
     net_changes,
 )
+from console.watch.sentinel import Hint
 
 if TYPE_CHECKING:
     from console.daemon.session_service import SessionService
@@ -87,7 +96,10 @@ class _Singles:
     count: int = 0
 
 
-MAX_ACCEPTED = 2000  # remembered tripwire answers that moved a baseline
+MAX_ACCEPTED = 2000
+EARLY_WAIT_S = 1.0  # the longest a fast-lane stop waits for its event before it is raised
+FAN_WINDOW_S = 2.0  # a fanotify-named writer explains the path's events this long after
+MAX_FAN_WRITERS = 4096  # remembered tripwire answers that moved a baseline
 
 
 class TripwireAction(StrEnum):
@@ -165,6 +177,8 @@ class WatchService:
             attributions=self.attributions,
             on_event=self._on_event,
             on_status=self._on_status,
+            on_hint=self._on_hint,
+            writer_of=session_of_pid,
         )
         self.recent: deque[dict[str, Any]] = deque(maxlen=recent_size)
         self.protected: deque[dict[str, Any]] = deque(maxlen=protected_size)
@@ -188,6 +202,10 @@ class WatchService:
         self._floods: dict[tuple[str, str, bool], _Flood] = {}
         self._singles: dict[tuple[str, str, bool], _Singles] = {}
         self._republish: dict[int, dict[str, Any]] = {}  # flood records updated since the last frame
+        # Sessions the fast lane stopped, by id: their item until the change is complete.
+        self._early: dict[str, TripwireItem] = {}
+        # Writers fanotify reported, by (root, path): (session or None, wall-clock time).
+        self._fan_writers: dict[tuple[str, str], tuple[str | None, float]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -239,6 +257,9 @@ class WatchService:
 
     def status(self) -> dict[str, Any]:
         st = self._status.to_dict()
+        # How protected writes are seen and who is named: "fanotify+inotify" (the
+        # writer's pid from the kernel), "inotify" (evidence from /proc), "off".
+        st["fast_lane"] = self.watcher.fast_lane
         degraded = [r for r in self._status.roots if r.state == "degraded"]
         roots = len(self._status.roots)
         st["summary"] = (
@@ -422,12 +443,24 @@ class WatchService:
 
     def _writers(self, ev: FileEvent) -> list[Candidate]:
         """The sessions with evidence of having written the changed file."""
+        return self._writers_of(ev.workspace_root, ev.path, ev.changed_at)
+
+    def _writers_of(self, root: str, path: str, changed_at: float) -> list[Candidate]:
         if self.sessions is None:
             return []
+        known = self._fan_writers.get((root, path))
+        if known is not None and known[1] >= changed_at - FAN_WINDOW_S:
+            # The kernel named the writer: that session alone, or no session at all when
+            # the process was nobody's (the operator, the daemon, a sandboxed run) and
+            # cgroups make that certain (a marker can be cleared; a cgroup cannot be left
+            # without write access to the tree).
+            if known[0] is not None:
+                c = self._fan_candidate(known[0])
+                return [c] if c is not None else []
+            if self.sessions.manager.cgroups.available:
+                return []
         try:
-            return self.evidence.candidates(
-                self.sessions.manager.sessions(), ev.workspace_root, ev.path, ev.changed_at
-            )
+            return self.evidence.candidates(self.sessions.manager.sessions(), root, path, changed_at)
         except Exception:
             log.exception("attributing a protected change failed")
             return []
@@ -541,6 +574,9 @@ class WatchService:
             if mode is Tripwire.ALERT or not firm:
                 self._alert(ev, c)
                 continue
+            if c.session_id in self._early:
+                self._raise_early(c.session_id, ev, c.basis)
+                continue
             if any(t.session == c.session_id and t.state == "paused" for t in self.tripwires.values()):
                 continue  # already stopped: one item per pause
             item = self._item(ev, c, diff, "paused", flood)
@@ -550,6 +586,89 @@ class WatchService:
             self._history("tripwire", item, "paused")
             self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
             log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
+
+    def _on_hint(self, hint: Hint) -> None:
+        """The sentinel saw a protected name change (console/watch/sentinel.py): stop a
+        firmly identified writer now, without waiting for the debounced event. The rules
+        are ``_tripwire``'s; anything short of a single firm, live candidate waits for
+        the event, which is also what records the change and fills the item's diff."""
+        if hint.pid is not None:
+            self._fan_writers.pop((hint.root, hint.path), None)
+            self._fan_writers[(hint.root, hint.path)] = (hint.session, hint.at)
+            while len(self._fan_writers) > MAX_FAN_WRITERS:
+                self._fan_writers.pop(next(iter(self._fan_writers)))
+        if self.policy().tripwire is not Tripwire.PAUSE:
+            return
+        if hint.kind is ChangeKind.ADDED and is_placeholder(hint.root, hint.path, hint.is_dir):
+            return
+        named = self._writers_of(hint.root, hint.path, hint.at)
+        if len(named) != 1 or named[0].tier >= 2:
+            return
+        c = named[0]
+        if hint.pid is None and c.basis == WRITE_IO and self.watcher.fast_lane == "fanotify+inotify":
+            # The name changed before any write the kernel could attribute: write I/O
+            # nearby (a busy neighbour) is not enough when fanotify is about to say who.
+            return
+        if not (c.has_processes and self._has_processes(c.session_id)):
+            return
+        if any(t.session == c.session_id and t.state == "paused" for t in self.tripwires.values()):
+            return
+        if c.session_id in self._early:
+            return
+        item = TripwireItem(
+            id="t-" + secrets.token_hex(4),
+            at=time.time(),
+            session=c.session_id,
+            session_label=c.label[:200],
+            workspace_root=hint.root,
+            path=hint.path,
+            pattern=hint.pattern,
+            kind=hint.kind.value,
+            diff=None,
+            basis=c.basis,
+        )
+        self._early[c.session_id] = item
+        self._stop_session(item)
+        if self.sessions is not None:
+            self.sessions.changed(c.session_id)
+        log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
+        loop = asyncio.get_running_loop()
+        loop.call_later(EARLY_WAIT_S, lambda: self._raise_early(c.session_id, None))
+
+    def _raise_early(self, session_id: str, ev: FileEvent | None, basis: str = "") -> None:
+        """A session the fast lane stopped becomes an item once its change is complete:
+        when the watcher's event for it arrives (with its kind and the diff of what was
+        written up to the stop), or after ``EARLY_WAIT_S`` (a change the watcher sees
+        under another name, as through a symlinked ``.git/hooks``)."""
+        item = self._early.pop(session_id, None)
+        if item is None:
+            return
+        if ev is not None:
+            item.kind = ev.kind.value
+        if basis == PID_FANOTIFY:  # the kernel's word settles it, whatever stopped it first
+            item.basis = basis
+        item.diff = self.watcher.baseline_diff(item.workspace_root, item.path)
+        self.tripwires[item.id] = item
+        self._history("tripwire", item, "paused")
+        self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
+
+    def _fan_candidate(self, session_id: str) -> Candidate | None:
+        assert self.sessions is not None
+        try:
+            session = self.sessions.manager.session(session_id)
+        except Exception:
+            return None  # not one of ours (another daemon's cgroup, a forged marker)
+        info = session.info()
+        return Candidate(
+            session_id,
+            info.title or " ".join(info.argv),
+            info.pid or None,
+            PID_FANOTIFY,
+            True,
+            session.alive,
+            0,
+            session.has_processes,
+        )
 
     def _item(
         self, ev: FileEvent, c: Candidate, diff: str | None, state: str, flood: _Flood | None = None

@@ -7,6 +7,7 @@ editing ``policy.toml`` by hand.
 from __future__ import annotations
 
 import posixpath
+import re
 import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
@@ -69,6 +70,11 @@ class PolicyConfig:
     # What of the operator's home the sandbox shows (console/sandbox/home.py): globs, `~` expanded.
     readable: tuple[str, ...] = DEFAULT_READABLE
     hidden: tuple[str, ...] = ()
+    # Extra variables every session gets (console/sessions/environment.py), sorted by name.
+    session_env: tuple[tuple[str, str], ...] = ()
+    # Recording quotas (console/sessions/quota.py): one session's, and all of the state dir's.
+    recording_max_mb: int = 1024
+    recordings_total_mb: int = 4096
 
     @property
     def protected_paths(self) -> ProtectedPaths:
@@ -87,6 +93,9 @@ class PolicyConfig:
             "workspaces": list(self.workspaces),
             "readable": list(self.readable),
             "hidden": list(self.hidden),
+            "session_env": dict(self.session_env),
+            "recording_max_mb": self.recording_max_mb,
+            "recordings_total_mb": self.recordings_total_mb,
         }
 
 
@@ -125,7 +134,47 @@ _KEYS = (
     "workspaces",
     "readable",
     "hidden",
+    "session_env",
+    "recording_max_mb",
+    "recordings_total_mb",
 )
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The session marker and the daemon's own settings: a session never gets them from policy.
+RESERVED_ENV_PREFIX = "AGENT_CONSOLE_"
+MAX_MB = 1024 * 1024  # 1 TiB, in MiB
+
+
+def _session_env(data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``session_env``: a table of NAME = "value", both checked as envp needs them."""
+    value = data.get("session_env", {})
+    if not isinstance(value, dict):
+        raise PolicyError("session_env", 'must be a table of NAME = "value", e.g. { EDITOR = "vim" }')
+    if len(value) > 256:
+        raise PolicyError("session_env", "at most 256 variables")
+    for name, text in value.items():
+        if not _ENV_NAME.fullmatch(name) or len(name) > 256:
+            raise PolicyError(
+                "session_env",
+                f"{name[:64]!r} is not a variable name: use letters, digits and _, "
+                "not starting with a digit, e.g. EDITOR",
+            )
+        if name.startswith(RESERVED_ENV_PREFIX):
+            raise PolicyError(
+                f"session_env.{name}", f"names starting with {RESERVED_ENV_PREFIX} are the console's own"
+            )
+        if not isinstance(text, str):
+            raise PolicyError(f"session_env.{name}", f'must be a string; quote it: {name} = "..."')
+        if "\x00" in text or len(text) > 32 * 1024:
+            raise PolicyError(f"session_env.{name}", "must be at most 32 KiB and contain no NUL")
+    return tuple(sorted(value.items()))
+
+
+def _megabytes(data: dict[str, Any], key: str, default: int, low: int) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_MB:
+        raise PolicyError(key, f"must be a whole number of MiB between {low} and {MAX_MB}")
+    return value
 
 
 def _home_globs(data: dict[str, Any], key: str, example: str) -> tuple[str, ...]:
@@ -195,6 +244,14 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
                 "the filesystem root would trust every directory; name your projects' parent",
             )
 
+    max_mb = _megabytes(data, "recording_max_mb", defaults.recording_max_mb, 1)
+    total_mb = _megabytes(data, "recordings_total_mb", defaults.recordings_total_mb, 1)
+    if total_mb < max_mb:
+        raise PolicyError(
+            "recordings_total_mb",
+            f"must be at least recording_max_mb ({max_mb}): one recording must fit in the total",
+        )
+
     return PolicyConfig(
         sandbox=_choice(data, "sandbox", SandboxMode, defaults.sandbox),
         network=_choice(data, "network", NetworkMode, defaults.network),
@@ -207,6 +264,9 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
         workspaces=tuple(workspaces),
         readable=_home_globs(data, "readable", '["~/.gitconfig"]'),
         hidden=_home_globs(data, "hidden", '["~/work/secrets"]'),
+        session_env=_session_env(data),
+        recording_max_mb=max_mb,
+        recordings_total_mb=total_mb,
     )
 
 

@@ -113,6 +113,9 @@ class ExecResult:
     enforcement: Enforcement = dataclasses.field(default_factory=Enforcement)
     reason: str = ""  # why it did not start (setup failure), bounded and printable
     temp_root_removed: bool = True
+    # Whether the command could have written a canonical path, by its mounts alone: a
+    # change it could not have made (a pinned protected file) is another process's.
+    could_write: Callable[[str], bool] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able; see :meth:`StreamResult.to_dict` for how bytes are given."""
@@ -188,7 +191,7 @@ async def execute(
         result = await _Run(op, cfg, prepared, on_output, cancel, started).run()
     finally:
         removed = await asyncio.shield(asyncio.to_thread(prepared.close))
-    return _with_removed(result, removed)
+    return dataclasses.replace(_with_removed(result, removed), could_write=prepared.writable)
 
 
 def _content_changed(exc: ContentChangedError, started: float) -> ExecResult:

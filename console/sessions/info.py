@@ -53,7 +53,8 @@ class SessionInfo:
     last_output_at: float | None = None  # unix time of the latest output
     output_bytes: int = 0  # total output so far: the stream's end offset
     terminal_title: str = ""  # what the program set with OSC 0/2 (untrusted)
-    recording_truncated: bool = False
+    recording_truncated: bool = False  # the per-session cap was reached (set as it happens)
+    recording_pruned: bool = False  # the recording was deleted to keep the total quota
 
     @property
     def alive(self) -> bool:

@@ -23,9 +23,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from console.policy import PolicyConfig
+
 from . import procs
 from .attach import DEFAULT_MAX_PENDING, Attachment
 from .cgroups import CgroupTree
+from .environment import session_environment
 from .info import (
     MODES,
     Mode,
@@ -35,6 +38,7 @@ from .info import (
     SessionStats,
     UnknownSession,
 )
+from .quota import MIB, Recording, to_prune
 from .ring import ReadResult
 from .session import META, RECORDING, EventKind, Session, check_size, initial_info
 
@@ -46,6 +50,10 @@ META_SAVE_INTERVAL_S = 5.0
 # sampled only every this many ticks: the /proc scan is most of an idle daemon's CPU.
 QUIET_SAMPLE_EVERY = 5
 QUIET_CPU_PERCENT = 0.5
+# The owner of the operator's own sessions (console/daemon/session_service.py). Only these
+# get the policy's ``session_env``: an agent's session has the environment its operation
+# was approved with, and a variable meant for the operator's shells (a token) is not in it.
+OPERATOR_OWNER = "operator"
 
 
 class SessionManager:
@@ -59,6 +67,8 @@ class SessionManager:
         idle_after_s: float = 30.0,
         sample_interval_s: float = 1.0,
         recording_max_bytes: int = 1024**3,
+        recordings_total_bytes: int = 4096 * MIB,
+        policy: Callable[[], PolicyConfig] | None = None,
         attach_max_pending: int = DEFAULT_MAX_PENDING,
         on_event: Callable[[SessionEvent], None] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
@@ -71,7 +81,11 @@ class SessionManager:
         self.scrollback_bytes = scrollback_bytes
         self.idle_after_s = idle_after_s
         self.sample_interval_s = sample_interval_s
+        # Without a policy (tests, tools) the two caps above; with one, the policy's
+        # ``recording_max_mb`` / ``recordings_total_mb`` and ``session_env``, read live.
         self.recording_max_bytes = recording_max_bytes
+        self.recordings_total_bytes = recordings_total_bytes
+        self.policy = policy
         self.attach_max_pending = attach_max_pending
         self.on_event = on_event
         self._loop = loop
@@ -152,8 +166,10 @@ class SessionManager:
     ) -> SessionInfo:
         """Start `argv` (taken as given, e.g. already wrapped by the sandbox) on a new
         PTY as session and process-group leader. `env` None means the daemon's.
-        The child also gets TERM=xterm-256color when `env` has no TERM, and the
-        session marker AGENT_CONSOLE_SESSION=<id> used to find its processes."""
+        Either way the daemon's private variables are dropped and TERM/COLORTERM set
+        for the session's own terminal, then the policy's ``session_env`` (the
+        operator's own sessions only) and the
+        session marker AGENT_CONSOLE_SESSION=<id> are added (environment.py)."""
         if not argv or not all(isinstance(a, str) and "\0" not in a for a in argv):
             raise SessionError("argv must be a non-empty list of strings without NUL")
         if mode not in MODES:
@@ -166,9 +182,15 @@ class SessionManager:
         if any("\0" in k or "=" in k or "\0" in v for k, v in child_env.items()):
             raise SessionError("environment names and values must not contain NUL (names not '=')")
         self._ensure_root()
+        config = self.policy() if self.policy is not None else None
+        self.enforce_quota()  # make room first; never touches live recordings
         session_id, directory = self._new_directory()
-        child_env.setdefault("TERM", "xterm-256color")
-        child_env[procs.MARKER_VAR] = session_id
+        child_env = session_environment(
+            child_env,
+            daemon_env=os.environ,
+            extra=config.session_env if config is not None and owner == OPERATOR_OWNER else (),
+            session_id=session_id,
+        )
         info = initial_info(
             session_id,
             argv,
@@ -187,7 +209,7 @@ class SessionManager:
                 directory,
                 env=child_env,
                 record_input=record_input,
-                recording_max_bytes=self.recording_max_bytes,
+                recording_max_bytes=self.recording_caps()[0],
                 notify=self._notify,
                 ring_bytes=self.ring_bytes,
                 scrollback_lines=self.scrollback_lines,
@@ -329,6 +351,47 @@ class SessionManager:
     def detach(self, session_id: str, client_id: str) -> None:
         self._get(session_id).detach(client_id)
 
+    # -- recording quota -------------------------------------------------------------
+
+    def recording_caps(self) -> tuple[int, int]:
+        """(per-session, total) recording bytes."""
+        if self.policy is None:
+            return self.recording_max_bytes, self.recordings_total_bytes
+        config = self.policy()
+        return config.recording_max_mb * MIB, config.recordings_total_mb * MIB
+
+    def recordings(self) -> tuple[Recording, ...]:
+        return tuple(
+            Recording(s.id, s.info().ended_at or s.info().created_at, s.recording_size(), s.recording_open)
+            for s in self._sessions.values()
+        )
+
+    def recordings_bytes(self) -> int:
+        return sum(r.size for r in self.recordings())
+
+    def prune(self, everything: bool = False) -> tuple[tuple[str, int], ...]:
+        """Delete finished recordings, oldest first, down to the total quota (all of
+        them with ``everything``); never one still being written. Returns (session,
+        bytes freed) for each deleted."""
+        chosen = to_prune(self.recordings(), None if everything else self.recording_caps()[1])
+        freed: tuple[tuple[str, int], ...] = ()
+        for r in chosen:
+            session = self._sessions[r.session_id]
+            try:
+                size = session.prune_recording()
+            except SessionError:
+                continue
+            self._save(session)
+            self._emit("status", session)
+            freed += ((r.session_id, size),)
+        if freed:
+            log.info("pruned %d recordings, %d bytes", len(freed), sum(n for _, n in freed))
+        return freed
+
+    def enforce_quota(self) -> None:
+        with contextlib.suppress(OSError):
+            self.prune()
+
     # -- internals -------------------------------------------------------------------
 
     def _get(self, session_id: str) -> Session:
@@ -423,6 +486,7 @@ class SessionManager:
                 session.sample(table, now)
         for session in live:
             session.check(self.idle_after_s)
+        self.enforce_quota()
         mono = time.monotonic()
         for session in self._sessions.values():
             if session.cgroup is not None and not session.alive and self.cgroups.release(session.id):

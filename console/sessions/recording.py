@@ -103,9 +103,17 @@ class Recorder:
         elapsed = round(time.monotonic() - self._start, 6)
         raw = _ENCODE([elapsed, code, text]) + b"\n"
         if self.written + len(raw) > self.max_bytes:
+            # The marker may pass the cap by its own length; nothing is written after it.
             self.truncated = True
             raw = _ENCODE([elapsed, "m", "recording truncated: size limit reached"]) + b"\n"
+            self._write(raw)
+            self.flush()
+            return
         self._write(raw)
+
+    @property
+    def open(self) -> bool:
+        return self._file is not None
 
     def _write(self, raw: bytes) -> None:
         assert self._file is not None

@@ -343,6 +343,9 @@ class Session:
         self._screen.feed(data)
         if self._recorder is not None:
             self._recorder.output(data)
+            if self._recorder.truncated and not self._info.recording_truncated:
+                # Live, not only at exit: the console shows it while the flood goes on.
+                self._set_status(self._info.status, recording_truncated=True)
         for att in self._attachments.values():
             att._push_output(offset, data)
         self._last_output_mono = time.monotonic()
@@ -371,6 +374,31 @@ class Session:
             with contextlib.suppress(OSError):
                 self._proc.fileobj.close()
             self._fd = None
+
+    @property
+    def recording_open(self) -> bool:
+        """Still being written: never pruned (console/sessions/quota.py)."""
+        return self._recorder is not None and self._recorder.open
+
+    def recording_size(self) -> int:
+        if self._recorder is not None and self._recorder.open:
+            return self._recorder.written
+        try:
+            return (self.dir / RECORDING).stat().st_size
+        except OSError:
+            return 0
+
+    def prune_recording(self) -> int:
+        """Delete the finished recording; the bytes freed. The metadata stays."""
+        if self.recording_open:
+            raise SessionError(f"session {self.id} is still recording")
+        size = self.recording_size()
+        try:
+            (self.dir / RECORDING).unlink()
+        except FileNotFoundError:
+            size = 0
+        self._set(recording_pruned=True)
+        return size
 
     def _close_recording(self) -> None:
         if self._recorder is not None:

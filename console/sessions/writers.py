@@ -37,6 +37,7 @@ from . import procs
 if TYPE_CHECKING:
     from .session import Session
 
+PID_FANOTIFY = "pid from fanotify"
 OPEN_FOR_WRITE = "open for write"
 WRITE_IO = "write I/O in window"
 UNATTRIBUTED = "unattributed"
@@ -58,7 +59,7 @@ class Candidate:
 
     @property
     def tier(self) -> int:
-        if self.basis == OPEN_FOR_WRITE:
+        if self.basis in (PID_FANOTIFY, OPEN_FOR_WRITE):
             return 0
         return 1 if self.in_workspace else 2
 
@@ -81,6 +82,31 @@ class _Now:
 @dataclass(slots=True)
 class _History:
     samples: deque[_Sample] = field(default_factory=lambda: deque(maxlen=int(KEEP_S * 8)))
+
+
+def session_of_pid(pid: int) -> str | None:
+    """The session a live process belongs to: its cgroup (``…/s-ID``), else the
+    environment marker every session's processes inherit. None: not a session's.
+    Called by the watcher's fast lane as the write is reported, before the writer can
+    exit. A process that cleared its marker outside a cgroup is not recognised."""
+    try:
+        with open(f"/proc/{pid}/cgroup", "rb") as f:
+            for line in f:
+                if line.startswith(b"0::"):
+                    last = line.rstrip(b"\n").rpartition(b"/")[2]
+                    if last.startswith(b"s-") and b"agent-console" in line:
+                        return last[2:].decode("ascii", "replace")
+    except OSError:
+        return None
+    needle = procs.MARKER_VAR.encode() + b"="
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for entry in f.read().split(b"\0"):
+                if entry.startswith(needle):
+                    return entry[len(needle) :].decode("ascii", "replace") or None
+    except OSError:
+        return None
+    return None
 
 
 def _read(pids: Iterable[int]) -> tuple[dict[tuple[int, float], procs.IoCounters], set[str], list[str]]:
@@ -158,9 +184,11 @@ class WriterEvidence:
                 if not h.samples or h.samples[-1].at < now - KEEP_S:
                     del self._history[sid]
 
-    def _current(self, sessions: Iterable[Session]) -> dict[str, _Now]:
+    def _current(self, sessions: Iterable[Session], changed_at: float) -> dict[str, _Now]:
+        """One /proc pass, reused for ``CACHE_S`` by changes it can have seen (a pass
+        taken before the change cannot show its writer holding the file open)."""
         now = time.time()
-        if now - self._now_at < CACHE_S:
+        if now - self._now_at < CACHE_S and self._now_at >= changed_at:
             return self._now
         out: dict[str, _Now] = {}
         for s in sessions:
@@ -189,7 +217,7 @@ class WriterEvidence:
         target_real = os.path.realpath(target)
         since = changed_at - 0.02  # ctime comes from a coarse clock
         found: list[Candidate] = []
-        for sid, now in self._current(sessions).items():
+        for sid, now in self._current(sessions, changed_at).items():
             s = by_id[sid]
             info = s.info()
             if not now.alive and not now.io and (info.ended_at or 0) < since - 1.0:

@@ -26,6 +26,7 @@ from console.watch.floods import Flood, coalesce
 from console.watch.index import Record
 from console.watch.root import Item, MarkerItem, RecordsItem, RootWorker, StatusItem, Tuning
 from console.watch.scope import DEFAULT_SKIP_IN_GIT, DEFAULT_SKIP_NAMES
+from console.watch.sentinel import Hint, Sentinel
 
 log = logging.getLogger("console.watch")
 
@@ -77,7 +78,9 @@ class WorkspaceWatcher:
     ``protected_for(root)`` gives the protected patterns of a root (called on
     ``add_root`` and ``policy_changed``). ``on_event`` and ``on_status`` are called on
     the event loop and must be quick (append to a queue, write a row); an exception
-    they raise is logged and the next event is still delivered.
+    they raise is logged and the next event is still delivered. ``on_hint``, when
+    given, is called on the loop as soon as a protected name changes in one of the
+    sentinel's hot directories (sentinel.py), ahead of the event that follows.
     """
 
     def __init__(
@@ -99,6 +102,8 @@ class WorkspaceWatcher:
         skip_in_git: frozenset[str] = DEFAULT_SKIP_IN_GIT,
         first_seq: int = 1,
         chunk: int = 256,
+        on_hint: Callable[[Hint], None] | None = None,
+        writer_of: Callable[[int], str | None] | None = None,
     ) -> None:
         if not 0.05 <= rescan_interval_s <= 3600:
             raise ValueError("rescan_interval_s must be between 0.05 and 3600 seconds")
@@ -135,6 +140,8 @@ class WorkspaceWatcher:
         self._offset = 0
         self._draining = False
         self._closed = False
+        self._on_hint = on_hint
+        self._sentinel = Sentinel(self._post_hint, writer_of) if on_hint is not None else None
 
     # -- roots ---------------------------------------------------------------------------
 
@@ -159,6 +166,8 @@ class WorkspaceWatcher:
         self._workers[root] = worker
         self._ready[root] = ready
         worker.start(_resolver(ready))
+        if self._sentinel is not None:
+            self._sentinel.set_root(root, protected)
         await asyncio.shield(ready)
 
     async def remove_root(self, root: str) -> None:
@@ -167,6 +176,8 @@ class WorkspaceWatcher:
         self._ready.pop(root, None)
         if worker is None:
             return
+        if self._sentinel is not None:
+            self._sentinel.remove_root(root)
         worker.stop()
         await asyncio.to_thread(worker.join)
         self._on_status_safe()
@@ -188,13 +199,28 @@ class WorkspaceWatcher:
     async def policy_changed(self, root: str | None = None) -> None:
         """Ask ``protected_for`` again and re-classify (the daemon calls this after a
         config reload). Paths that stay protected keep their baselines."""
-        await self._each(root, lambda w, done: w.set_protected(self._protected(w.root), done))
+
+        def ask(w: RootWorker, done: Callable[[], None]) -> None:
+            protected = self._protected(w.root)
+            if self._sentinel is not None:
+                self._sentinel.set_root(w.root, protected)
+            w.set_protected(protected, done)
+
+        await self._each(root, ask)
+
+    @property
+    def fast_lane(self) -> str:
+        """How protected names in the hot directories are seen without debounce:
+        "fanotify+inotify" (with the writer's pid), "inotify", or "off"."""
+        return self._sentinel.mode if self._sentinel is not None else "off"
 
     async def close(self) -> None:
         self._closed = True
         workers = list(self._workers.values())
         self._workers.clear()
         self._ready.clear()
+        if self._sentinel is not None:
+            await asyncio.to_thread(self._sentinel.close)
         for w in workers:
             w.stop()
         for w in workers:
@@ -262,6 +288,22 @@ class WorkspaceWatcher:
                 item = RecordsItem(item.root, folded, item.at, item.urgent)
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is listening any more
             loop.call_soon_threadsafe(self._enqueue, item)
+
+    def _post_hint(self, hint: Hint) -> None:
+        """Called from the sentinel's thread."""
+        loop = self._loop
+        if loop is None or self._closed:
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._deliver_hint, hint)
+
+    def _deliver_hint(self, hint: Hint) -> None:
+        if self._closed or hint.root not in self._workers or self._on_hint is None:
+            return
+        try:
+            self._on_hint(hint)
+        except Exception:
+            log.exception("an on_hint subscriber failed")
 
     def _enqueue(self, item: Item) -> None:
         queue = self._queue

