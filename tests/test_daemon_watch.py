@@ -129,6 +129,8 @@ def test_exec_outcome_leaves_out_what_the_sandbox_could_not_have_written(setup):
     outcome lists the operation's file, not the other's."""
     ws, start = setup
     d = start()
+    watcher = d.operator().__enter__()
+    watcher.subscribe(["watch"])
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -154,6 +156,13 @@ def test_exec_outcome_leaves_out_what_the_sandbox_could_not_have_written(setup):
     paths = {c["path"] for c in json.loads(out)["result"]["outcome"]["changes"]}
     assert "mine.txt" in paths
     assert ".env" not in paths and ".git/hooks/pre-commit" not in paths, paths
+    # Still raised, against the operation, worded as what is known: it happened while.
+    while (event := watcher.next_event()).get("change") != "alert":
+        continue
+    request_id = event["operation"]
+    assert request_id.startswith("r-") and request_id in out
+    assert event["summary"].endswith(f"changed while operation {request_id} ran in the workspace")
+    watcher.__exit__(None, None, None)
 
 
 def test_alert_mode_raises_an_alert_event(setup):

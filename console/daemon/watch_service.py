@@ -340,6 +340,8 @@ class WatchService:
                 flood.recorded_count = record["count"]
             if not ev.quiet:
                 self._tripwire(ev, named, flood)
+                if not named:
+                    self._alert_operations(ev)
             self._outbox.append(record)
         elif len(self._outbox) < MAX_BATCH * 4:
             self._outbox.append(record)
@@ -717,6 +719,37 @@ class WatchService:
                 "summary": f"{who} modified {what}",
             },
         )
+
+    def _alert_operations(self, ev: FileEvent) -> None:
+        """A protected change no session is named for, while a captured operation ran in
+        the workspace: recorded against the operation (``_attribute_record``) and raised.
+        The sandbox pins protected files, so this is an unrestricted run's, or a writer
+        nobody can name; the wording says "while", not "by"."""
+        if self.policy().tripwire is Tripwire.OFF:
+            return
+        for a in ev.attribution:
+            if a.kind != "operation":
+                continue
+            now = time.monotonic()
+            if now - self._alerted.get(a.id, -1e9) < ALERT_EVERY_S:
+                continue
+            self._alerted[a.id] = now
+            what = display_path(ev.path)
+            if ev.flood:
+                what = f"{ev.count:,} files under {what.rstrip('/')}/"
+            self.events.publish(
+                Topic.WATCH,
+                {
+                    "change": "alert",
+                    "operation": a.id,
+                    "display_path": display_path(ev.path),
+                    "pattern": ev.protected,
+                    "basis": OPERATION_BASIS,
+                    "exited": False,
+                    "count": ev.count,
+                    "summary": f"{what} changed while operation {a.id} ran in the workspace",
+                },
+            )
 
     def _has_processes(self, session_id: str) -> bool:
         """Running, or processes left in its cgroup after the leader exited: either can
