@@ -2,6 +2,7 @@
 
     python benchmarks/watch.py [--writes 40] [--files 20000]
     python benchmarks/watch.py --only-flood [--flood-files 20000]
+    python benchmarks/watch.py --tripwire [watch_tripwire.py's options]
 
 Both watch the same directory in the same process and event loop at the same time, so
 the figures are comparable on a busy machine. The reference is ``awatch(root,
@@ -19,6 +20,10 @@ process calling ``pending.list`` every 5 ms: its p50/p99 while another process c
 20,000 files under ``.git/hooks/flood/``, beside the same with no flood (target p99
 <= 50 ms), and how many events and history rows the flood became. Bounded (< 60 s); the
 daemon is stopped and the files removed at the end.
+
+``--tripwire``: the tripwire section, from the protected write to every process of the
+session stopped, beside the same workload with the tripwire off (benchmarks/
+watch_tripwire.py, which this runs with the remaining options).
 """
 
 from __future__ import annotations
@@ -470,6 +475,10 @@ def flood_main(files: int) -> None:
 
 
 if __name__ == "__main__":
+    if "--tripwire" in sys.argv:
+        rest = [a for a in sys.argv[1:] if a != "--tripwire"]
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watch_tripwire.py")
+        sys.exit(subprocess.call([sys.executable, here, *rest]))
     if "--only-flood" in sys.argv:
         fp = argparse.ArgumentParser()
         fp.add_argument("--only-flood", action="store_true")
