@@ -48,7 +48,10 @@ class LineList(ScrollView, can_focus=True):
     LineList > .line-list--dim { color: $text-muted; }
     """
 
-    cursor: reactive[int] = reactive(0, init=False, always_update=True)
+    # No repaint of its own: a cursor move repaints the two rows it touches (watch_cursor),
+    # and a scroll the whole view. A repaint of every visible row for each key press was
+    # most of a frame's work in a long queue.
+    cursor: reactive[int] = reactive(0, init=False, always_update=True, repaint=False)
 
     class Highlighted(Message):
         def __init__(self, source: LineList, index: int) -> None:

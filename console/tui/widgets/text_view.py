@@ -8,6 +8,9 @@ first line so a view can jump to one (the outcome of a history entry).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.geometry import Size
@@ -28,6 +31,10 @@ class TextView(ScrollView, can_focus=True):
         self._lines: list[Strip] = []
         self._anchors: dict[str, int] = {}
         self._wrapped_width = -1
+        # The wrapped lines of each section as last drawn: a new selection's detail is set
+        # two or three times in a row (the request, then its previous decisions, then the
+        # session's changes) and most sections come back unchanged.
+        self._wrapped: dict[tuple[int, str], tuple[Hashable, list[Strip]]] = {}
 
     def set_sections(self, sections: list[tuple[str, Text]]) -> None:
         """Replace the content: named pieces of text, shown one after another."""
@@ -54,11 +61,22 @@ class TextView(ScrollView, can_focus=True):
         options = console.options.update(width=width, height=None, no_wrap=False, overflow="fold")
         lines: list[Strip] = []
         anchors: dict[str, int] = {}
-        for name, text in self._sections:
+        base = self.rich_style
+        wrapped: dict[tuple[int, str], tuple[Hashable, list[Strip]]] = {}
+        for i, (name, text) in enumerate(self._sections):
             if name:
                 anchors[name] = len(lines)
-            for segments in console.render_lines(text, options, style=self.rich_style, pad=False):
-                lines.append(Strip(segments))
+            drawn = _drawn(text, width, base)
+            cached = self._wrapped.get((i, name))
+            if cached is not None and cached[0] == drawn:
+                section = cached[1]
+            else:
+                section = [
+                    Strip(segments) for segments in console.render_lines(text, options, style=base, pad=False)
+                ]
+            wrapped[(i, name)] = (drawn, section)
+            lines.extend(section)
+        self._wrapped = wrapped
         self._lines = lines
         self._anchors = anchors
         self._wrapped_width = width
@@ -73,6 +91,7 @@ class TextView(ScrollView, can_focus=True):
 
     def rewrap(self) -> None:
         self._wrapped_width = -1
+        self._wrapped.clear()
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -87,3 +106,15 @@ class TextView(ScrollView, can_focus=True):
         line = self._anchors.get(name)
         if line is not None:
             self.scroll_to(y=line, animate=False, immediate=True)
+
+
+def _drawn(text: Text, width: int, base: Style) -> Hashable:
+    """All that a section's wrapped lines depend on, copied (a caller may change ``text`` later)."""
+    return (
+        text.plain,
+        tuple(text.spans),
+        text.style,
+        (text.justify, text.overflow, text.no_wrap, text.end, text.tab_size),
+        width,
+        base,
+    )

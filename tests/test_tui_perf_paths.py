@@ -1,0 +1,130 @@
+"""The short cuts behind the key-press and submit benchmarks still draw the truth.
+
+A cursor move repaints only the two rows it touches, and the detail keeps the wrapped
+lines of a section that comes back unchanged. These tests read the frame the terminal
+would get (the compositor's cached lines included), so a stale row or section shows.
+"""
+
+from __future__ import annotations
+
+import pytest
+from daemon_harness import running_daemon, workspace
+from rich.style import Style
+from rich.text import Text
+from textual.app import App, ComposeResult
+from tui_harness import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
+
+from console.tui.widgets.text_view import TextView
+
+SIZE = (130, 42)
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    with running_daemon("approval_timeout_s = 120\n") as d:
+        yield d
+
+
+def _row(app, tag: str):
+    """The frame's line that shows ``tag`` in the queue (the top of the screen)."""
+    update = app.screen._compositor.render_full_update()
+    region = app.views["queue"].view.region
+    for line in update.strips[region.y : region.bottom]:
+        segments = [segment for strip in line for segment in strip]
+        if tag in "".join(segment.text for segment in segments):
+            return segments
+    raise AssertionError(f"{tag} not in the queue")
+
+
+def _selected(app, tag: str) -> bool:
+    cursor = app.views["queue"].view.component_style("line-list--cursor")
+    return any(seg.style is not None and seg.style.bgcolor == cursor.bgcolor for seg in _row(app, tag))
+
+
+async def test_the_cursor_moves_off_one_row_and_onto_the_next(daemon):
+    ws, clock = workspace(), Clock()
+    tagged_ops = [tagged(ws) for _ in range(3)]
+    agents = [Agent(daemon, op) for op, _ in tagged_ops]
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        tag_of = {await pending_with(pilot, app, tag): tag for _, tag in tagged_ops}
+        rids = [entry.request_id for entry in app.pending]  # the agents' threads race: queue order
+        await select(pilot, app, rids[0], clock)
+        first, second = tag_of[rids[0]], tag_of[rids[1]]
+        await until(pilot, lambda: _selected(app, first))
+        assert not _selected(app, second)
+        await pilot.press("down")
+        await until(pilot, lambda: app.views["queue"].detail.request_id == rids[1])
+        await pilot.pause()
+        assert _selected(app, second) and not _selected(app, first)
+        await pilot.press("up")
+        await until(pilot, lambda: app.views["queue"].detail.request_id == rids[0])
+        await pilot.pause()
+        assert _selected(app, first) and not _selected(app, second)
+        for rid in tag_of:
+            with daemon.operator() as other:
+                other.call("decide", {"target": rid, "action": "deny"})
+        for agent in agents:
+            await agent.answer()
+
+
+async def test_the_detail_shows_the_next_request_and_a_decided_row_leaves(daemon):
+    ws, clock = workspace(), Clock()
+    (op1, tag1), (op2, tag2) = tagged(ws), tagged(ws)
+    a1, a2 = Agent(daemon, op1), Agent(daemon, op2)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid1 = await pending_with(pilot, app, tag1)
+        rid2 = await pending_with(pilot, app, tag2)
+        await select(pilot, app, rid1, clock)
+        detail = app.views["queue"].detail
+        await until(pilot, lambda: tag1 in detail.plain)
+        with daemon.operator() as other:  # decided elsewhere: the row goes, the detail follows
+            other.call("decide", {"target": rid1, "action": "deny"})
+        await until(pilot, lambda: detail.request_id == rid2)
+        await pilot.pause()
+        lines, region = screen_text(app).splitlines(), app.views["queue"].view.region
+        queue, below = "\n".join(lines[region.y : region.bottom]), "\n".join(lines[region.bottom :])
+        assert tag1 not in queue and tag2 in queue
+        assert tag2 in below and tag1 not in below
+        assert tag1 not in detail.plain
+        assert (await a1.answer())["verdict"] == "deny"
+        with daemon.operator() as other:
+            other.call("decide", {"target": rid2, "action": "deny"})
+        await a2.answer()
+
+
+class _One(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TextView(id="view")
+
+
+def _drawn(app) -> list[tuple[str, Style | None]]:
+    update = app.screen._compositor.render_full_update()
+    return [
+        (seg.text, seg.style)
+        for line in update.strips[:3]
+        for strip in line
+        for seg in strip
+        if seg.text.strip()
+    ]
+
+
+async def test_a_section_redrawn_with_the_same_words_in_another_style_or_changed_in_place():
+    app = _One()
+    async with app.run_test(size=(40, 5)) as pilot:
+        view = app.query_one(TextView)
+        text = Text("same words")
+        view.set_sections([("a", text), ("b", Text("other"))])
+        await pilot.pause()
+        assert any(t.startswith("same words") for t, _ in _drawn(app))
+        view.set_sections([("a", Text("same words", style="bold")), ("b", Text("other"))])
+        await pilot.pause()
+        assert any(
+            t.startswith("same words") and style is not None and style.bold for t, style in _drawn(app)
+        )
+        text.append(" and more")  # the caller changes a Text it gave before, then gives it again
+        view.set_sections([("a", text), ("b", Text("other"))])
+        await pilot.pause()
+        assert "same words and more" in "".join(t for t, _ in _drawn(app))
+        assert view.anchor_line("b") == 1
