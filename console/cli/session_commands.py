@@ -162,6 +162,9 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+REPLAY_END = "\x1b[0m\r\n"  # what `console.sessions.replay` writes last (a frame never is)
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from console.sessions import RecordingError, replay
 
@@ -172,6 +175,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CLIError("--speed must be above 0 (e.g. 2 plays twice as fast)", 2)
 
     def write(text: str) -> None:
+        # The player ends with a reset and a newline; on a frame that fills the
+        # terminal the newline scrolls its top row away, so only the reset is kept and
+        # the shell's prompt comes back where the program's cursor was.
+        if text == REPLAY_END:
+            text = "\x1b[0m"
         # A reader that goes away (`| head`) ends the command in cli.main, quietly.
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -25,17 +25,16 @@ import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from console.contract.outcome import Change, ChangeKind
 from console.daemon.events import EventHub, Topic
 from console.daemon.policy_source import PolicySource
+from console.daemon.tripwire import TripwireAction, TripwireItem, TripwireState
 from console.policy import Tripwire
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.writers import (
-    OPEN_FOR_WRITE,
     PID_FANOTIFY,
     UNATTRIBUTED,
     WRITE_IO,
@@ -100,61 +99,6 @@ MAX_ACCEPTED = 2000
 EARLY_WAIT_S = 1.0  # the longest a fast-lane stop waits for its event before it is raised
 FAN_WINDOW_S = 2.0  # a fanotify-named writer explains the path's events this long after
 MAX_FAN_WRITERS = 4096  # remembered tripwire answers that moved a baseline
-
-
-class TripwireAction(StrEnum):
-    RESUME = "resume"
-    KILL = "kill"
-    KEEP_PAUSED = "keep_paused"
-
-
-@dataclass
-class TripwireItem:
-    id: str
-    at: float
-    session: str
-    session_label: str
-    workspace_root: str
-    path: str
-    pattern: str
-    kind: str
-    diff: str | None
-    state: str = "paused"  # paused | exited (the writer had ended) | resumed | killed | kept | dismissed
-    basis: str = OPEN_FOR_WRITE
-    stopped: bool | None = None  # every process confirmed stopped (None: not yet known)
-    stop_mode: str = ""
-    count: int = 1  # a flood: how many changes under ``path`` (a directory)
-    sample: tuple[str, ...] = ()
-
-    @property
-    def open(self) -> bool:
-        return self.state in ("paused", "exited")
-
-    def to_wire(self) -> dict[str, Any]:
-        what = display_path(self.path)
-        if self.count > 1:
-            what = f"{self.count:,} files under {what.rstrip('/')}/"
-        summary = f"session {self.session} modified {what}"
-        if self.state == "exited" or (self.state == "dismissed" and self.stopped is None):
-            summary = f"session {self.session} (exited) modified {what}"
-        return {
-            "id": self.id,
-            "at": self.at,
-            "session": self.session,
-            "session_label": self.session_label,
-            "workspace_root": self.workspace_root,
-            "display_path": display_path(self.path),
-            "pattern": self.pattern,
-            "change": self.kind,
-            "diff": self.diff,
-            "state": self.state,
-            "basis": self.basis,
-            "stopped": self.stopped,
-            "stop_mode": self.stop_mode,
-            "count": self.count,
-            "sample": [display_path(p) for p in self.sample],
-            "summary": summary,
-        }
 
 
 class WatchService:
@@ -272,7 +216,9 @@ class WatchService:
             if roots
             else "no roots yet"
         )
-        st["paused_sessions"] = [t.to_wire() for t in self.tripwires.values() if t.state == "paused"]
+        st["paused_sessions"] = [
+            t.to_wire() for t in self.tripwires.values() if t.state is TripwireState.PAUSED
+        ]
         st["protected_kept"] = len(self.protected)
         st["recent_kept"] = len(self.recent)
         return st
@@ -568,8 +514,8 @@ class WatchService:
             if not alive:
                 if any(t.session == c.session_id and t.open for t in self.tripwires.values()):
                     continue
-                item = self._item(ev, c, diff, "exited", flood)
-                self._history("tripwire", item, "exited")
+                item = self._item(ev, c, diff, TripwireState.EXITED, flood)
+                self._history("tripwire", item, TripwireState.EXITED)
                 self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
                 self._alert(ev, c, exited=True)
                 continue
@@ -579,13 +525,15 @@ class WatchService:
             if c.session_id in self._early:
                 self._raise_early(c.session_id, ev, c.basis)
                 continue
-            if any(t.session == c.session_id and t.state == "paused" for t in self.tripwires.values()):
+            if any(
+                t.session == c.session_id and t.state is TripwireState.PAUSED for t in self.tripwires.values()
+            ):
                 continue  # already stopped: one item per pause
-            item = self._item(ev, c, diff, "paused", flood)
+            item = self._item(ev, c, diff, TripwireState.PAUSED, flood)
             self._stop_session(item)
             if self.sessions is not None:
                 self.sessions.changed(c.session_id)
-            self._history("tripwire", item, "paused")
+            self._history("tripwire", item, TripwireState.PAUSED)
             self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
             log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
 
@@ -603,17 +551,24 @@ class WatchService:
             return
         if hint.kind is ChangeKind.ADDED and is_placeholder(hint.root, hint.path, hint.is_dir):
             return
+        if hint.pid is None and not hint.renamed and self.watcher.fast_lane == "fanotify+inotify":
+            # A file created or written: fanotify reports the write itself, with the pid,
+            # a moment later. Stopping now, at the open, would show the operator an
+            # empty file and stop the writer again at its write once resumed.
+            return
         named = self._writers_of(hint.root, hint.path, hint.at)
         if len(named) != 1 or named[0].tier >= 2:
             return
         c = named[0]
         if hint.pid is None and c.basis == WRITE_IO and self.watcher.fast_lane == "fanotify+inotify":
-            # The name changed before any write the kernel could attribute: write I/O
-            # nearby (a busy neighbour) is not enough when fanotify is about to say who.
+            # A rename: write I/O nearby (a busy neighbour) is not enough to stop anyone
+            # from here; the watcher's event decides.
             return
         if not (c.has_processes and self._has_processes(c.session_id)):
             return
-        if any(t.session == c.session_id and t.state == "paused" for t in self.tripwires.values()):
+        if any(
+            t.session == c.session_id and t.state is TripwireState.PAUSED for t in self.tripwires.values()
+        ):
             return
         if c.session_id in self._early:
             return
@@ -651,7 +606,7 @@ class WatchService:
             item.basis = basis
         item.diff = self.watcher.baseline_diff(item.workspace_root, item.path)
         self.tripwires[item.id] = item
-        self._history("tripwire", item, "paused")
+        self._history("tripwire", item, TripwireState.PAUSED)
         self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
 
     def _fan_candidate(self, session_id: str) -> Candidate | None:
@@ -673,7 +628,7 @@ class WatchService:
         )
 
     def _item(
-        self, ev: FileEvent, c: Candidate, diff: str | None, state: str, flood: _Flood | None = None
+        self, ev: FileEvent, c: Candidate, diff: str | None, state: TripwireState, flood: _Flood | None = None
     ) -> TripwireItem:
         count = flood.record["count"] if flood is not None else ev.count
         sample = flood.record.get("sample", ()) if flood is not None else ()
@@ -792,30 +747,30 @@ class WatchService:
 
     async def resolve(self, item_id: str, action: TripwireAction) -> dict[str, Any]:
         item = self.tripwires.get(item_id)
-        if item is None or not (item.open or item.state == "kept"):
+        if item is None or not (item.open or item.state is TripwireState.KEPT):
             raise RPCError(NOT_FOUND, f"no open tripwire item {item_id}")
         assert self.sessions is not None
         manager = self.sessions.manager
-        if item.state == "exited":
+        if item.state is TripwireState.EXITED:
             # The writer had already ended: the item is an alert to acknowledge.
             if action is TripwireAction.KILL and self._has_processes(item.session):
                 await manager.kill(item.session)
-                item.state = "killed"
+                item.state = TripwireState.KILLED
             else:
-                item.state = "dismissed"
+                item.state = TripwireState.DISMISSED
         elif action is TripwireAction.RESUME:
             await manager.resume(item.session)
-            item.state = "resumed"
+            item.state = TripwireState.RESUMED
         elif action is TripwireAction.KILL:
             await manager.kill(item.session)
-            item.state = "killed"
+            item.state = TripwireState.KILLED
         else:
-            item.state = "kept"
+            item.state = TripwireState.KEPT
         if item.count <= 1:  # a flood's files keep their (empty) baselines
             self.accepted.pop((item.workspace_root, item.path), None)
             self.accepted[(item.workspace_root, item.path)] = {
                 "diff": item.diff,
-                "state": item.state,
+                "state": item.state.value,
                 "item": item.id,
                 "at": time.time(),
             }
@@ -828,7 +783,7 @@ class WatchService:
         self.events.publish(Topic.WATCH, {"change": "tripwire_resolved", "item": item.to_wire()})
         return item.to_wire()
 
-    def _history(self, kind: str, item: TripwireItem, state: str) -> Future[list[int]]:
+    def _history(self, kind: str, item: TripwireItem, state: TripwireState) -> Future[list[int]]:
         wire = item.to_wire()
         row = Event(
             kind=kind,
@@ -837,7 +792,7 @@ class WatchService:
             workspace_root=item.workspace_root,
             command=wire["display_path"],
             reason=item.pattern,
-            verdict=state,
+            verdict=state.value,
             note=wire["summary"],
             body={"item": wire},
         )

@@ -32,6 +32,7 @@ CONFLICT = -32006
 UNAVAILABLE = -32007
 QUOTA_EXCEEDED = -32008  # a limit of console/daemon/quotas.py; data names the quota
 FORBIDDEN = -32009  # an operator-only power asked for on agent.sock
+BUSY = -32010  # a bounded queue is full for now (session input); retry later
 
 
 class RPCError(Exception):

@@ -9,7 +9,7 @@ the cursor, retitle the window, set the clipboard or reorder text there.
 
 from __future__ import annotations
 
-import re
+import itertools
 import unicodedata
 from functools import lru_cache
 
@@ -72,8 +72,18 @@ def sgr(style: Style) -> str:
         parts += ";9"
     if style.overline:
         parts += ";53"
-    parts += _color(style.fg, 30) + _color(style.bg, 40)
+    parts += _color(style.fg, 30) + _color(style.bg, 40) + _underline_color(style.underline_color)
     return f"\x1b[{parts}m"
+
+
+def _underline_color(c: Color) -> str:
+    """SGR 58 in the colon form (``58:5:n``, ``58:2::r:g:b``) terminals agree on."""
+    if c is None:
+        return ""
+    if isinstance(c, int):
+        return f";58:5:{c}"
+    r, g, b = c
+    return f";58:2::{r}:{g}:{b}"
 
 
 def paint(frame: Frame, *, top: int = 0) -> str:
@@ -96,17 +106,31 @@ def paint_screen(screen: Screen, *, everything: bool = False, top: int = 0) -> s
     return paint(screen.render(everything), top=top)
 
 
-# A zero-width joiner inside a grapheme cluster (between two non-ASCII characters, as
-# in an emoji sequence): part of what the program printed, kept as itself.
-JOINER_IN_CLUSTER = re.compile("(?<=[^\x00-\x7f\u200d])\u200d(?=[^\x00-\x7f\u200d])")
+def _joins_emoji(before: str, after: str) -> bool:
+    """A joiner between `before` and `after` is part of an emoji ZWJ sequence: an
+    emoji (a symbol, category So), maybe with a skin tone or VS16, before it and an
+    emoji after it (👩‍💻, 👩🏽‍💻, ❤️‍🔥). Letters never qualify, of any script: a
+    joiner between them renders as nothing and could only glue look-alikes."""
+    if not before or not after or unicodedata.category(after[0]) != "So":
+        return False
+    last = before[-1]
+    return unicodedata.category(last) == "So" or last == "\ufe0f" or "\U0001f3fb" <= last <= "\U0001f3ff"
 
 
 def inert_clusters(text: str) -> str:
-    """`inert` (every control, bidi and invisible character escaped visibly), but a
-    zero-width joiner inside a grapheme cluster is printed as itself."""
+    """`inert` (every control, bidi and invisible character escaped visibly), except
+    a zero-width joiner inside an emoji ZWJ sequence (see `_joins_emoji`), which is
+    printed as itself so the sequence shows as the one emoji the program printed.
+    Every other joiner (between letters, in Indic or Arabic shaping, at an edge) is
+    escaped as ``\\u200d``, failing closed."""
     if "\u200d" not in text:
         return inert(text, keep_newlines=True)
-    return "\u200d".join(inert(piece, keep_newlines=True) for piece in JOINER_IN_CLUSTER.split(text))
+    pieces = text.split("\u200d")
+    out = [inert(pieces[0], keep_newlines=True)]
+    for before, after in itertools.pairwise(pieces):
+        out.append("\u200d" if _joins_emoji(before, after) else "\\u200d")
+        out.append(inert(after, keep_newlines=True))
+    return "".join(out)
 
 
 def _row_sgr(segments: list[Segment]) -> str:

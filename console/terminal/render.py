@@ -31,6 +31,7 @@ class Style:
     faint: bool = False
     italic: bool = False
     underline: int = 0  # 0 none, 1 single, 2 double, 3 curly, 4 dotted, 5 dashed
+    underline_color: Color = None  # SGR 58 (59 resets); None: the text's colour
     blink: bool = False
     reverse: bool = False
     invisible: bool = False
@@ -295,6 +296,7 @@ class RowRenderer:
                 faint=bool(st.faint),
                 italic=bool(st.italic),
                 underline=int(st.underline),
+                underline_color=_color(st.underline_color),
                 blink=bool(st.blink),
                 reverse=bool(st.inverse),
                 invisible=bool(st.invisible),

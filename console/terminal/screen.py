@@ -116,8 +116,44 @@ class Screen:
         resize the emulated screen away from the PTY's size (see `_refuse_deccolm`)."""
         if self._held or self._discarding or b"\x1b[?" in data or _ends_unfinished(data):
             data = self._refuse_deccolm(data)
-        lib.ghostty_terminal_vt_write(self._h, data, len(data))
+        # One-byte scans first (memchr): a flood pays for a regex only when it holds a
+        # "Z", and for a flag search only when it holds a byte of a regional indicator.
+        if (b"Z" in data and _BACK_TAB.search(data)) or (b"\x87" in data and _FLAG.search(data)):
+            self._feed_fixed(data)
+        else:
+            lib.ghostty_terminal_vt_write(self._h, data, len(data))
         self._term._raise_cb_err()
+
+    def _feed_fixed(self, data: bytes) -> None:
+        """Feed `data`, correcting two places where libghostty-vt differs from xterm
+        and tmux. Back-tab (CBT, ``CSI Z``) clears a pending wrap: the program's next
+        character lands at the previous tab stop, not on the next row. A flag (two
+        regional indicators) is one 2-cell cluster, as wcwidth counts it, not two
+        2-cell characters: the pair is fed with grapheme clustering (mode 2027) on.
+        Each fix applies only where the pair or CBT reaches the parser in the ground
+        state (not inside a title or other string); a pair split across two feeds
+        stays 4 cells."""
+        pos = 0
+        for m in _FIXED.finditer(data):
+            self._write(data[pos : m.start()])
+            pos = m.end()
+            piece = m.group()
+            if not self._get_bool(lib.GHOSTTY_TERMINAL_DATA_VT_GROUND):
+                self._write(piece)
+            elif piece.endswith(b"Z"):
+                if self._get_bool(lib.GHOSTTY_TERMINAL_DATA_CURSOR_PENDING_WRAP):
+                    # CUF at the right edge moves nowhere and clears the pending wrap.
+                    self._write(b"\x1b[C")
+                self._write(piece)
+            elif self._term.mode(2027):
+                self._write(piece)
+            else:
+                self._write(b"\x1b[?2027h" + piece + b"\x1b[?2027l")
+        self._write(data[pos:])
+
+    def _write(self, data: bytes) -> None:
+        if data:
+            lib.ghostty_terminal_vt_write(self._h, data, len(data))
 
     def _refuse_deccolm(self, data: bytes) -> bytes:
         """`data` with mode 40 (allow 80/132 columns) taken out of every DEC private
@@ -416,6 +452,12 @@ class Screen:
             return ""
         return ffi.buffer(s.ptr, s.len)[:].decode("utf-8", "replace")
 
+
+# Back-tab (CBT) and a flag, i.e. a pair of regional indicators (U+1F1E6..U+1F1FF);
+# see `Screen._feed_fixed`.
+_BACK_TAB = re.compile(rb"\x1b\[[0-9]*Z")
+_FLAG = re.compile(rb"\xf0\x9f\x87[\xa6-\xbf]\xf0\x9f\x87[\xa6-\xbf]")
+_FIXED = re.compile(_BACK_TAB.pattern + b"|" + _FLAG.pattern)
 
 # DECSET (CSI ? Pm h); its parameters may carry sub-parameters (:) and leading zeros.
 _DECSET = re.compile(rb"\x1b\[\?([0-9;:]*)h")

@@ -285,9 +285,9 @@ ACTIONS: list[ActionSpec] = [
         "pane",
         "left_square_bracket",
         "scroll_mode",
-        "Scroll back with the keys",
+        "Copy mode: move, search, select and yank through the scrollback",
         palette=False,
-        label="scroll",
+        label="copy",
     ),
     ActionSpec(
         "pane-search", "pane", "slash", "search", "Search the scrollback", palette=False, label="search"

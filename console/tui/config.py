@@ -20,6 +20,7 @@ keymaps live in ``themes/`` and ``keymaps/`` next to the config file.
     [display]
     max_chars = 2000          # agent text longer than this is cut (expand with x)
     max_lines = 40
+    copy_mode_keys = "vi"     # a pane's copy mode (prefix [) reads this key table: vi | emacs
 
     [keys]                    # per-binding overrides: binding id = keys
     approve-once = "y"
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 DESKTOP_KINDS = ("osc777", "osc9", "off")
+COPY_MODE_KEYS = ("vi", "emacs")
 
 
 class ConfigError(ValueError):
@@ -53,6 +55,7 @@ class Notifications:
 class Config:
     theme: str = "dark"
     keymap: str = "default"
+    copy_mode_keys: str = "vi"
     guard_idle_s: float = 0.5
     notifications: Notifications = field(default_factory=Notifications)
     max_chars: int = 2000
@@ -161,12 +164,13 @@ def parse_config(text: str, where: str = "config", path: Path | None = None) -> 
     notes = top.table_at("notifications")
     notes.only({"toast", "bell", "desktop"})
     display = top.table_at("display")
-    display.only({"max_chars", "max_lines"})
+    display.only({"max_chars", "max_lines", "copy_mode_keys"})
     keys = top.table_at("keys").table
     # Key overrides are checked against the action table by keymaps.resolve, which knows them.
     return Config(
         theme=top.name("theme", "dark"),
         keymap=top.name("keymap", "default"),
+        copy_mode_keys=display.choice("copy_mode_keys", "vi", COPY_MODE_KEYS),
         guard_idle_s=guard.number("idle_s", 0.5, 0.0, 10.0),
         notifications=Notifications(
             toast=notes.get("toast", bool, True),

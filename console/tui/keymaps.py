@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.tui import copy_keys  # noqa: F401  (registers copy mode's tables first)
 from console.tui.actions import by_id, contexts, default_keys
 
 # The spelling Textual uses for punctuation keys; keys are compared in this form.

@@ -74,6 +74,7 @@ _MASK = (
 )
 _HEADER = struct.Struct("iIII")
 NO_FANOTIFY_VAR = "AGENT_CONSOLE_NO_FANOTIFY"  # "1": inotify only (tests the fallback)
+NO_FAST_LANE_VAR = "AGENT_CONSOLE_NO_FAST_LANE"  # "1": no sentinel at all (the watcher alone)
 REPEAT_S = 0.1  # one hint per path per this long
 RECHECK_S = 1.0
 LINKS_EVERY_S = 0.05  # names come and go in a hot directory: look for new links this often at most
@@ -90,6 +91,7 @@ class Hint:
     pattern: str
     pid: int | None = None  # the writer, when fanotify reported it
     session: str | None = None  # the writer's session (None: not a session's process)
+    renamed: bool = False  # moved into or out of the name: no write fanotify would report
 
 
 def _kind(mask: int) -> ChangeKind:
@@ -156,6 +158,7 @@ class Sentinel:
         self._watched: set[tuple[str, str]] = set()
         self._last: dict[tuple[str, str], float] = {}
         self._last_fan: dict[tuple[tuple[str, str], int], float] = {}
+        self._modified: dict[tuple[tuple[str, str], int], float] = {}  # written since opened
         # Protected symlinks in the hot directories protect their targets: real target
         # file -> (root, the link's path), and the targets' directories watched for it.
         self._aliases: dict[str, tuple[str, str]] = {}
@@ -363,7 +366,7 @@ class Sentinel:
         at = time.time()
         offset = 0
         while offset + _FAN_META.size <= len(data):
-            length, _vers, _r, _meta, _mask, efd, pid = _FAN_META.unpack_from(data, offset)
+            length, _vers, _r, _meta, mask, efd, pid = _FAN_META.unpack_from(data, offset)
             offset += max(length, _FAN_META.size)
             if efd < 0:
                 continue  # a queue overflow: the inotify lane and the watcher still report
@@ -394,6 +397,15 @@ class Sentinel:
                 continue
             key = (root, rel)
             now = time.monotonic()
+            if not mask & _FAN_MODIFY:
+                # A close after writes already reported is not a new change (it can come
+                # after the operator resumed the writer): only an empty write is news.
+                if self._modified.pop((key, pid), None) is not None:
+                    continue
+            else:
+                if len(self._modified) > 4096:
+                    self._modified.clear()
+                self._modified[(key, pid)] = now
             if now - self._last_fan.get((key, pid), -1e9) < REPEAT_S:
                 continue
             if len(self._last_fan) > 4096:
@@ -484,6 +496,7 @@ class Sentinel:
             self._last.clear()
         self._last[key] = now
         try:
-            self._on_hint(Hint(root, rel, _kind(mask), is_dir, at, pattern))
+            renamed = bool(mask & (_IN_MOVED_TO | _IN_MOVED_FROM))
+            self._on_hint(Hint(root, rel, _kind(mask), is_dir, at, pattern, renamed=renamed))
         except Exception:
             log.exception("a protected-path hint subscriber failed")

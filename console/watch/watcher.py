@@ -26,7 +26,7 @@ from console.watch.floods import Flood, coalesce
 from console.watch.index import Record
 from console.watch.root import Item, MarkerItem, RecordsItem, RootWorker, StatusItem, Tuning
 from console.watch.scope import DEFAULT_SKIP_IN_GIT, DEFAULT_SKIP_NAMES
-from console.watch.sentinel import Hint, Sentinel
+from console.watch.sentinel import NO_FAST_LANE_VAR, Hint, Sentinel
 
 log = logging.getLogger("console.watch")
 
@@ -141,7 +141,8 @@ class WorkspaceWatcher:
         self._draining = False
         self._closed = False
         self._on_hint = on_hint
-        self._sentinel = Sentinel(self._post_hint, writer_of) if on_hint is not None else None
+        fast = on_hint is not None and os.environ.get(NO_FAST_LANE_VAR) != "1"
+        self._sentinel = Sentinel(self._post_hint, writer_of) if fast else None
 
     # -- roots ---------------------------------------------------------------------------
 

@@ -11,9 +11,9 @@ from typing import Any
 from console.daemon.connection import CallContext, Method, Role
 from console.daemon.session_service import OPERATOR, unknown
 from console.protocol.ids import SESSION_ID, read_id
-from console.protocol.jsonrpc import FORBIDDEN, INVALID_PARAMS, RPCError
+from console.protocol.jsonrpc import BUSY, FORBIDDEN, INVALID_PARAMS, RPCError
 from console.protocol.params import Params
-from console.sessions import SessionError
+from console.sessions import InputOverflow, SessionError
 
 MAX_INPUT = 1 << 20
 
@@ -98,6 +98,10 @@ async def send_input(ctx: CallContext, p: Params) -> dict[str, Any]:
         raise RPCError(INVALID_PARAMS, "data_base64: not valid base64") from None
     try:
         ctx.daemon.sessions.manager.write(sid, data, client_id=f"conn-{ctx.conn.id}")
+    except InputOverflow as exc:
+        # Not the caller's mistake: the program is not reading yet. Nothing was
+        # queued, so the same input can be sent again.
+        raise RPCError(BUSY, "session input is busy, try again", {"reason": str(exc)}) from None
     except SessionError as exc:
         raise unknown(exc) from None
     return {"written": len(data)}

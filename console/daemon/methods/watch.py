@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from console.daemon.connection import CallContext, Method
-from console.daemon.watch_service import TripwireAction
+from console.daemon.tripwire import TripwireAction
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.params import Params
 

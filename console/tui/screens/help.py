@@ -30,6 +30,8 @@ SCOPE_TITLES = {
     "pane": "Terminal pane, after the prefix key",
     "pane-live": "Terminal pane",
     "pane-scroll": "Terminal pane, scrolled back",
+    "copy-vi": "Copy mode (vi keys)",
+    "copy-emacs": "Copy mode (emacs keys)",
     "record": "History record",
     "modal": "Dialogs",
     "confirm": "Dialogs",

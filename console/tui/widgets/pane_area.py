@@ -165,7 +165,9 @@ class PaneFrame(Vertical):
             flags.append(parts["message"] or parts["state"])
         elif parts["message"]:
             flags.append(parts["message"])
-        if parts["scrolling"] or parts["scrolled"]:
+        if parts.get("copy"):
+            flags.append(parts["copy"])
+        elif parts["scrolling"] or parts["scrolled"]:
             flags.append(f"scrolled back {parts['scrolled']} lines")
         if parts["match"] is not None:
             index, total = parts["match"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from textual.keys import key_to_character
 
 from console.terminal import KeyEncoder, UnknownKey
+from console.tui import copy_keys
 from console.tui.actions import ACTIONS, ActionSpec
 
 # Key names Textual and the terminal encoder share.
@@ -78,12 +79,13 @@ class PaneKeys:
     """The pane's keys in force: ``live`` work while the program has the keys (the
     prefix, scrolling back), ``after_prefix`` is what the key after the prefix may mean
     (pane commands first, then the sessions view's, then the app's), ``scrolling`` the
-    keys of scroll mode."""
+    keys of scroll mode, ``copying`` copy mode's tables by name (vi, emacs)."""
 
     prefix: frozenset[str]
     live: Mapping[str, ActionSpec]
     after_prefix: Mapping[str, ActionSpec]
     scrolling: Mapping[str, ActionSpec]
+    copying: Mapping[str, Mapping[str, ActionSpec]]
 
     @classmethod
     def from_keys(cls, keys_in_force: Mapping[str, str]) -> PaneKeys:
@@ -98,7 +100,13 @@ class PaneKeys:
 
         live = table("pane-live")
         prefix = frozenset(k for k, spec in live.items() if spec.id == "pane-prefix")
-        return cls(prefix, live, table("pane", "sessions", "app"), table("pane-scroll", "pane-live"))
+        return cls(
+            prefix,
+            live,
+            table("pane", "sessions", "app"),
+            table("pane-scroll", "pane-live"),
+            {name: table(copy_keys.scope(name)) for name in copy_keys.TABLES},
+        )
 
     def first_prefix(self) -> str:
         return min(self.prefix, key=len) if self.prefix else ""

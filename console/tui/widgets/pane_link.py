@@ -23,13 +23,15 @@ from typing import Any
 
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.jsonrpc import BUSY, NOT_FOUND
 from console.terminal import KeyEncoder, MouseEncoder, Screen
 
 Connect = Callable[[], Awaitable[AsyncClient]]
 
 RETRY_S = 1.0
 MAX_INPUT_CALL = 1 << 20  # the daemon's limit on one sessions.input
+BUSY_RETRIES = 50  # x BUSY_WAIT_S: how long keys wait for a program that does not read
+BUSY_WAIT_S = 0.1
 SCROLLBACK_LINES = 10_000
 # Each pane's own terminal size; the session's is what the daemon says it is.
 MIN_SIZE = 2
@@ -272,13 +274,25 @@ class PaneLink:
             self._sending = asyncio.get_running_loop().create_task(self._send_loop())
 
     async def _send_loop(self) -> None:
+        busy_tries = 0
         while self._outbox and self._client is not None:
             chunk = bytes(self._outbox[:MAX_INPUT_CALL])
             del self._outbox[: len(chunk)]
             params = {"session": self.session_id, "data_base64": base64.b64encode(chunk).decode("ascii")}
             try:
                 await self._client.call("sessions.input", params)
+                if busy_tries:
+                    busy_tries, self.message = 0, ""
+                    self.on_update()
             except RPCError as exc:
+                if exc.code == BUSY and busy_tries < BUSY_RETRIES:
+                    # The program is not reading: keep the keys, in order, and try again.
+                    busy_tries += 1
+                    self._outbox[:0] = chunk
+                    self.message = "session input is busy, trying again"
+                    self.on_update()
+                    await asyncio.sleep(BUSY_WAIT_S)
+                    continue
                 self._outbox.clear()
                 self.message = f"input refused: {inert(exc.message)[:160]}"
                 self.on_update()

@@ -11,6 +11,8 @@ Keys: while the program can take input, every key goes to it, encoded for its mo
 the scroll-back keys. The key after the prefix is a console command: pane commands
 (split, zoom, detach, search, copy ...), then the sessions view's, then the app's (so
 ``prefix q`` quits and ``prefix 1`` shows the queue). Pressing the prefix twice sends it.
+``prefix [`` is copy mode (tmux's): the model in :mod:`console.tui.copy_mode`, the vi or
+emacs table (``copy_mode_keys``) from the keymap; no key reaches the program meanwhile.
 
 Mouse: reported to the program when it asked for mouse events (shift bypasses that);
 otherwise the wheel scrolls back and a drag selects text, copied to the clipboard with
@@ -31,10 +33,10 @@ import asyncio
 import contextlib
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -48,9 +50,11 @@ from textual.worker import Worker
 from console.contract.inert import inert
 from console.terminal import Match, encode_paste, paste_concerns
 from console.terminal import Segment as Cells
+from console.terminal.screen import _cells as emulator_width  # the widths Match and the rows use
 from console.tui.actions import ActionSpec
 from console.tui.bindings import bindings
 from console.tui.clipboard import deliver
+from console.tui.copy_mode import CopyModel, extract
 from console.tui.widgets.pane_keys import PaneKeys, key_bytes
 from console.tui.widgets.pane_link import ENDED, FAILED, LIVE, PaneLink
 from console.tui.widgets.pane_paint import RowPainter, overlay
@@ -68,6 +72,8 @@ PASTE_SHOWN_CHARS = 1500
 _BREAK = re.compile("(\r\n|[\r\n\u2028\u2029])")
 _BUTTONS = {1: "left", 2: "middle", 3: "right"}
 _ids = itertools.count(1)
+# Keys Textual names otherwise than a keymap file does (ctrl+space arrives as NUL).
+_KEY_NAMES = {"ctrl+@": "ctrl+at"}
 
 # (absolute row, column) — rows count from the oldest scrollback row, as Screen.search does.
 Point = tuple[int, int]
@@ -84,6 +90,7 @@ class PaneState:
     matches: list[Match] = field(default_factory=list)
     match_index: int = -1
     selection: tuple[Point, Point] | None = None
+    copy: CopyModel | None = None  # in copy mode (prefix [): its cursor and selection
     task: Worker[None] | None = None
 
     @property
@@ -99,25 +106,7 @@ class PaneState:
 
 def selected_text(lines: list[str], start: Point, end: Point) -> str:
     """The text between two cells (inclusive), as a terminal copies a selection."""
-    out: list[str] = []
-    for row in range(start[0], end[0] + 1):
-        line = lines[row] if 0 <= row < len(lines) else ""
-        first = start[1] if row == start[0] else 0
-        last = end[1] + 1 if row == end[0] else 1 << 30
-        out.append(_cut_cells(line, first, last).rstrip())
-    return "\n".join(out)
-
-
-def _cut_cells(line: str, first: int, last: int) -> str:
-    if line.isascii():
-        return line[first:last]
-    pos, out = 0, []
-    for ch in line:
-        width = cell_len(ch)
-        if first <= pos < last:
-            out.append(ch)
-        pos += width
-    return "".join(out)
+    return extract(lines, start, end, emulator_width)
 
 
 class TerminalPane(Widget, can_focus=True):
@@ -181,6 +170,7 @@ class TerminalPane(Widget, can_focus=True):
         self._title_key: object = None
         self._styles: dict[str, Style] = {}
         self.paints = 0  # frames painted (for tests and benchmarks)
+        self._text_stale = True
 
     # ------------------------------------------------------------ properties
 
@@ -192,8 +182,8 @@ class TerminalPane(Widget, can_focus=True):
     def takes_every_key(self) -> bool:
         """The program gets every key, the app's priority bindings included (see
         ``ConsoleApp.check_action``); not while the prefix is armed, nor when nothing can
-        be typed (read-only, ended)."""
-        return self.link.writable and not self.armed
+        be typed (read-only, ended) — except in copy mode, whose keys are all its own."""
+        return (self.link.writable or self.state.copy is not None) and not self.armed
 
     def pane_keys(self) -> PaneKeys:
         keys_in_force = self.app.keys_in_force
@@ -245,6 +235,10 @@ class TerminalPane(Widget, can_focus=True):
 
     def wake(self) -> None:
         """Something changed: paint soon, but at most once per frame."""
+        self._text_stale = True  # copy mode reads the lines again
+        self._schedule()
+
+    def _schedule(self) -> None:
         if self._paint_handle is not None or not self.is_attached:
             return
         loop = asyncio.get_running_loop()
@@ -365,6 +359,13 @@ class TerminalPane(Widget, can_focus=True):
                 last = c1 + 1 if absolute == r1 else strip.cell_length
                 look = self.component_style("terminal-pane--selection")
                 strip = overlay(strip, first, last, look)
+        copy = state.copy
+        if copy is not None:
+            offset = screen.viewport[1] if screen is not None else 0
+            if copy.row == offset + row:
+                cells = copy.cursor_cells()
+                return overlay(strip, copy.col, copy.col + cells, lambda s: s + Style(reverse=not s.reverse))
+            return strip
         x, y, visible = self._cursor
         if visible and y == row and self.link.state == LIVE:
             if self.has_focus:
@@ -402,6 +403,7 @@ class TerminalPane(Widget, can_focus=True):
             "armed": self.armed,
             "size": screen.size if screen is not None else None,
             "match": (self.state.match_index + 1, len(self.state.matches)) if self.state.needle else None,
+            "copy": self._copy_flag(),
         }
 
     @property
@@ -440,6 +442,19 @@ class TerminalPane(Widget, can_focus=True):
             finally:
                 self.armed = False
                 self._title_changed()
+            return
+        if self.state.copy is not None:
+            # Copy mode's table first, then the prefix; nothing reaches the program.
+            event.stop()
+            event.prevent_default()
+            table = keys.copying.get(self.copy_table(), {})
+            for name in (key, *event.aliases, _KEY_NAMES.get(key, key)):
+                spec = table.get(name)
+                if spec is not None:
+                    await self.run_spec(spec)
+                    return
+            if key in keys.prefix:
+                self.action_prefix()
             return
         if key in keys.prefix:
             event.stop()
@@ -506,7 +521,9 @@ class TerminalPane(Widget, can_focus=True):
         name = spec.action.split("(", 1)[0]
         if spec.scope == "app":
             await self.app.run_action(spec.action)
-        elif spec.scope in ("pane", "pane-live", "pane-scroll") and hasattr(self, f"action_{name}"):
+        elif (
+            spec.scope in ("pane", "pane-live", "pane-scroll") or spec.scope.startswith("copy-")
+        ) and hasattr(self, f"action_{name}"):
             await self.app.run_action(spec.action, self)
         else:
             await self.app.run_action(spec.action, self.screen)
@@ -535,6 +552,9 @@ class TerminalPane(Widget, can_focus=True):
         """Paste ``text`` into the program, after asking when it could run or hide
         something unseen (see :func:`console.terminal.paste_concerns`)."""
         if not text:
+            return
+        if self.state.copy is not None:
+            self.say("in copy mode nothing is sent: leave it first (q)", "warning")
             return
         if self.paused:
             self.say(self.PAUSED_SAY, "warning")
@@ -617,9 +637,8 @@ class TerminalPane(Widget, can_focus=True):
         self.wake()
 
     def action_scroll_mode(self) -> None:
-        self.state.scrolling = True
-        self.say("scrolling back: arrows, page keys, home/end; / search, n/N matches, y copy; escape returns")
-        self._title_changed()
+        """Prefix [: copy mode, which scrolls back as well (see :meth:`enter_copy`)."""
+        self.enter_copy()
 
     def leave_scroll(self) -> None:
         state = self.state
@@ -631,6 +650,168 @@ class TerminalPane(Widget, can_focus=True):
 
     def action_leave_scroll(self) -> None:
         self.leave_scroll()
+
+    # ------------------------------------------------------------ copy mode
+
+    def copy_table(self) -> str:
+        return str(getattr(self.app.config, "copy_mode_keys", "vi"))
+
+    def _copy_lines(self) -> Sequence[str]:
+        """The rows, read again only after output (about 40 ms for 10,000 rows)."""
+        screen = self.link.screen
+        if screen is None:
+            return [""]
+        if self.state.copy is not None and not self._text_stale:
+            return self.state.copy.lines
+        self._text_stale = False
+        lines = screen.text(scrollback=True).split("\n")
+        total = screen.viewport[0]
+        return lines + [""] * (total - len(lines))
+
+    def enter_copy(self) -> None:
+        """Copy mode as tmux has it: a cursor over the scrollback, a selection, a search,
+        a yank; the program gets no key until it is left."""
+        screen = self.link.screen
+        if screen is None:
+            self.say("nothing to copy yet", "warning")
+            return
+        state = self.state
+        total, offset, rows = screen.viewport
+        if offset + rows >= total:  # at the bottom: start where the program's cursor is
+            cursor = screen.cursor
+            start = (total - screen.size[1] + cursor.y, cursor.x)
+        else:
+            start = (offset + rows - 1, 0)
+        state.copy = CopyModel(self._copy_lines(), start, emulator_width)
+        state.scrolling = True
+        state.selection = None
+        state.matches, state.match_index, state.needle = [], -1, ""
+        keys = (
+            "v select, y yank, / ? search, q leave"
+            if self.copy_table() == "vi"
+            else ("C-space select, M-w yank, C-s C-r search, q leave")
+        )
+        self.say(f"copy mode: {keys}")
+        self._copy_shown()
+
+    def _copy_flag(self) -> str | None:
+        copy = self.state.copy
+        if copy is None:
+            return None
+        flag = f"copy {copy.row + 1}/{len(copy.lines)}"
+        if copy.anchor is not None:
+            flag += " lines" if copy.line_mode else " selecting"
+        return flag
+
+    def _copy_shown(self) -> None:
+        """Scroll so the cursor is in view, show the selection, repaint."""
+        copy, screen = self.state.copy, self.link.screen
+        if copy is None or screen is None:
+            return
+        _, offset, rows = screen.viewport
+        height = max(1, min(self.size.height or rows, rows - self._top))
+        first = offset + self._top
+        if copy.row < first:
+            screen.scroll_to_row(copy.row - self._top)
+        elif copy.row >= first + height:
+            screen.scroll_to_row(copy.row - height + 1 - self._top)
+        self.state.selection = copy.selection()
+        self._title_changed()
+        self.refresh()
+        self._schedule()
+
+    def action_copy_do(self, op: str) -> None:
+        copy = self.state.copy
+        if copy is None:
+            return
+        copy.update(self._copy_lines())
+        half = max(1, self.size.height // 2)
+        page = max(1, self.size.height - 1)
+        moves = {
+            "down": lambda: copy.vertical(1),
+            "up": lambda: copy.vertical(-1),
+            "half_down": lambda: copy.vertical(half),
+            "half_up": lambda: copy.vertical(-half),
+            "page_down": lambda: copy.vertical(page),
+            "page_up": lambda: copy.vertical(-page),
+            "select": lambda: copy.start_selection(),
+            "select_line": lambda: copy.start_selection(lines=True),
+            "next_match": lambda: self._copy_found(*copy.search()),
+            "previous_match": lambda: self._copy_again_reversed(copy),
+        }
+        move = moves.get(op) or getattr(copy, op, None)
+        if move is None:
+            return
+        move()
+        self._copy_shown()
+
+    def _copy_again_reversed(self, copy: CopyModel) -> None:
+        forward = copy.forward
+        found = copy.search(forward=not forward)
+        copy.forward = forward
+        self._copy_found(*found)
+
+    def _copy_found(self, hit: object, wrapped: bool) -> None:
+        copy, state = self.state.copy, self.state
+        if copy is None:
+            return
+        if not copy.needle:
+            self.say("no search yet (/ or ? to search)", "warning")
+            return
+        hits = copy.hits(copy.needle)
+        state.needle = copy.needle
+        state.matches = [Match(h.row, h.col, h.cells) for h in hits]
+        if hit is None:
+            state.match_index = -1
+            self.say(f"not found: {inert(copy.needle)[:80]}", "warning")
+            return
+        state.match_index = hits.index(hit)
+        note = " (wrapped around)" if wrapped else ""
+        self.say(f"match {state.match_index + 1} of {len(hits)}{note}: {inert(copy.needle)[:80]}")
+
+    def action_copy_search(self, forward: bool) -> None:
+        from console.tui.screens.prompts import TextPrompt
+
+        def answered(needle: str | None) -> None:
+            copy = self.state.copy
+            if needle and copy is not None:
+                copy.update(self._copy_lines())
+                self._copy_found(*copy.search(needle, forward=forward))
+                self._copy_shown()
+            self.focus()
+
+        self.app.push_screen(
+            TextPrompt(
+                "Search forward (newer)" if forward else "Search backward (older)",
+                "Text to find (not case-sensitive), from the cursor, wrapping around. n: again, N: back.",
+                value=self.state.needle,
+            ),
+            answered,
+        )
+
+    def action_copy_yank(self) -> None:
+        copy = self.state.copy
+        if copy is None:
+            return
+        copy.update(self._copy_lines())
+        text = copy.selected()
+        what = "selection" if copy.anchor is not None else "line"
+        self.leave_copy()
+        if not text:
+            self.say("nothing to copy", "warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.run_worker(self._report_copy(text, what), group="copy", exclusive=True)
+
+    def action_copy_leave(self) -> None:
+        self.leave_copy()
+
+    def leave_copy(self) -> None:
+        self.state.copy = None
+        self.state.selection = None
+        self.leave_scroll()
+        self._title_changed()
+        self.refresh()
 
     # ------------------------------------------------------------ search
 
@@ -732,6 +913,7 @@ class TerminalPane(Widget, can_focus=True):
         return (
             screen is not None
             and self.link.writable
+            and self.state.copy is None
             and not event.shift
             and screen.modes.mouse_tracking != "none"
         )
