@@ -95,23 +95,28 @@ def test_watch_cli_streams_json_lines(setup):
         proc.wait(10)
 
 
+def exec_json(d, script: str) -> list[str]:
+    """`agent-console exec --json -- sh -c SCRIPT` against the daemon ``d``."""
+    return [
+        sys.executable,
+        "-m",
+        "console",
+        "exec",
+        "--json",
+        "--state-dir",
+        str(d.state_dir),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]
+
+
 def test_exec_outcome_lists_the_changes_it_made(setup):
     ws, start = setup
     d = start()
     r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "console",
-            "exec",
-            "--json",
-            "--state-dir",
-            str(d.state_dir),
-            "--",
-            "sh",
-            "-c",
-            "echo x > built.txt; mkdir -p out && echo y > out/a.txt",
-        ],
+        exec_json(d, "echo x > built.txt; mkdir -p out && echo y > out/a.txt"),
         cwd=ws,
         capture_output=True,
         text=True,
@@ -129,40 +134,24 @@ def test_exec_outcome_leaves_out_what_the_sandbox_could_not_have_written(setup):
     outcome lists the operation's file, not the other's."""
     ws, start = setup
     d = start()
-    watcher = d.operator().__enter__()
-    watcher.subscribe(["watch"])
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "console",
-            "exec",
-            "--json",
-            "--state-dir",
-            str(d.state_dir),
-            "--",
-            "sh",
-            "-c",
-            "sleep 1.2; echo x > mine.txt",
-        ],
-        cwd=ws,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(0.6)
-    (ws / ".env").write_text("TOKEN=someone-else\n")
-    (ws / ".git" / "hooks" / "pre-commit").write_text("echo someone else\n")
-    out, _ = proc.communicate(timeout=60)
-    paths = {c["path"] for c in json.loads(out)["result"]["outcome"]["changes"]}
-    assert "mine.txt" in paths
-    assert ".env" not in paths and ".git/hooks/pre-commit" not in paths, paths
-    # Still raised, against the operation, worded as what is known: it happened while.
-    while (event := watcher.next_event()).get("change") != "alert":
-        continue
-    request_id = event["operation"]
-    assert request_id.startswith("r-") and request_id in out
-    assert event["summary"].endswith(f"changed while operation {request_id} ran in the workspace")
-    watcher.__exit__(None, None, None)
+    with d.operator() as watcher:
+        watcher.subscribe(["watch"])
+        proc = subprocess.Popen(
+            exec_json(d, "sleep 1.2; echo x > mine.txt"), cwd=ws, stdout=subprocess.PIPE, text=True
+        )
+        time.sleep(0.6)
+        (ws / ".env").write_text("TOKEN=someone-else\n")
+        (ws / ".git" / "hooks" / "pre-commit").write_text("echo someone else\n")
+        out, _ = proc.communicate(timeout=60)
+        paths = {c["path"] for c in json.loads(out)["result"]["outcome"]["changes"]}
+        assert "mine.txt" in paths
+        assert ".env" not in paths and ".git/hooks/pre-commit" not in paths, paths
+        # Still raised, against the operation, worded as what is known: it happened while.
+        while (event := watcher.next_event()).get("change") != "alert":
+            continue
+        request_id = event["operation"]
+        assert request_id.startswith("r-") and request_id in out
+        assert event["summary"].endswith(f"changed while operation {request_id} ran in the workspace")
 
 
 def test_alert_mode_raises_an_alert_event(setup):

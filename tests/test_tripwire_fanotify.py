@@ -21,6 +21,7 @@ import time
 import pytest
 from daemon_harness import running_daemon, short_tmp, wait_for, workspace
 from test_daemon_watch import stopped
+from test_tripwire_attribution import end
 
 FIRM = ("pid from fanotify", "open for write")
 BUSY = "while :; do echo y >> busy/$RANDOM; sleep 0.005; done"
@@ -55,15 +56,6 @@ def items(op, sid=None):
 
 def busy_count(ws):
     return len(list((ws / "busy").iterdir()))
-
-
-def end(op, *sids):
-    for item in op.call("tripwire.list", {"open": True})["items"]:
-        if item["session"] in sids:
-            op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
-    for sid in sids:
-        if op.call("sessions.get", {"session": sid})["session"]["status"] not in ("exited", "lost"):
-            op.call("sessions.kill", {"session": sid, "grace_s": 1})
 
 
 def test_two_writers_in_one_workspace_only_the_hook_writer_is_paused(env):

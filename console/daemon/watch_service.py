@@ -23,6 +23,7 @@ import logging
 import secrets
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -653,26 +654,14 @@ class WatchService:
         return item
 
     def _alert(self, ev: FileEvent, c: Candidate, *, exited: bool = False) -> None:
-        now = time.monotonic()
-        if not exited and now - self._alerted.get(c.session_id, -1e9) < ALERT_EVERY_S:
-            return
-        self._alerted[c.session_id] = now
         who = f"session {c.session_id}" + (" (exited)" if exited else "")
-        what = display_path(ev.path)
-        if ev.flood:
-            what = f"{ev.count:,} files under {what.rstrip('/')}/"
-        self.events.publish(
-            Topic.WATCH,
-            {
-                "change": "alert",
-                "session": c.session_id,
-                "display_path": display_path(ev.path),
-                "pattern": ev.protected,
-                "basis": c.basis,
-                "exited": exited,
-                "count": ev.count,
-                "summary": f"{who} modified {what}",
-            },
+        self._raise_alert(
+            ev,
+            c.session_id,
+            {"session": c.session_id},
+            c.basis,
+            lambda what: f"{who} modified {what}",
+            exited,
         )
 
     def _alert_operations(self, ev: FileEvent) -> None:
@@ -683,28 +672,46 @@ class WatchService:
         if self.policy().tripwire is Tripwire.OFF:
             return
         for a in ev.attribution:
-            if a.kind != "operation":
-                continue
-            now = time.monotonic()
-            if now - self._alerted.get(a.id, -1e9) < ALERT_EVERY_S:
-                continue
-            self._alerted[a.id] = now
-            what = display_path(ev.path)
-            if ev.flood:
-                what = f"{ev.count:,} files under {what.rstrip('/')}/"
-            self.events.publish(
-                Topic.WATCH,
-                {
-                    "change": "alert",
-                    "operation": a.id,
-                    "display_path": display_path(ev.path),
-                    "pattern": ev.protected,
-                    "basis": OPERATION_BASIS,
-                    "exited": False,
-                    "count": ev.count,
-                    "summary": f"{what} changed while operation {a.id} ran in the workspace",
-                },
-            )
+            if a.kind == "operation":
+                self._raise_alert(
+                    ev,
+                    a.id,
+                    {"operation": a.id},
+                    OPERATION_BASIS,
+                    lambda what, op=a.id: f"{what} changed while operation {op} ran in the workspace",
+                )
+
+    def _raise_alert(
+        self,
+        ev: FileEvent,
+        who: str,
+        named: dict[str, str],
+        basis: str,
+        summary: Callable[[str], str],
+        exited: bool = False,
+    ) -> None:
+        """One ``alert`` on the watch stream, at most every ``ALERT_EVERY_S`` per writer
+        (an exited writer's always: it will not come again)."""
+        now = time.monotonic()
+        if not exited and now - self._alerted.get(who, -1e9) < ALERT_EVERY_S:
+            return
+        self._alerted[who] = now
+        what = display_path(ev.path)
+        if ev.flood:
+            what = f"{ev.count:,} files under {what.rstrip('/')}/"
+        self.events.publish(
+            Topic.WATCH,
+            {
+                "change": "alert",
+                **named,
+                "display_path": display_path(ev.path),
+                "pattern": ev.protected,
+                "basis": basis,
+                "exited": exited,
+                "count": ev.count,
+                "summary": summary(what),
+            },
+        )
 
     def _has_processes(self, session_id: str) -> bool:
         """Running, or processes left in its cgroup after the leader exited: either can

@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from console.contract.outcome import ChangeKind
 from console.policy.patterns import ProtectedPaths
@@ -122,6 +123,17 @@ def _quiet(root: str, rel: str, *, is_dir: bool) -> bool:
     if is_dir or quiet_reason(rel, is_dir=False) is not None:
         return True
     return (rel == ".git/config" or rel.endswith("/.git/config")) and is_init_config(os.path.join(root, rel))
+
+
+def _repeated(last: dict[Any, float], key: Any, now: float) -> bool:
+    """Seen within ``REPEAT_S`` (a writer's many writes make one hint); else noted now.
+    Bounded: the memory is dropped whole past 4,096 keys."""
+    if now - last.get(key, -1e9) < REPEAT_S:
+        return True
+    if len(last) > 4096:
+        last.clear()
+    last[key] = now
+    return False
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -218,6 +230,7 @@ class Sentinel:
             for wd, (r, _) in list(self._wds.items()):
                 if r == root:
                     self._rm_watch(wd)
+            self._scan_links(root)  # no longer a root: its links are forgotten
 
     def close(self) -> None:
         self._stop = True
@@ -406,21 +419,15 @@ class Sentinel:
                 if len(self._modified) > 4096:
                     self._modified.clear()
                 self._modified[(key, pid)] = now
-            if now - self._last_fan.get((key, pid), -1e9) < REPEAT_S:
+            if _repeated(self._last_fan, (key, pid), now):
                 continue
-            if len(self._last_fan) > 4096:
-                self._last_fan.clear()
-            self._last_fan[(key, pid)] = now
             session = None
             if self._writer_of is not None:
                 try:
                     session = self._writer_of(pid)
                 except Exception:
                     log.exception("could not tell whose process %d is", pid)
-            try:
-                self._on_hint(Hint(root, rel, ChangeKind.MODIFIED, False, at, pattern, pid, session))
-            except Exception:
-                log.exception("a protected-path hint subscriber failed")
+            self._hint(Hint(root, rel, ChangeKind.MODIFIED, False, at, pattern, pid, session))
 
     def _parse(self, data: bytes) -> None:
         at = time.time()
@@ -488,15 +495,13 @@ class Sentinel:
         pattern = protected.match(rel, is_dir=is_dir)
         if pattern is None or _quiet(root, rel, is_dir=is_dir):
             return
-        key = (root, rel)
-        now = time.monotonic()
-        if now - self._last.get(key, -1e9) < REPEAT_S:
+        if _repeated(self._last, (root, rel), time.monotonic()):
             return
-        if len(self._last) > 4096:
-            self._last.clear()
-        self._last[key] = now
+        renamed = bool(mask & (_IN_MOVED_TO | _IN_MOVED_FROM))
+        self._hint(Hint(root, rel, _kind(mask), is_dir, at, pattern, renamed=renamed))
+
+    def _hint(self, hint: Hint) -> None:
         try:
-            renamed = bool(mask & (_IN_MOVED_TO | _IN_MOVED_FROM))
-            self._on_hint(Hint(root, rel, _kind(mask), is_dir, at, pattern, renamed=renamed))
+            self._on_hint(hint)
         except Exception:
             log.exception("a protected-path hint subscriber failed")
