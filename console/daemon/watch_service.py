@@ -573,18 +573,7 @@ class WatchService:
             return
         if c.session_id in self._early:
             return
-        item = TripwireItem(
-            id="t-" + secrets.token_hex(4),
-            at=time.time(),
-            session=c.session_id,
-            session_label=c.label[:200],
-            workspace_root=hint.root,
-            path=hint.path,
-            pattern=hint.pattern,
-            kind=hint.kind.value,
-            diff=None,
-            basis=c.basis,
-        )
+        item = _new_item(c, hint.root, hint.path, hint.pattern, hint.kind.value)
         self._early[c.session_id] = item
         self._stop_session(item)
         if self.sessions is not None:
@@ -633,18 +622,14 @@ class WatchService:
     ) -> TripwireItem:
         count = flood.record["count"] if flood is not None else ev.count
         sample = flood.record.get("sample", ()) if flood is not None else ()
-        item = TripwireItem(
-            id="t-" + secrets.token_hex(4),
-            at=time.time(),
-            session=c.session_id,
-            session_label=c.label[:200],
-            workspace_root=ev.workspace_root,
-            path=ev.path,
-            pattern=ev.protected or "",
-            kind=ev.kind.value,
+        item = _new_item(
+            c,
+            ev.workspace_root,
+            ev.path,
+            ev.protected or "",
+            ev.kind.value,
             diff=diff,
             state=state,
-            basis=c.basis,
             count=count,
             sample=tuple(sample),
         )
@@ -806,6 +791,23 @@ class WatchService:
         future = self.store.append(row)
         future.add_done_callback(_log_store_failure)
         return future
+
+
+def _new_item(c: Candidate, root: str, path: str, pattern: str, kind: str, **rest: Any) -> TripwireItem:
+    """A fresh item naming the candidate session, with its basis."""
+    return TripwireItem(
+        id="t-" + secrets.token_hex(4),
+        at=time.time(),
+        session=c.session_id,
+        session_label=c.label[:200],
+        workspace_root=root,
+        path=path,
+        pattern=pattern,
+        kind=kind,
+        diff=rest.pop("diff", None),
+        basis=c.basis,
+        **rest,
+    )
 
 
 def _members(ev: FileEvent) -> list[FileEvent]:
