@@ -72,11 +72,14 @@ class Action(StrEnum):
 
 
 class RequestIds:
-    """``r-<daemon start, base 36>-<counter>``: unique across restarts (one daemon per
-    state dir, started at most once a second), cheap, and sortable by age."""
+    """``r-<daemon start in ms, base 36><2 random>-<counter>``: unique across restarts,
+    cheap, and sortable by age. A restart within the same second (a stop and a start in
+    a script) once reused the previous run's ids, whose decisions the store refuses to
+    overwrite; the milliseconds and the random pair keep them apart."""
 
     def __init__(self, started: float) -> None:
-        self._prefix = "r-" + _base36(int(started)) + "-"
+        salt = _base36(secrets.randbelow(36 * 36)).rjust(2, "0")
+        self._prefix = "r-" + _base36(int(started * 1000)) + salt + "-"
         self._next = 0
 
     def __call__(self) -> str:

@@ -96,10 +96,10 @@ class _Singles:
     count: int = 0
 
 
-MAX_ACCEPTED = 2000
+MAX_ACCEPTED = 2000  # remembered tripwire answers that moved a baseline
 EARLY_WAIT_S = 1.0  # the longest a fast-lane stop waits for its event before it is raised
 FAN_WINDOW_S = 2.0  # a fanotify-named writer explains the path's events this long after
-MAX_FAN_WRITERS = 4096  # remembered tripwire answers that moved a baseline
+MAX_FAN_WRITERS = 4096  # remembered fanotify-named writers
 
 
 class WatchService:
