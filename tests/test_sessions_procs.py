@@ -63,7 +63,8 @@ async def test_kill_leaves_no_process_behind(manager, tmp_path):
     leader = manager.get(sid).pid
     double_forked = psutil.Process(children[1])
     assert double_forked.ppid() != leader  # its parent shell has exited: it left the tree
-    escaped = psutil.Process(children[3])
+    # The last two write their pids concurrently: pick the setsid one by what it runs.
+    escaped = next(p for p in map(psutil.Process, children[2:]) if "1003" in " ".join(p.cmdline()))
     assert os.getsid(escaped.pid) != leader and escaped.ppid() != leader  # left session and tree
 
     info = await manager.kill(sid, grace_s=0.5)
