@@ -86,3 +86,36 @@ def test_cli_prune_prints_what_it_freed(daemon):
     assert "freed 0.6M in 2 recordings; recordings now 0.0M of 2.0M" in everything.stdout
     again = daemon.cli("sessions", "prune", "--all", "--json")
     assert json.loads(again.stdout)["pruned"] == []
+
+
+async def test_truncation_is_shown_live_in_the_console_and_the_cli(daemon):
+    from tui_harness import Clock, make_app, screen_text, until
+    from tui_sessions_harness import show_sessions
+
+    with daemon.operator() as op:
+        sid = new(op, f"{FLOOD}; echo; echo flood-done; exec sleep 30")
+        quiet = new(op, "exec sleep 30")
+        wait_for(lambda: info(op, sid)["recording_truncated"])
+    listed = daemon.cli("sessions").stdout
+    row = next(line for line in listed.splitlines() if line.startswith(sid))
+    assert row.endswith("[recording truncated]"), row
+    assert "recording" not in next(line for line in listed.splitlines() if line.startswith(quiet))
+    app = make_app(daemon, Clock())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await show_sessions(pilot, app)
+
+        def both_rows() -> str | None:
+            text = screen_text(app)
+            return text if sid[:10] in text and quiet[:10] in text else None
+
+        shown = await until(pilot, both_rows)
+        rows = {
+            line.split()[0].lstrip("▶"): line
+            for line in shown.splitlines()
+            if sid[:10] in line or quiet[:10] in line
+        }
+        assert rows[sid[:10]].rstrip().endswith("recording truncated"), rows
+        assert "recording" not in rows[quiet[:10]]
+    with daemon.operator() as op:
+        for s in (sid, quiet):
+            op.call("sessions.kill", {"session": s, "grace_s": 0})

@@ -228,6 +228,8 @@ async def test_recording_replays_to_the_same_final_screen(manager, tmp_path):
     written: list[str] = []
     final = replay(path, speed=1000.0, write=written.append, sleep=lambda s: None)
     assert final.text() == manager.screen_text(sid)
+    # the player itself ends with a reset, no newline to scroll the last frame away
+    assert written[-1] == "\x1b[0m", repr(written[-1])
 
 
 async def test_input_is_recorded_only_when_asked(manager, tmp_path):

@@ -36,6 +36,8 @@ from tui_sessions_harness import (
     wait_shown,
 )
 
+from console.client import RPCError
+from console.protocol.jsonrpc import BUSY
 from console.tui.screens.prompts import ConfirmPrompt
 
 SIZE = (120, 40)
@@ -526,3 +528,46 @@ async def test_hostile_output_stays_inside_the_pane(daemon, clock):
         assert foreign_controls(raw) == ""
         assert "evil.example" not in raw and "\u202e" not in raw and "\u200b" not in raw
         assert app.is_running
+
+
+DRAINER = r"""
+import os, sys, time, tty
+tty.setraw(0)
+os.write(1, b"READY")
+while not os.path.exists(sys.argv[1]):  # not reading: the daemon's input queue fills
+    time.sleep(0.05)
+got = b""
+while not got.endswith(b"END"):
+    got += os.read(0, 1 << 16)
+os.write(1, b"\r\nGOT %d x, then %s\r\n" % (got.count(b"x"), got.lstrip(b"x")))
+time.sleep(60)
+"""
+
+
+async def test_keys_typed_while_input_is_busy_wait_and_arrive_in_order(daemon, clock, tmp_path):
+    go = tmp_path / "go"
+    sid = new_session(daemon, [sys.executable, "-c", DRAINER, str(go)])
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await open_pane(pilot, app, sid)
+        await wait_shown(pilot, pane, "READY")
+        queued, size = 0, 1 << 18
+        with daemon.operator() as op:  # fill the queue to the last byte: then it says busy
+            while size:
+                try:
+                    op.call("sessions.input", {"session": sid, "text": "x" * size})
+                    queued += size
+                except RPCError as exc:
+                    if exc.code != BUSY:
+                        raise
+                    size //= 2
+        pane.focus()
+        for key in ("a", "b", "c", "E", "N", "D"):
+            await pilot.press(key)
+        await until(pilot, lambda: "session input is busy, trying again" in screen_text(app))
+        go.touch()  # the program reads at last: the waiting keys go through, in order
+        text = await wait_shown(pilot, pane, "GOT ")
+        assert f"GOT {queued} x, then abcEND" in text, text
+        await until(pilot, lambda: "session input is busy" not in screen_text(app))
+    with daemon.operator() as op:
+        op.call("sessions.kill", {"session": sid, "grace_s": 0})

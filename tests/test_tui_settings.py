@@ -47,7 +47,7 @@ def test_full_config():
         ("theme = 3", "theme: expected a string, got int 3"),
         (
             'colour = "x"',
-            "unknown key colour; allowed here: display, guard, keymap, keys, notifications, theme",
+            "unknown key colour; allowed here: display, guard, keymap, keys, notifications, sessions, theme",
         ),
         ("[guard]\nidle_s = -1", "guard.idle_s: must be between 0 and 10"),
         ("[guard]\nidle = 1", "unknown key guard.idle; allowed here: guard.idle_s"),

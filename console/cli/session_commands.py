@@ -69,9 +69,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         stats = s.get("stats") or {}
         cpu = f"{stats['cpu_percent']:.1f}%" if stats else "-"
         label = s["title"] or " ".join(s["argv"])
+        note = "  [recording pruned]" if s.get("recording_pruned") else ""
+        note = note or ("  [recording truncated]" if s.get("recording_truncated") else "")
         print(
             f"{s['id']:<14} {s['status_text']:<18} {attention.get(s['id'], '-'):<15} {age(s['created_at']):>5} "
-            f"{cpu:>6} {_mib(stats.get('rss_bytes')):>7}  {inert(s['owner'])[:22]:<22} {inert(label)[:80]}"
+            f"{cpu:>6} {_mib(stats.get('rss_bytes')):>7}  {inert(s['owner'])[:22]:<22} {inert(label)[:80]}{note}"
         )
     return 0
 
@@ -162,9 +164,6 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
-REPLAY_END = "\x1b[0m\r\n"  # what `console.sessions.replay` writes last (a frame never is)
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     from console.sessions import RecordingError, replay
 
@@ -175,11 +174,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CLIError("--speed must be above 0 (e.g. 2 plays twice as fast)", 2)
 
     def write(text: str) -> None:
-        # The player ends with a reset and a newline; on a frame that fills the
-        # terminal the newline scrolls its top row away, so only the reset is kept and
-        # the shell's prompt comes back where the program's cursor was.
-        if text == REPLAY_END:
-            text = "\x1b[0m"
         # A reader that goes away (`| head`) ends the command in cli.main, quietly.
         sys.stdout.write(text)
         sys.stdout.flush()

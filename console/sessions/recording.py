@@ -232,5 +232,8 @@ def replay(
                 dirty, shown_at = False, clock
     if dirty:
         write(paint_screen(screen))
-    write("\x1b[0m\r\n")
+    # A reset and no newline: on a frame that fills the terminal a newline would
+    # scroll its top row away; the shell's prompt comes back where the program's
+    # cursor was.
+    write("\x1b[0m")
     return screen

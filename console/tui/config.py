@@ -22,6 +22,9 @@ keymaps live in ``themes/`` and ``keymaps/`` next to the config file.
     max_lines = 40
     copy_mode_keys = "vi"     # a pane's copy mode (prefix [) reads this key table: vi | emacs
 
+    [sessions]
+    restore_layout = true     # reopen the panes (splits, zoom, sessions) as they were at quit
+
     [keys]                    # per-binding overrides: binding id = keys
     approve-once = "y"
 """
@@ -61,6 +64,7 @@ class Config:
     max_chars: int = 2000
     max_lines: int = 40
     keys: Mapping[str, Any] = field(default_factory=dict)
+    restore_layout: bool = True
     path: Path | None = None
 
     @property
@@ -158,13 +162,15 @@ def parse_config(text: str, where: str = "config", path: Path | None = None) -> 
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where}: not valid TOML: {exc}") from None
     top = _Reader(where, data)
-    top.only({"theme", "keymap", "guard", "notifications", "display", "keys"})
+    top.only({"theme", "keymap", "guard", "notifications", "display", "sessions", "keys"})
     guard = top.table_at("guard")
     guard.only({"idle_s"})
     notes = top.table_at("notifications")
     notes.only({"toast", "bell", "desktop"})
     display = top.table_at("display")
     display.only({"max_chars", "max_lines", "copy_mode_keys"})
+    sessions = top.table_at("sessions")
+    sessions.only({"restore_layout"})
     keys = top.table_at("keys").table
     # Key overrides are checked against the action table by keymaps.resolve, which knows them.
     return Config(
@@ -180,6 +186,7 @@ def parse_config(text: str, where: str = "config", path: Path | None = None) -> 
         max_chars=display.integer("max_chars", 2000, 80, 1_000_000),
         max_lines=display.integer("max_lines", 40, 3, 100_000),
         keys=dict(keys),
+        restore_layout=sessions.get("restore_layout", bool, True),
         path=path,
     )
 

@@ -6,6 +6,11 @@ session's status says when its agent waits for an approval. Below it, panes: eac
 attached over its own connection (see :mod:`console.tui.widgets.pane_link`), split
 side by side or stacked, zoomed, closed. Closing a pane detaches: the session keeps
 running in the daemon, and attaching again shows it as it is.
+
+The layout (splits, zoom, focus, which session is in which pane) is saved beside the
+config file whenever it changes and at quit, and rebuilt when the view first has the
+session list (see :mod:`console.tui.layout_file`), unless ``[sessions] restore_layout``
+is false.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -26,12 +32,13 @@ from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.tui import layout_file
 from console.tui.bindings import bindings
 from console.tui.screens.prompts import ConfirmPrompt, TextPrompt
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
-from console.tui.widgets.pane_area import DOWN, RIGHT, Layout, PaneArea, PaneFrame
+from console.tui.widgets.pane_area import DOWN, RIGHT, Layout, Node, PaneArea, PaneFrame, Split
 from console.tui.widgets.pane_link import Connect, PaneLink, connector
 from console.tui.widgets.sessions_view import HEADER, SessionsView, command_line
 from console.tui.widgets.status_line import StatusLine
@@ -42,6 +49,7 @@ if TYPE_CHECKING:
 
 POLL_S = 2.0  # CPU and memory are sampled by the daemon about once a second
 EVENT_COALESCE_S = 0.3
+ALIVE = ("running", "idle")  # a session a restored pane re-attaches to; the others ended
 # What a new session's terminal says it is: the pane's emulator (libghostty-vt).
 SESSION_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor"}
 
@@ -73,6 +81,12 @@ class SessionsScreen(Screen[None]):
         self._poll: Timer | None = None
         self._last_pane: PaneState | None = None
         self._started = False
+        # Until the saved layout was read (at the first session list), nothing is saved over it.
+        self._restoring = True
+        self._start_after_restore: str | None = None
+        self._save_failed = False
+        self._restore_started = False
+        self._save_blocked = False
 
     # ------------------------------------------------------------ parts
 
@@ -103,7 +117,14 @@ class SessionsScreen(Screen[None]):
         start = getattr(self.app, "start_session", None)
         if start and not self._started:
             self._started = True
-            self.call_after_refresh(self.open_pane, str(start))
+            if self.layout_path() is not None:  # after the saved panes (focused if among them)
+                self._start_after_restore = str(start)
+            else:
+                self.call_after_refresh(self.open_pane, str(start))
+
+    def on_unmount(self) -> None:
+        """Quitting saves the layout as it stands (the focus is not saved as it moves)."""
+        self._save_layout(quitting=True)
 
     def on_screen_resume(self) -> None:
         self.reload()
@@ -133,6 +154,10 @@ class SessionsScreen(Screen[None]):
             return
         self.sessions = list(result.get("sessions", []))
         self._show_list()
+        if not self._restore_started:
+            self._restore_started = True
+            # Its own worker: the next reload would cancel this exclusive one mid-rebuild.
+            self.run_worker(self._restore(), group="layout-restore", exit_on_error=False)
 
     def _show_list(self) -> None:
         attached = frozenset(p.session_id for p in self.layout_tree.panes())
@@ -344,9 +369,16 @@ class SessionsScreen(Screen[None]):
         return panes[-1] if panes else None
 
     def on_descendant_focus(self, event: Any) -> None:
+        if not self.app.is_running:  # quitting: widgets going away move the focus about
+            return
         pane = self.focused_pane()
         if pane is not None:
-            self._last_pane = pane.state
+            self._note_focus(pane.state)
+
+    def _note_focus(self, state: PaneState) -> None:
+        if self._last_pane is not state:
+            self._last_pane = state
+            self._save_layout()
 
     def pane_widget(self, state: PaneState) -> TerminalPane | None:
         frame = self.area.frame_for(state)
@@ -365,28 +397,33 @@ class SessionsScreen(Screen[None]):
             if state.session_id == session_id and state.link.read_only == read_only and beside is None:
                 self.focus_state(state)
                 return state
-        link = PaneLink(session_id, self._connector(), read_only=read_only)
-        state = PaneState(link)
         beside = beside or self.current_state()
         if direction is None:
             direction = RIGHT
             widget = self.pane_widget(beside) if beside is not None else None
             if widget is not None and widget.size.width < 2.5 * widget.size.height:
                 direction = DOWN
-        state.task = self.run_worker(
-            link.run(), name=f"pane-{state.pane_id}", group=f"pane-{state.pane_id}", exit_on_error=False
-        )
+        state = self._attached_state(session_id, read_only)
         self.layout_tree.add(state, beside, direction)
         await self._relayout()
         self.focus_state(state)
         self._show_list()
         return state
 
+    def _attached_state(self, session_id: str, read_only: bool) -> PaneState:
+        """A pane's state, its link already attaching (over its own connection)."""
+        link = PaneLink(session_id, self._connector(), read_only=read_only)
+        state = PaneState(link)
+        state.task = self.run_worker(
+            link.run(), name=f"pane-{state.pane_id}", group=f"pane-{state.pane_id}", exit_on_error=False
+        )
+        return state
+
     def focus_state(self, state: PaneState) -> None:
         widget = self.pane_widget(state)
         if widget is not None:
             widget.focus()
-            self._last_pane = state
+            self._note_focus(state)
 
     async def close_pane(self, state: PaneState) -> None:
         """Detach: the session keeps running."""
@@ -412,10 +449,152 @@ class SessionsScreen(Screen[None]):
             self.minimize()
         self.set_class(self.layout_tree.root is not None, "-panes")
         await self.area.rebuild()
+        self._save_layout()
+
+    def watch_maximized(self, maximized: Any) -> None:
+        """Zoom in or out is a layout change (Screen's own watcher sets the classes)."""
+        self._save_layout()
 
     async def close_all(self) -> None:
         for state in self.layout_tree.panes():
             await self.close_pane(state)
+
+    # ------------------------------------------------------------ the saved layout
+
+    def layout_path(self) -> Path | None:
+        """Beside the config file in use; None when restoring is off (or no config path)."""
+        config = self.app.config
+        if not config.restore_layout or config.path is None:
+            return None
+        return layout_file.layout_path(config.path)
+
+    def layout_document(self, focus: PaneState | None = None) -> layout_file.Document:
+        """The layout as it stands, as plain data (a split left with one child is that child)."""
+
+        def node(n: Node) -> layout_file.Node | None:
+            if isinstance(n, Split):
+                kids = [k for k in (node(c) for c in n.children) if k is not None]
+                if len(kids) < 2:
+                    return kids[0] if kids else None
+                return layout_file.Box(n.direction, tuple(kids))
+            return layout_file.Pane(n.session_id, n.link.read_only)
+
+        panes = self.layout_tree.panes()
+
+        def index(state: PaneState | None) -> int | None:
+            return next((i for i, p in enumerate(panes) if p is state), None)
+
+        zoomed = self.maximized.state if isinstance(self.maximized, PaneFrame) else None
+        root = None if self.layout_tree.root is None else node(self.layout_tree.root)
+        return layout_file.Document(root, index(zoomed), index(focus or self.current_state()))
+
+    def _save_layout(self, *, quitting: bool = False) -> None:
+        if self._restoring or self._save_blocked or (not quitting and not self.app.is_running):
+            return
+        path = self.layout_path()
+        if path is None:
+            return
+        try:
+            # Quitting: the focus last seen, not where removing the widgets moved it.
+            layout_file.save(path, self.layout_document(self._last_pane if quitting else None))
+        except (OSError, layout_file.LayoutError) as exc:
+            if not self._save_failed:  # once: a full disk would say it on every keystroke
+                self._save_failed = True
+                self.app.notify(
+                    inert(f"cannot save the pane layout to {path}: {exc}")[:300],
+                    severity="warning",
+                    markup=False,
+                )
+            return
+        self._save_failed = False
+
+    async def _restore(self) -> None:
+        """Rebuild the saved layout from the sessions that are still running; say what is not."""
+        try:
+            path = self.layout_path()
+            if path is not None and self.layout_tree.root is None:
+                await self._restore_from(path)
+        except Exception as exc:  # a restore must never take the console down; keep the file
+            self._save_blocked = True
+            self.app.notify(
+                inert(f"pane layout not restored: {type(exc).__name__}: {exc}")[:300],
+                title="layout",
+                severity="error",
+                markup=False,
+            )
+        finally:
+            self._restoring = False
+        self._save_layout()  # what was restored: the ended and gone panes drop out
+        start, self._start_after_restore = self._start_after_restore, None
+        if start:
+            await self.open_pane(start)
+
+    async def _restore_from(self, path: Path) -> None:
+        try:
+            doc = layout_file.load(path)
+        except layout_file.LayoutError as exc:
+            try:
+                kept = f"kept as {layout_file.set_aside(path).name}"
+            except (OSError, layout_file.LayoutError) as err:
+                kept = f"and cannot be moved aside ({err}); it is left as it is"
+                self._save_blocked = True  # nor overwritten: this run saves no layout
+            self.app.notify(
+                inert(f"pane layout not restored: {path.name}: {exc}; {kept}")[:400],
+                title="layout",
+                severity="error",
+                markup=False,
+            )
+            return
+        if doc is None or doc.root is None:
+            return
+        known = {str(s.get("id")): s for s in self.sessions}
+        skipped: list[str] = []
+        made: dict[int, PaneState] = {}
+        count = iter(range(layout_file.MAX_PANES + 1))
+
+        def build(n: layout_file.Node) -> Node | None:
+            if isinstance(n, layout_file.Pane):
+                at = next(count)
+                session = known.get(n.session)
+                if session is None or session.get("status") not in ALIVE:
+                    skipped.append(f"session {n.session} {'gone' if session is None else 'ended'}")
+                    return None
+                made[at] = self._attached_state(n.session, n.read_only)
+                return made[at]
+            kids: list[Node] = []
+            for child in n.children:
+                built = build(child)
+                if isinstance(built, Split) and built.direction == n.direction:
+                    kids.extend(built.children)  # a split that lost children merges into its parent
+                elif built is not None:
+                    kids.append(built)
+            if len(kids) < 2:
+                return kids[0] if kids else None
+            return Split(n.direction, kids)
+
+        self.layout_tree.root = build(doc.root)
+        if skipped:
+            self.app.notify(
+                inert(
+                    f"{len(skipped)} pane{'s' if len(skipped) != 1 else ''} not restored: "
+                    + ", ".join(skipped)
+                )[:400],
+                title="layout",
+                severity="warning",
+                markup=False,
+            )
+        if self.layout_tree.root is None:
+            return
+        await self._relayout()
+        panes = self.layout_tree.panes()
+        focus = made.get(doc.focus) if doc.focus is not None else None
+        self.focus_state(focus if focus is not None else panes[-1])
+        zoomed = made.get(doc.zoom) if doc.zoom is not None else None
+        frame = self.area.frame_for(zoomed) if zoomed is not None else None
+        if frame is not None:
+            self.maximize(frame, container=False)
+            self.focus_state(zoomed)
+        self._show_list()
 
     def on_terminal_pane_said(self, message: TerminalPane.Said) -> None:
         self.say(message.text, message.severity)

@@ -175,7 +175,13 @@ class PaneFrame(Vertical):
         if parts["size"] is not None:
             flags.append(f"{parts['size'][0]}×{parts['size'][1]}")
         if flags:
-            text.append("  [" + "] [".join(flags) + "]")
+            # The flags say what the keys do now (busy, read-only, prefix): a long
+            # command line is cut before they are.
+            tail = "  [" + "] [".join(flags) + "]"
+            room = self.size.width - len(tail)
+            if self.size.width and text.cell_len > room:
+                text.truncate(max(room, len(parts["id"]) + 3))  # ends in "…"
+            text.append(tail)
         self.query_one(PaneTitle).update(text)
 
 

@@ -31,6 +31,17 @@ def memory(n: Any) -> str:
     return f"{int(n)}B"
 
 
+def recording_note(session: Mapping[str, Any]) -> str:
+    """Why a session's recording is not the whole of its output, or ''. Shown live:
+    the daemon sets the flag the moment the per-session cap is reached, and replay
+    from such a recording ends early."""
+    if session.get("recording_pruned"):
+        return "recording pruned"
+    if session.get("recording_truncated"):
+        return "recording truncated"
+    return ""
+
+
 def command_line(session: Mapping[str, Any]) -> str:
     argv = [str(a) for a in session.get("argv") or []]
     return shlex.join(argv) if argv else ""
@@ -46,6 +57,7 @@ class SessionsView(LineList):
         "sessions-view--lookalike",
         "sessions-view--empty",
         "sessions-view--attached",
+        "sessions-view--recording",
     }
     DEFAULT_CSS = """
     SessionsView > .sessions-view--running { color: $success; }
@@ -56,6 +68,7 @@ class SessionsView(LineList):
     SessionsView > .sessions-view--lookalike { color: $warning; text-style: underline reverse; }
     SessionsView > .sessions-view--empty { color: $text-muted; text-style: italic; }
     SessionsView > .sessions-view--attached { color: $primary; text-style: bold; }
+    SessionsView > .sessions-view--recording { color: $warning; }
     """
 
     def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
@@ -110,6 +123,7 @@ class SessionsView(LineList):
             s.get("last_output_at") and now - int(s["last_output_at"]),
             now - int(s.get("created_at") or now),
             s.get("id") in self.attached,
+            recording_note(s),
         )
 
     def render_line(self, y: int) -> Strip:
@@ -145,6 +159,8 @@ class SessionsView(LineList):
         output = age(now - float(last)) if last else "-"
         sid = str(s.get("id", ""))
         row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
+        note = recording_note(s)
+        full, width = width, max(8, width - len(note) - 2) if note else width
         marker = "▶" if sid in self.attached else " "
         row.append(marker, get("sessions-view--attached"))
         row.append(f"{sid[:10]:<10} ")
@@ -169,4 +185,8 @@ class SessionsView(LineList):
             row.append("  — ", get("line-list--dim"))
             piece, _ = agent_text(terminal_title, styles, limit=max(4, width - row.cell_len))
             row.append_text(piece)
-        return Strip(list(row.render(self.app.console))).crop(0, width)
+        if note:  # it ends the row whatever the command's length
+            row.truncate(width, pad=True)
+            row.append("  ")
+            row.append(note, get("sessions-view--recording"))
+        return Strip(list(row.render(self.app.console))).crop(0, full)
