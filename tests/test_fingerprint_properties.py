@@ -10,7 +10,8 @@ from fakehost import FakeHost
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from console.contract.fingerprint import canonical_bytes, parse_fingerprint
+from console.contract import strictjson
+from console.contract.fingerprint import canonical_bytes, canonical_form, parse_fingerprint
 from console.contract.operation import parse
 from console.contract.problem import InvalidInput
 
@@ -115,6 +116,15 @@ def test_canonical_bytes_are_utf8_json(data):
     assert decoded["version"] == 1
     assert "justification" not in decoded
     assert "session_id" not in decoded
+
+
+@given(operations())
+@settings(max_examples=200)
+def test_the_plain_encoding_of_the_form_is_the_checked_one(data):
+    # canonical_bytes skips strictjson's checking walk: for every form it builds, the
+    # bytes must be exactly what the checked RFC 8785 path gives
+    form = canonical_form(parse(data, HOST))
+    assert strictjson.canonical_plain(form) == strictjson.canonical(form)
 
 
 def test_content_binding_changes_with_the_file():

@@ -277,3 +277,35 @@ def test_grant_round_trips_as_dict():
     o = op()
     g = grant(o, "session", session_id="s", expires_at=NOW + 5, note="ok")
     assert Grant.from_dict(g.to_dict()) == g
+
+
+def test_a_cached_diff_is_never_reused_for_a_different_request(tmp_path):
+    # The diff is cached by what makes the request, not by the fingerprint: asking the
+    # same command with any one more power must still show that power.
+    from dataclasses import replace
+
+    from console.contract.host import OSHost
+    from console.contract.operation import Network, WorkspaceAccess
+
+    config = PolicyConfig(workspaces=(str(tmp_path),))
+    base = parse({"kind": "process", "executable": "true", "workspace_root": str(tmp_path)}, OSHost())
+    assert {c.kind.value for c in capability_diff(base, config).requested} == {
+        "filesystem_read",
+        "process_spawn",
+    }
+    variants = {
+        "workspace_write": replace(base, workspace_access=WorkspaceAccess.WRITE),
+        "external_network": replace(base, network=Network.ANY),
+        "environment": replace(base, env=(("LD_PRELOAD", "/tmp/x.so"),)),
+        "process_control": replace(base, capabilities=(Capability(CapabilityKind.PROCESS_CONTROL),)),
+        "new_workspace": replace(base, args=("x",)),
+    }
+    for kind, op in variants.items():
+        diff = capability_diff(op, config, trusted=() if kind == "new_workspace" else None)
+        kinds = {cap.kind.value for cap in diff.requested}
+        if kind == "new_workspace":
+            assert any(item.code == "new_workspace" for item in diff.escalations), diff
+        else:
+            assert kind in kinds, (kind, kinds)
+    # and the same request with other arguments gets the very same diff object
+    assert capability_diff(replace(base, args=("other",)), config) is capability_diff(base, config)

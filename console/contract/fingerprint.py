@@ -47,7 +47,8 @@ def canonical_form(op: Operation) -> dict[str, Any]:
 
 
 def canonical_bytes(op: Operation) -> bytes:
-    return strictjson.canonical(canonical_form(op))
+    # Plain by construction: fixed ASCII names, a parsed operation's strings, one int.
+    return strictjson.canonical_plain(canonical_form(op))
 
 
 def fingerprint(op: Operation) -> str:

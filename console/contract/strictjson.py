@@ -137,6 +137,21 @@ def canonical(value: Any) -> bytes:
         raise StrictJSONError("too_deep", f"nesting deeper than {MAX_DEPTH} levels") from None
 
 
+def canonical_plain(value: Any) -> bytes:
+    """:func:`canonical` for a value plain by construction: ASCII member names, and
+    nothing but objects, lists, strings, ``None`` and integers within ±(2**53 - 1),
+    nested under :data:`MAX_DEPTH`. For such a value JCS and msgspec's sorted output are
+    the same bytes, so :func:`_ready`'s walk is skipped: the fingerprint's canonical form
+    is built that way from a parsed operation, and the walk was half its cost. Lone
+    surrogates are still refused (``lone_surrogate``); any other shape is the caller's
+    bug, which ``tests/test_fingerprint_properties.py`` checks against :func:`canonical`.
+    """
+    try:
+        return _encoder.encode(value)
+    except UnicodeEncodeError:
+        raise StrictJSONError("lone_surrogate", "a string holds a lone UTF-16 surrogate") from None
+
+
 def _ready(value: Any, depth: int) -> Any:
     """``value`` checked for JCS, floats (and non-ASCII-keyed objects) as raw JCS text.
 

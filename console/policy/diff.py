@@ -214,12 +214,28 @@ def _forbidden(ceil: tuple[Capability, ...], asked: frozenset[CapabilityKind]) -
     )
 
 
-# The diff depends only on the authority-bearing fields, which the fingerprint names,
-# and on the policy: an operation asked again (the grant-settled common case) reuses it.
-# Keyed by the config's identity (the daemon holds one per policy load; hashing a config
-# costs more than the lookup), with the config kept in the entry so an id is never reused.
-_DIFFS: dict[tuple[str, int, bool], tuple[PolicyConfig, CapabilityDiff]] = {}
+# The diff depends only on the fields that make the request (`requested_capabilities`'s
+# inputs and the workspace) and on the policy, not on the command: an agent's operations
+# differ in their arguments far more often than in the powers they ask for, so distinct
+# operations reuse it too. Keyed by the config's identity (the daemon holds one per
+# policy load; hashing a config costs more than the lookup), with the config kept in the
+# entry so an id is never reused.
+_DIFFS: dict[tuple[Any, ...], tuple[PolicyConfig, CapabilityDiff]] = {}
 _DIFFS_MAX = 4096
+
+
+def _diff_key(op: Operation, config: PolicyConfig, known: bool) -> tuple[Any, ...]:
+    """Everything :func:`_compute_diff` reads of ``op``: change one and the key changes."""
+    return (
+        op.workspace_root,
+        op.workspace_access,
+        op.write_dirs,
+        op.network,
+        op.env,
+        op.capabilities,
+        id(config),
+        known,
+    )
 
 
 def capability_diff(
@@ -228,7 +244,7 @@ def capability_diff(
     """The diff under ``config``, with the escalation ``new_workspace`` when the workspace
     is under none of the ``trusted`` roots (None: the policy's ``workspaces``)."""
     known = is_trusted(op.workspace_root, trusted_roots(config, trusted))
-    key = (op.fingerprint, id(config), known)
+    key = _diff_key(op, config, known)
     found = _DIFFS.get(key)
     if found is not None and found[0] is config:
         return found[1]
