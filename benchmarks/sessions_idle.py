@@ -44,7 +44,7 @@ async def _console_worker(n: int, seconds: float) -> dict[str, float]:
         c0, t0 = cpu_seconds(pid), time.monotonic()
         await asyncio.sleep(seconds)
         c1, t1 = cpu_seconds(pid), time.monotonic()
-        samples = sum(1 for s in manager.list() if manager.stats(s.id).sampled_at > 0)
+        samples = sum(1 for s in manager.infos() if manager.stats(s.id).sampled_at > 0)
         await manager.close(grace_s=0.5)
         return {"cpu_percent": 100 * (c1 - c0) / (t1 - t0), "sampled": samples}
 

@@ -337,7 +337,7 @@ async def test_owners_interactive_sessions_end_with_it_durable_ones_stay(manager
     b = shell(manager, tmp_path, "exec cat", owner="agent-1", mode="durable")
     c = shell(manager, tmp_path, "exec cat", owner="agent-2", mode="interactive")
     manager.adopt(c, "operator", "durable")
-    assert {i.id for i in manager.list(owner="agent-1")} == {a, b}
+    assert {i.id for i in manager.infos(owner="agent-1")} == {a, b}
     ended = await manager.release_owner("agent-1", grace_s=0.5)
     assert ended == [a]
     assert manager.get(a).status == "exited"

@@ -215,7 +215,7 @@ def attention_checks(files: Iterable[tuple[Path, dict[str, Any]]]) -> list[Check
     Code waits for you; nothing runs unsupervised) and ones that would block."""
     out: list[Check] = []
     for event in ATTENTION_EVENTS:
-        found = []
+        found: list[tuple[Path, Any]] = []
         for path, settings in files:
             hooks = settings.get("hooks")
             groups = hooks.get(event) if isinstance(hooks, dict) else None

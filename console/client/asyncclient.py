@@ -97,7 +97,7 @@ class AsyncClient:
                             handler(msg.params)
                     elif not isinstance(msg, Request):
                         # An error without an id (e.g. our frame was refused): fail every waiter.
-                        error = RPCError(msg.error.code, msg.error.message)  # type: ignore[union-attr]
+                        error = RPCError(msg.error.code, msg.error.message)
                         for fut in self._waiting.values():
                             if not fut.done():
                                 fut.set_exception(error)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import resource
@@ -119,7 +120,7 @@ class Daemon:
         """Owns a live session or a pending request: not to be forgotten while idle."""
         owner = agent.owner
         return any(p.agent == agent.id for p in self.broker.pending.values()) or any(
-            i.owner == owner and i.alive for i in self.sessions.manager.list()
+            i.owner == owner and i.alive for i in self.sessions.manager.infos()
         )
 
     def _policy_changed(self) -> None:
@@ -197,7 +198,7 @@ class Daemon:
                 (Role.AGENT, self.loc.agent_socket),
                 (Role.OPERATOR, self.loc.operator_socket),
             ):
-                servers.append(await listen(path, lambda r, w, p, role=role: self._on_connect(role, r, w, p)))
+                servers.append(await listen(path, functools.partial(self._on_connect, role)))
                 created.append(path)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -125,7 +125,7 @@ class SessionService:
         return out
 
     def status(self) -> dict[str, Any]:
-        infos = self.manager.list()
+        infos = self.manager.infos()
         alive = sum(1 for i in infos if i.alive)
         mode = self.manager.stop_mode
         return {

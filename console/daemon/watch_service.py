@@ -658,13 +658,11 @@ class WatchService:
             return
         for a in ev.attribution:
             if a.kind == "operation":
-                self._raise_alert(
-                    ev,
-                    a.id,
-                    {"operation": a.id},
-                    OPERATION_BASIS,
-                    lambda what, op=a.id: f"{what} changed while operation {op} ran in the workspace",
-                )
+
+                def said(what: str, op: str = a.id) -> str:
+                    return f"{what} changed while operation {op} ran in the workspace"
+
+                self._raise_alert(ev, a.id, {"operation": a.id}, OPERATION_BASIS, said)
 
     def _raise_alert(
         self,

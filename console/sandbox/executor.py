@@ -62,7 +62,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import IO, Any
 
-import psutil  # type: ignore[import-untyped]
+import psutil
 
 from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.operation import MAX_STDIN_BYTES, Operation

@@ -12,6 +12,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_MAX_PENDING = 4 * 1024 * 1024
 # The most output one `Output` carries (base64 in a JSON frame must stay under 4 MiB).
@@ -77,7 +78,7 @@ class Attachment:
         self._max_pending = max_pending
         # Output waits as [offset, [chunks], end] so that appending stays cheap; it is
         # joined into one `Output` when the client takes it.
-        self._queue: deque[AttachEvent | list] = deque()
+        self._queue: deque[AttachEvent | list[Any]] = deque()
         self._pending = 0
         self._behind = False
         self._end: Ended | None = None

@@ -233,7 +233,7 @@ class SessionManager:
     def get(self, session_id: str) -> SessionInfo:
         return self._get(session_id).info()
 
-    def list(self, owner: str | None = None) -> list[SessionInfo]:
+    def infos(self, owner: str | None = None) -> list[SessionInfo]:
         infos = [s.info() for s in self._sessions.values()]
         if owner is not None:
             infos = [i for i in infos if i.owner == owner]

@@ -16,10 +16,10 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ptyprocess import PtyProcess
 
@@ -762,8 +762,8 @@ class Session:
         if self._screen is not None and time.monotonic() - self._last_output_mono > 2.0:
             self._screen.compress()
 
-    def _spawn_task(self, coro: object) -> None:
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def _spawn_task(self, coro: Coroutine[Any, Any, object]) -> None:
+        task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

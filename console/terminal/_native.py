@@ -85,7 +85,7 @@ def read_bytes(call: Callable[[Any, int, Any], int], what: str) -> bytes:
         check(res, what)
     buf = ffi.new("uint8_t[]", max(n[0], 1))
     check(call(buf, len(buf), n), what)
-    return ffi.buffer(buf, n[0])[:]
+    return bytes(ffi.buffer(buf, n[0]))
 
 
 @contextmanager

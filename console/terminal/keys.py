@@ -138,7 +138,7 @@ class KeyEncoder:
         lib.ghostty_key_event_set_utf8(ev, raw if raw else ffi.NULL, len(raw))
         lib.ghostty_key_event_set_unshifted_codepoint(ev, ord(unshifted) if len(unshifted) == 1 else 0)
         check(lib.ghostty_key_encoder_encode(enc, ev, self._out, 128, self._n), f"encode key {key!r}")
-        return ffi.buffer(self._out, self._n[0])[:]
+        return bytes(ffi.buffer(self._out, self._n[0]))
 
     @staticmethod
     def _resolve(key: str, mods: frozenset[str], text: str) -> tuple[str, str, str]:
@@ -225,7 +225,7 @@ class MouseEncoder:
         self._pos.y = y * CELL_HEIGHT_PX + CELL_HEIGHT_PX / 2
         lib.ghostty_mouse_event_set_position(ev, self._pos[0])
         check(lib.ghostty_mouse_encoder_encode(enc, ev, self._out, 64, self._n), "encode mouse")
-        return ffi.buffer(self._out, self._n[0])[:]
+        return bytes(ffi.buffer(self._out, self._n[0]))
 
 
 def encode_focus(gained: bool) -> bytes:
@@ -234,7 +234,7 @@ def encode_focus(gained: bool) -> bytes:
     n = ffi.new("size_t*")
     event = lib.GHOSTTY_FOCUS_GAINED if gained else lib.GHOSTTY_FOCUS_LOST
     check(lib.ghostty_focus_encode(event, out, 16, n), "focus encode")
-    return ffi.buffer(out, n[0])[:]
+    return bytes(ffi.buffer(out, n[0]))
 
 
 def encode_paste(text: str, bracketed: bool) -> bytes:
@@ -253,7 +253,7 @@ def encode_paste(text: str, bracketed: bool) -> bytes:
         check(res, "paste encode")
     out = ffi.new("char[]", max(n[0], 1))
     check(lib.ghostty_paste_encode(data, len(cleaned), bracketed, out, len(out), n), "paste encode")
-    return ffi.buffer(out, n[0])[:]
+    return bytes(ffi.buffer(out, n[0]))
 
 
 # Line breaks as terminals send them: tmux's paste-buffer, xterm, VTE and iTerm2 send

@@ -20,7 +20,7 @@ __all__ = ["SHELLS", "Chain", "Part", "PartKind", "chain_for", "shell_script", "
 def _warm_up() -> None:
     """bashlex builds its parser tables on import (about a second): do it before the first request."""
     with contextlib.suppress(ImportError):
-        import bashlex  # noqa: F401
+        import bashlex  # type: ignore[import-untyped]  # noqa: F401
 
 
 threading.Thread(target=_warm_up, name="bashlex-warm-up", daemon=True).start()

@@ -89,7 +89,7 @@ def agent_status(ctx: CallContext) -> dict[str, Any]:
     daemon, agent = ctx.daemon, ctx.conn.agent
     assert agent is not None
     config = daemon.policy().to_dict()
-    mine = [i for i in daemon.sessions.manager.list() if i.owner == agent.owner]
+    mine = [i for i in daemon.sessions.manager.infos() if i.owner == agent.owner]
     facts = {k: config[k] for k in ("sandbox", "network", "approval", "approval_timeout_s")}
     return {
         "pid": daemon.pid,

@@ -41,7 +41,7 @@ def _size(p: Params) -> tuple[int, int]:
 async def sessions_list(ctx: CallContext, p: Params) -> dict[str, Any]:
     p.done()
     svc = ctx.daemon.sessions
-    infos = svc.manager.list()
+    infos = svc.manager.infos()
     if ctx.conn.role is not Role.OPERATOR:
         infos = [i for i in infos if i.owner == ctx.conn.owner]
     return {"sessions": [svc.to_wire(i) for i in infos]}

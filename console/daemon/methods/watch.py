@@ -30,7 +30,7 @@ async def recent(ctx: CallContext, p: Params) -> dict[str, Any]:
         owners = {f"agent:{agent_session}"} | {
             a.owner for a in ctx.daemon.agents.by_id.values() if a.label == agent_session
         }
-        wanted |= {("session", i.id) for i in ctx.daemon.sessions.manager.list() if i.owner in owners}
+        wanted |= {("session", i.id) for i in ctx.daemon.sessions.manager.infos() if i.owner in owners}
         wanted |= {("operation", rid) for rid, s in svc.op_sessions.items() if s == agent_session}
         if not wanted:
             return {"events": []}

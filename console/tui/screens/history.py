@@ -21,7 +21,8 @@ from textual.widgets import Input
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.tui.bindings import bindings
-from console.tui.historyquery import SOURCES, VERDICTS, cycle, parse_query, set_token, token_value
+from console.protocol.history import SOURCES, VERDICTS
+from console.tui.historyquery import cycle, parse_query, set_token, token_value
 from console.tui.screens.entry import EntryScreen
 from console.tui.screens.prompts import ConfirmPrompt
 from console.tui.screens.watch import RecordScreen

@@ -590,8 +590,7 @@ class SessionsScreen(Screen[None]):
         focus = made.get(doc.focus) if doc.focus is not None else None
         self.focus_state(focus if focus is not None else panes[-1])
         zoomed = made.get(doc.zoom) if doc.zoom is not None else None
-        frame = self.area.frame_for(zoomed) if zoomed is not None else None
-        if frame is not None:
+        if zoomed is not None and (frame := self.area.frame_for(zoomed)) is not None:
             self.maximize(frame, container=False)
             self.focus_state(zoomed)
         self._show_list()

@@ -1,0 +1,9 @@
+from typing import Any
+
+ffi: Any
+lib: Any
+
+class GhosttyError(RuntimeError): ...
+
+def check(res: int, what: str) -> None: ...
+def union_fn(name: str, sig: str) -> Any: ...
