@@ -4,6 +4,7 @@ Imports nothing from the rest of the console and never Textual or Rich, so both 
 daemon's sessions and the TUI's panes can use it.
 
 - `Screen`: feed bytes, resize, modes, text, snapshot, styled rows (`render`).
+- `cell_width`: the width of text in the emulator's own cells (not wcwidth's).
 - `KeyEncoder`, `MouseEncoder`, `encode_paste`, `encode_focus`: input to bytes,
   per the program's modes.
 - `ansi.paint`: draw a screen on a real terminal with sequences of our own making.
@@ -20,7 +21,7 @@ from .keys import (
     paste_is_safe,
 )
 from .render import DEFAULT_STYLE, Color, Cursor, Frame, Segment, Style
-from .screen import CursorState, Match, Modes, Screen
+from .screen import CursorState, Match, Modes, Screen, cell_width
 
 __all__ = [
     "DEFAULT_STYLE",
@@ -36,6 +37,7 @@ __all__ = [
     "Segment",
     "Style",
     "UnknownKey",
+    "cell_width",
     "encode_focus",
     "encode_paste",
     "parse_key",

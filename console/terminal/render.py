@@ -14,7 +14,9 @@ writes to a real terminal must drop or escape those (see `ansi.py`).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ._native import CELL, check, ffi, lib, sized
@@ -100,10 +102,35 @@ def _color(c: Any) -> Color:
     return None
 
 
+# The row fast path reads a whole row as one integer (a cell is a 64-bit lane of it)
+# and pulls every cell's codepoint and style id out with a few big-integer operations
+# and one UTF-32 decode, instead of a Python loop over the cells. It applies to rows of
+# narrow codepoint cells only (the common case: a flood of text); a row with a wide
+# character, a grapheme or a background-only cell takes the cell-by-cell loop. The
+# layout must have those as the zero values (the manifest says so today) and the cells
+# must be little-endian in memory (x86-64, arm64).
+_FAST_ROWS = (
+    sys.byteorder == "little"
+    and ffi.sizeof("GhosttyCell") == 8
+    and CELL.TAG_CODEPOINT == 0
+    and 0 not in (CELL.WIDE_WIDE, CELL.WIDE_SPACER_TAIL, CELL.WIDE_SPACER_HEAD)
+)
+
+
+@lru_cache(maxsize=16)
+def _lanes(n: int) -> tuple[int, int, int]:
+    """Masks over a row of `n` cells: (tag and wide bits, codepoint, style id)."""
+    ones = sum(1 << (64 * i) for i in range(n))
+    slow = ones * ((CELL.tag_mask << CELL.tag_shift) | (CELL.wide_mask << CELL.wide_shift))
+    return slow, ones * CELL.cp_mask, ones * CELL.style_mask
+
+
 def viewport_cells(handle: Any) -> list[list[int]]:
     """The packed cells (`GhosttyCell`, see `_native.CELL`) of every viewport row of
-    `handle`, read through a render state of its own (one bulk read a row), so the
-    terminal's painting state is left alone."""
+    `handle`, read through a render state of its own (one bulk read a row). Updating
+    that state clears the terminal's dirty marks, which a painting render state relies
+    on: a caller that also paints needs a new painting state (`Screen.snapshot` sees
+    to it)."""
     state = ffi.new("GhosttyRenderState*")
     check(lib.ghostty_render_state_new(ffi.NULL, state), "render_state_new")
     it = ffi.new("GhosttyRenderStateRowIterator*")
@@ -200,7 +227,12 @@ class RowRenderer:
             lib.ghostty_render_state_row_get(it, lib.GHOSTTY_RENDER_STATE_ROW_DATA_CELLS_RAW, view),
             "cells raw",
         )
-        raw = ffi.unpack(view.ptr, view.len)
+        n = view.len
+        if _FAST_ROWS and n:
+            fast = self._fast_row(it, ffi.buffer(view.ptr, n * 8), n)
+            if fast is not None:
+                return fast
+        raw = ffi.unpack(view.ptr, n)
         cells_loaded = False
         L = CELL
         row_styles: dict[int, Style] = {}
@@ -253,6 +285,54 @@ class RowRenderer:
             run_cells += width
         if run:
             segments.append(Segment("".join(run), run_cells, run_style or DEFAULT_STYLE))
+        return segments
+
+    def _fast_row(self, it: Any, buf: Any, n: int) -> list[Segment] | None:
+        """The row's segments when every cell is a narrow codepoint cell, else None
+        (see `_FAST_ROWS`). Same segments as the loop in `_row`: runs split where the
+        style changes, empty cells as spaces."""
+        slow, cp_lanes, sid_lanes = _lanes(n)
+        row = int.from_bytes(buf, "little")
+        if row & slow:
+            return None
+        L = CELL
+        cps = ((row >> L.cp_shift) & cp_lanes).to_bytes(n * 8, "little")
+        # A codepoint fits the low half of its lane: keep every other 32-bit word.
+        text = memoryview(cps).cast("I")[::2].tobytes().decode("utf-32-le", "replace").replace("\x00", " ")
+        sids = (row >> L.style_shift) & sid_lanes
+        # Lane x of `changed` is non-zero where cell x + 1 has another style id than
+        # cell x; its set lanes, highest first, are where runs start.
+        changed = (sids ^ (sids >> 64)) & sid_lanes & ((1 << (64 * (n - 1))) - 1)
+        starts = [n]
+        while changed:
+            lane = (changed.bit_length() - 1) >> 6
+            starts.append(lane + 1)
+            changed &= (1 << (64 * lane)) - 1
+        starts.append(0)
+        starts.reverse()
+        segments: list[Segment] = []
+        row_styles: dict[int, Style] = {}
+        cells_loaded = False
+        run_start, run_style = 0, None
+        for i in range(len(starts) - 1):
+            x = starts[i]
+            sid = (sids >> (64 * x)) & L.style_mask
+            if sid == 0:
+                style = DEFAULT_STYLE
+            else:
+                found = row_styles.get(sid)
+                if found is None:
+                    if not cells_loaded:
+                        self._load_cells(it)
+                        cells_loaded = True
+                    found = row_styles[sid] = self._style_at(x)
+                style = found
+            if style is not run_style:
+                if run_style is not None:
+                    segments.append(Segment(text[run_start:x], x - run_start, run_style))
+                run_start, run_style = x, style
+        if run_style is not None:
+            segments.append(Segment(text[run_start:n], n - run_start, run_style))
         return segments
 
     def _load_cells(self, it: Any) -> None:

@@ -287,8 +287,8 @@ class Screen:
         hits: list[Match] = []
         for row, line in enumerate(self.text(scrollback=True).split("\n")):
             for m in pattern.finditer(line):
-                col = _cells(line[: m.start()])
-                hits.append(Match(row, col, _cells(m.group())))
+                col = cell_width(line[: m.start()])
+                hits.append(Match(row, col, cell_width(m.group())))
         return hits
 
     # -- viewport (scrolling back in a pane) ---------------------------------------
@@ -347,6 +347,12 @@ class Screen:
                 lib.ghostty_terminal_vt_write(copy, leave, len(leave))
                 parts.append(_format_screen(copy, _PRIMARY_EXTRAS))
         parts.append(_format_screen(self._h, _ALL_EXTRAS, saved=_saved_cursor(self._h)))
+        if self._renderer is not None:
+            # Its blank fixups read the cells through a render state of their own,
+            # which takes the terminal's dirty marks with it: the painting state
+            # would keep stale rows. A new one reads every row at the next frame.
+            self._renderer.close()
+            self._renderer = None
         title = _printable(self.title)
         if title:
             parts.append(b"\x1b]2;" + title.encode() + b"\x1b\\")
@@ -450,7 +456,7 @@ class Screen:
         check(lib.ghostty_terminal_get(self._h, key, s), "terminal_get")
         if not s.len:
             return ""
-        return ffi.buffer(s.ptr, s.len)[:].decode("utf-8", "replace")
+        return bytes(ffi.buffer(s.ptr, s.len)).decode("utf-8", "replace")
 
 
 # Back-tab (CBT) and a flag, i.e. a pair of regional indicators (U+1F1E6..U+1F1FF);
@@ -492,7 +498,17 @@ def _check_size(cols: int, rows: int) -> None:
         raise ValueError(f"terminal size must be 1..4096 x 1..4096, got {cols}x{rows}")
 
 
-def _cells(text: str) -> int:
+def cell_width(text: str) -> int:
+    """How many cells `text` takes by libghostty-vt's own width of each codepoint.
+
+    `Screen.search` gives `Match.col` and `Match.cells` in this measure, and a pane's
+    selection and copy mode must count columns the same way, or highlights land beside
+    their text. It is public so they need not reach into this module; `wcwidth` and
+    Rich's `cell_len` differ from it for some text (an emoji ZWJ sequence is 4 cells
+    here, as the emulator draws it, and 2 to Rich). It sums codepoints, so a cluster the
+    screen draws narrower than its parts (a regional-indicator flag, which `feed` puts
+    in 2 cells) measures wider here.
+    """
     return sum(int(lib.ghostty_unicode_codepoint_width(ord(ch))) for ch in text)
 
 
@@ -595,8 +611,8 @@ def _format_screen(handle: Any, extras: tuple[bool, ...], *, saved: SavedCursor 
     end = margins.start() if margins else at
     margin_seqs = full[end:at]
     if _ORIGIN_MODE in deferred:
-        top = int(m.group(1)) if (m := re.search(rb"\x1b\[(\d+);\d+r", margin_seqs)) else 1
-        left = int(m.group(1)) if (m := re.search(rb"\x1b\[(\d+);\d+s", margin_seqs)) else 1
+        top = int(t.group(1)) if (t := re.search(rb"\x1b\[(\d+);\d+r", margin_seqs)) else 1
+        left = int(lm.group(1)) if (lm := re.search(rb"\x1b\[(\d+);\d+s", margin_seqs)) else 1
         cup = b"\x1b[%d;%dH" % (max(1, y + 2 - top), max(1, x + 2 - left))
 
     content: list[bytes] = []

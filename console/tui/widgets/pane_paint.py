@@ -78,15 +78,19 @@ class RowPainter:
 
     def _convert(self, cells: Sequence[Cells]) -> Strip:
         segments: list[Segment] = []
+        length = 0  # passed on, so the strip need not measure its text again
         for run in cells:
             text = run.text
-            if not (text.isascii() and text.isprintable()):
+            if text.isascii() and text.isprintable():
+                length += len(text)
+            else:
                 text = safe_text(text)
                 width = cell_len(text)
                 if width < run.cells:  # Rich thinks it narrower than the emulator does
                     text += " " * (run.cells - width)
+                length += max(width, run.cells)
             segments.append(Segment(text, self.style(run.style)))
-        return Strip(segments)
+        return Strip(segments, length)
 
 
 def overlay(strip: Strip, start: int, end: int, change: Style | Callable[[Style], Style]) -> Strip:

@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import itertools
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -48,13 +49,12 @@ from textual.widget import Widget
 from textual.worker import Worker
 
 from console.contract.inert import inert
-from console.terminal import Match, encode_paste, paste_concerns
+from console.terminal import Match, cell_width, encode_paste, paste_concerns
 from console.terminal import Segment as Cells
-from console.terminal.screen import _cells as emulator_width  # the widths Match and the rows use
 from console.tui.actions import ActionSpec
 from console.tui.bindings import bindings
 from console.tui.clipboard import deliver
-from console.tui.copy_mode import CopyModel, extract
+from console.tui.copy_mode import CopyModel, Hit, extract
 from console.tui.widgets.pane_keys import PaneKeys, key_bytes
 from console.tui.widgets.pane_link import ENDED, FAILED, LIVE, PaneLink
 from console.tui.widgets.pane_paint import RowPainter, overlay
@@ -64,9 +64,12 @@ if TYPE_CHECKING:
 
 FRAME_S = 1 / 60  # paint at most this often
 # ... and spend at most about this share of the time painting one pane: a flood redraws
-# every row each frame, and reading a row out of the emulator costs a few hundred µs,
-# so under a flood a pane paints less often and the event loop keeps reading.
-PAINT_SHARE = 0.25
+# every row each frame, and a frame costs reading the rows out of the emulator plus
+# Textual rendering them (the larger part, counted in `render_lines`), so under a flood
+# a pane paints less often (about 20 frames a second here) and the event loop keeps
+# reading and feeding.
+PAINT_SHARE = 0.2
+MAX_INTERVAL_S = 0.25  # ... but a busy pane still shows its output a few times a second
 WHEEL_LINES = 3
 PASTE_SHOWN_CHARS = 1500
 _BREAK = re.compile("(\r\n|[\r\n\u2028\u2029])")
@@ -106,7 +109,7 @@ class PaneState:
 
 def selected_text(lines: list[str], start: Point, end: Point) -> str:
     """The text between two cells (inclusive), as a terminal copies a selection."""
-    return extract(lines, start, end, emulator_width)
+    return extract(lines, start, end, cell_width)
 
 
 class TerminalPane(Widget, can_focus=True):
@@ -163,6 +166,7 @@ class TerminalPane(Widget, can_focus=True):
         self._top = 0
         self._last_paint = 0.0
         self._interval = FRAME_S  # between paints: a frame, longer when painting is costly
+        self._render_s = 0.0  # what Textual's last render of this pane's lines took
         self._paint_handle: asyncio.TimerHandle | None = None
         self._keys: PaneKeys | None = None
         self._keys_for: object = None
@@ -251,12 +255,22 @@ class TerminalPane(Widget, can_focus=True):
         self._paint()
 
     def _paint(self) -> None:
-        loop = asyncio.get_running_loop()
-        start = self._last_paint = loop.time()
+        self._last_paint = asyncio.get_running_loop().time()
+        start = time.perf_counter()
         try:
             self._paint_rows()
         finally:
-            self._interval = max(FRAME_S, (loop.time() - start) / PAINT_SHARE)
+            spent = time.perf_counter() - start + self._render_s
+            self._interval = min(MAX_INTERVAL_S, max(FRAME_S, spent / PAINT_SHARE))
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Textual's render of the refreshed lines, timed: it is most of what a frame
+        of this pane costs, and the paint interval counts it (see `PAINT_SHARE`)."""
+        start = time.perf_counter()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._render_s = time.perf_counter() - start
 
     def _paint_rows(self) -> None:
         self._paint_handle = None
@@ -325,11 +339,11 @@ class TerminalPane(Widget, can_focus=True):
             self.refresh_lines(y)
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width, height = self.size
         row = y + self._top
         outside = self.component_style("terminal-pane--outside")
         if row >= len(self._strips):
-            if not self._strips and y == self.size.height // 2:
+            if not self._strips and y == height // 2:
                 text = Text(f"  {self.link.message}", self.component_style("terminal-pane--notice"))
                 return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
             return Strip.blank(width, outside if self._strips else self.rich_style)
@@ -682,7 +696,7 @@ class TerminalPane(Widget, can_focus=True):
             start = (total - screen.size[1] + cursor.y, cursor.x)
         else:
             start = (offset + rows - 1, 0)
-        state.copy = CopyModel(self._copy_lines(), start, emulator_width)
+        state.copy = CopyModel(self._copy_lines(), start, cell_width)
         state.scrolling = True
         state.selection = None
         state.matches, state.match_index, state.needle = [], -1, ""
@@ -751,7 +765,7 @@ class TerminalPane(Widget, can_focus=True):
         copy.forward = forward
         self._copy_found(*found)
 
-    def _copy_found(self, hit: object, wrapped: bool) -> None:
+    def _copy_found(self, hit: Hit | None, wrapped: bool) -> None:
         copy, state = self.state.copy, self.state
         if copy is None:
             return
