@@ -1,6 +1,6 @@
 """Decision round trips through the real daemon, beside a bare asyncio echo of the same frames.
 
-    python benchmarks/daemon.py [--seconds 5] [--pending 10000] [--only abuse]
+    python benchmarks/daemon.py [--seconds 5] [--pending 10000] [--only grant|abuse]
 
 1. Requests that a standing grant settles (durable decision, group commit), at 1, 10
    and 50 concurrent clients, closed loop: p50/p99 and throughput. The floor is a bare
@@ -135,8 +135,65 @@ async def open_loop(
     return latencies, n / elapsed
 
 
-def report(name: str, lat: list[float], tput: float) -> None:
-    print(f"  {name:34} p50 {pct(lat, 0.5):7.3f} ms   p99 {pct(lat, 0.99):7.3f} ms   {tput:9,.0f} req/s")
+def report(
+    name: str,
+    lat: list[float],
+    tput: float,
+    cpu_s: tuple[float, float] | None = None,
+    client_s: float | None = None,
+) -> None:
+    # The daemon's own CPU time per answer (user + system; all its threads, and its event
+    # loop's thread): steadier than the rates on a shared machine, where other work takes
+    # turns on the cores. The client's (this process) shares those cores.
+    cpu = ""
+    if cpu_s is not None and lat:
+        cpu = f"   daemon CPU {cpu_s[0] / len(lat) * 1e6:5.0f} us/req (loop {cpu_s[1] / len(lat) * 1e6:4.0f})"
+    if client_s is not None and lat:
+        cpu += f"{',' if cpu else '  '} client CPU {client_s / len(lat) * 1e6:4.0f} us/req"
+    print(f"  {name:34} p50 {pct(lat, 0.5):7.3f} ms   p99 {pct(lat, 0.99):7.3f} ms   {tput:9,.0f} req/s{cpu}")
+
+
+def _ticks(path: str) -> float:
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User plus system CPU time so far of a process (all threads), and of its main thread
+    alone: the event loop's, which bounds the throughput (one loop, one GIL)."""
+    return _ticks(f"/proc/{pid}/stat"), _ticks(f"/proc/{pid}/task/{pid}/stat")
+
+
+def cpu_since(pid: int, start: tuple[float, float]) -> tuple[float, float]:
+    now = cpu_seconds(pid)
+    return now[0] - start[0], now[1] - start[1]
+
+
+COMMIT_FLOOR = r"""
+import json, sqlite3, sys, time
+# One-row transactions as the daemon's history commits them (WAL, synchronous=FULL), one
+# after another: a durable answer cannot come sooner than one of these.
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA journal_mode = WAL")
+conn.execute("PRAGMA synchronous = FULL")
+conn.execute("CREATE TABLE t (x TEXT)")
+lat = []
+stop = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < stop:
+    t0 = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO t VALUES (?)", ("x" * 600,))
+    conn.execute("COMMIT")
+    lat.append(time.perf_counter() - t0)
+print(json.dumps(lat))
+"""
+
+
+def commit_floor(path: Path, seconds: float) -> list[float]:
+    out = subprocess.run(
+        [sys.executable, "-c", COMMIT_FLOOR, str(path), str(seconds)], capture_output=True, check=True
+    ).stdout
+    return json.loads(out)
 
 
 async def pending_phase(loc, ws: Path, n: int) -> None:
@@ -425,8 +482,11 @@ async def main_async(args: argparse.Namespace) -> None:
     loc = locate(base / "s")
     loc.state_dir.mkdir(mode=0o700)
     loc.policy.write_text(f"workspaces = [{json.dumps(str(base))}]\n")  # the benchmark's workspace is trusted
+    # --profile: the daemon runs under cProfile (its event loop thread), written at exit.
+    profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
     argv = [
         sys.executable,
+        *profile,
         "-m",
         "console",
         "daemon",
@@ -472,20 +532,39 @@ async def main_async(args: argparse.Namespace) -> None:
             f"frame {len(frame)} bytes; each daemon answer is a decision committed to SQLite first (group commit)"
         )
         print(f"cpu cores: {os.cpu_count()}")
-        for clients in (1, 10, 50):
+        for clients in (50,) if args.only == "grant" else (1, 10, 50):
             print(f"\n{clients} concurrent client(s), closed loop, {args.seconds:.0f} s each")
+            mine = time.process_time()
             lat, tput = await closed_loop([echo_path], frame, clients, args.seconds)
-            report("floor: bare asyncio echo", lat, tput)
+            report("floor: bare asyncio echo", lat, tput, client_s=time.process_time() - mine)
+            cpu0, mine = cpu_seconds(daemon.pid), time.process_time()
             lat, tput = await closed_loop([str(loc.agent_socket)], frame, clients, args.seconds)
-            report("daemon: grant-settled decision", lat, tput)
+            report(
+                "daemon: grant-settled decision",
+                lat,
+                tput,
+                cpu_since(daemon.pid, cpu0),
+                time.process_time() - mine,
+            )
 
         print("\nfixed offered load 1,000 req/s, 50 clients (open loop)")
         lat, tput = await open_loop(echo_path, frame, 1000, args.seconds)
         report("floor: bare asyncio echo", lat, tput)
+        commits = commit_floor(base / "commit-floor.db", min(args.seconds, 3.0))
+        report("floor: one SQLite commit (FULL)", commits, len(commits) / min(args.seconds, 3.0))
+        cpu0, mine = cpu_seconds(daemon.pid), time.process_time()
         lat, tput = await open_loop(str(loc.agent_socket), frame, 1000, args.seconds)
-        report("daemon: grant-settled decision", lat, tput)
+        report(
+            "daemon: grant-settled decision",
+            lat,
+            tput,
+            cpu_since(daemon.pid, cpu0),
+            time.process_time() - mine,
+        )
         ok = pct(lat, 0.5) <= 1 and pct(lat, 0.99) <= 5
         print(f"  target p50 <= 1 ms and p99 <= 5 ms at 1,000 req/s: {'met' if ok else 'missed'}")
+        if args.only == "grant":
+            return
 
         await pending_phase(loc, ws, args.pending)
         # The abuse figures come from a daemon of their own: the 10,000-request phase
@@ -517,9 +596,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--pending", type=int, default=10_000)
+    ap.add_argument("--profile", metavar="FILE", help="run the daemon under cProfile, stats written to FILE")
     ap.add_argument("--cases", default=",".join(ABUSE_CASES), help="abuse cases to run together (comma list)")
     ap.add_argument(
-        "--only", choices=["all", "abuse"], default="all", help="run every section, or only the abuse one"
+        "--only",
+        choices=["all", "grant", "abuse"],
+        default="all",
+        help="run every section; only the grant-settled parts (50 clients closed loop, then the "
+        "fixed 1,000 req/s load); or only the abuse one",
     )
     asyncio.run(main_async(ap.parse_args()))
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import fcntl
 import functools
+import gc
 import logging
 import os
 import resource
@@ -46,6 +47,24 @@ from console.protocol.peer import PeerCred
 from console.store import Store, daemon_event
 
 log = logging.getLogger("agent-console.daemon")
+
+
+# Net container allocations between two young-generation collections (CPython: 700).
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_collector() -> None:
+    """Once started: what is loaded lives as long as the daemon, and a request's objects
+    die by reference count. With the defaults the cyclic collector ran a young collection
+    every few requests and each walked every request then in flight, and a full one walked
+    every module loaded at start: 65-75 us a request in a loop of 50 concurrent
+    grant-settled submits, against 6 us after. Frozen, the startup heap is out of its
+    reach; young collections come every 10,000 net allocations instead of 700. Cycles
+    still go, a little later (bytes buffers are not tracked, so the memory bounds of
+    console/daemon/quotas.py do not move)."""
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
 def _raise_fd_limit() -> None:
@@ -190,6 +209,7 @@ class Daemon:
         self.watch.sessions = self.sessions
         await self.sessions.start()
         await self.watch.start()
+        tune_collector()
 
         servers: list[asyncio.Server] = []
         created = []

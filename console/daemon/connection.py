@@ -138,6 +138,14 @@ class Connection:
         if self.closed.is_set():
             return
         frame = jsonrpc.encode(message)
+        if self._out.empty() and self._socket_idle():
+            # Nothing queued and nothing unsent: the frame goes straight to the socket, in
+            # order, without a hop through the writer task (one loop turn and a drain per
+            # answer). What the socket does not take now stays in the transport, and every
+            # later frame queues behind it until the writer task has flushed it, so a peer
+            # that stops reading is still bounded by the queue's limits.
+            self.writer.write(frame)
+            return
         if self._queued_bytes + len(frame) > quotas.MAX_QUEUED_BYTES:
             self._drop_slow("queued_bytes", f"{quotas.MAX_QUEUED_BYTES // quotas.MiB} MiB")
             return
@@ -147,6 +155,10 @@ class Connection:
             self._drop_slow("queued_frames", f"{MAX_QUEUED_FRAMES} frames")
             return
         self._queued_bytes += len(frame)
+
+    def _socket_idle(self) -> bool:
+        transport = self.writer.transport
+        return not transport.is_closing() and transport.get_write_buffer_size() == 0
 
     def _drop_slow(self, quota: str, limit: str) -> None:
         """A peer that does not read what it asked for is cut off, not buffered without end."""
