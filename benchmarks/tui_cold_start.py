@@ -28,8 +28,8 @@ def child_console(state_dir: str, pending: int) -> None:
     from textual.screen import Screen
 
     from console.tui.app import ConsoleApp
-    from console.tui.config import Config, Notifications
-    from console.tui.settings import prepare
+    from console.tui.settings.config import Config, Notifications
+    from console.tui.settings.prepared import prepare
 
     original = Screen._compositor_refresh
     marks: dict[str, float] = {}

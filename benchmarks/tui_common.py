@@ -11,14 +11,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from console.cli.tui_commands import Demo
 from console.client import Client
 from console.client.spawn import start_daemon
+from console.demo import Demo
 from console.locations import Locations, locate
 from console.store import Store, daemon_event
 from console.tui.app import ConsoleApp
-from console.tui.config import Config, Notifications
-from console.tui.settings import prepare
+from console.tui.settings.config import Config, Notifications
+from console.tui.settings.prepared import prepare
 
 POLICY = 'approval = "untrusted"\napproval_timeout_s = 3600\n'
 

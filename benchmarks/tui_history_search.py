@@ -23,7 +23,7 @@ from textual.screen import Screen
 from tui_common import app_for, daemon, median, pct
 
 from console.client import AsyncClient
-from console.tui.historyquery import parse_query
+from console.tui.model.historyquery import parse_query
 from console.tui.screens.history import HistoryScreen
 from console.tui.widgets.history_view import HistoryView
 

@@ -25,8 +25,8 @@ from sessions_common import Tmux
 from tui_common import app_for, daemon
 
 from console.client import AsyncClient, Client
+from console.tui.panes.terminal_pane import TerminalPane
 from console.tui.screens.sessions import SessionsScreen
-from console.tui.widgets.terminal_pane import TerminalPane
 
 COLS, ROWS = 120, 40
 MARKER = "END-OF-FLOOD"

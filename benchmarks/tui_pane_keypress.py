@@ -34,8 +34,8 @@ from sessions_common import Tmux
 from tui_common import app_for, daemon, pct
 
 from console.client import AsyncClient, Client
+from console.tui.panes.terminal_pane import TerminalPane
 from console.tui.screens.sessions import SessionsScreen
-from console.tui.widgets.terminal_pane import TerminalPane
 
 ENV = {"TERM": "xterm-256color", "PS1": "$ ", "HISTFILE": "/dev/null"}
 LETTERS = "abcdefghijklmnopqrstuvwxyz"

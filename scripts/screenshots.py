@@ -18,10 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from console.cli.tui_commands import Demo  # noqa: E402
+from console.demo import Demo  # noqa: E402
 from console.tui.app import ConsoleApp  # noqa: E402
-from console.tui.config import Config, Notifications  # noqa: E402
-from console.tui.settings import prepare  # noqa: E402
+from console.tui.settings.config import Config, Notifications  # noqa: E402
+from console.tui.settings.prepared import prepare  # noqa: E402
 
 
 async def until(pilot, predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]

@@ -1,6 +1,59 @@
+"""What every test shares: `support` importable, the real daemon as a fixture, the markers.
+
+A test module configures its daemon with module-level constants instead of its own copy
+of the fixture:
+
+    DAEMON_POLICY = "approval_timeout_s = 120\\n"   # policy.toml text; None: the daemon's defaults
+    DAEMON_ENV = {"TERM": "dumb"}                    # added to the daemon's environment
+
+`daemon` is one daemon for the module (started once: each start is a real process and a
+socket); `fresh_daemon` is one per test, for tests that fill, tamper with or kill it.
+"""
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+# `from support.daemon import ...` from any test file, however pytest was started.
 sys.path.insert(0, str(Path(__file__).parent))
+
+from support.daemon import DaemonProcess, running_daemon
+
+DEFAULT_DAEMON_POLICY = "approval_timeout_s = 30\n"
+
+# Tests with any of these need more than Python and a laptop; `-m "not system"` skips them.
+SYSTEM_MARKERS = ("needs_root", "needs_bwrap", "programs")
+
+
+def daemon_config(request: pytest.FixtureRequest) -> tuple[str | None, dict[str, str] | None]:
+    """The (policy, env) a test module asks for, by its DAEMON_POLICY and DAEMON_ENV."""
+    module = request.module
+    return getattr(module, "DAEMON_POLICY", DEFAULT_DAEMON_POLICY), getattr(module, "DAEMON_ENV", None)
+
+
+@pytest.fixture(scope="module")
+def daemon(request: pytest.FixtureRequest) -> Iterator[DaemonProcess]:
+    policy, env = daemon_config(request)
+    with running_daemon(policy, env=env) as d:
+        yield d
+
+
+@pytest.fixture
+def fresh_daemon(request: pytest.FixtureRequest) -> Iterator[DaemonProcess]:
+    policy, env = daemon_config(request)
+    with running_daemon(policy, env=env) as d:
+        yield d
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `system` every test that needs root, bubblewrap or external programs."""
+    for item in items:
+        if item.get_closest_marker("claude_code") is not None:
+            item.add_marker(pytest.mark.programs)
+        if any(item.get_closest_marker(name) is not None for name in SYSTEM_MARKERS):
+            item.add_marker(pytest.mark.system)

@@ -297,6 +297,7 @@ def _generated_doubles() -> list[float]:
     return values
 
 
+@pytest.mark.programs
 def test_numbers_match_nodes_json_stringify(tmp_path):
     values = _generated_doubles()
     assert len(values) >= 100_000
@@ -357,6 +358,7 @@ def _random_document(rnd: random.Random, depth: int = 0) -> object:
     return {name: _random_document(rnd, depth + 1) for name in names}
 
 
+@pytest.mark.programs
 def test_documents_match_a_node_canonicalizer(tmp_path):
     rnd = random.Random(8785)
     docs = [_random_document(rnd, 2) for _ in range(5_000)]

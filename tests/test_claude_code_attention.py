@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from daemon_harness import running_daemon, short_tmp, wait_for, workspace
-from hook_harness import hook_input
-from tui_harness import Clock, make_app, until
+from support.daemon import running_daemon, short_tmp, wait_for, workspace
+from support.hook import hook_input
+from support.tui import Clock, Notices, make_app, until
 
 from console.client import RPCError
 from console.locations import ensure_private_dir, locate
@@ -90,12 +90,6 @@ class FakeClaude:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         self.proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
 
 
 @pytest.fixture
@@ -333,7 +327,8 @@ async def test_the_console_shows_a_waiting_badge_and_notifies_once(claude):
     with running_daemon() as d:
         app = make_app(d, Clock())
         fake = claude()
-        async with app.run_test(size=(120, 30)) as pilot:
+        seen = Notices()
+        async with app.run_test(size=(120, 30), message_hook=seen) as pilot:
             await until(pilot, lambda: app.badges.get("daemon") == "" and app.link is not None)
             await until(pilot, lambda: "pending" in app.badges.items)
             assert app.badges.get("attention") == ""
@@ -343,7 +338,7 @@ async def test_the_console_shows_a_waiting_badge_and_notifies_once(claude):
             await asyncio.to_thread(fake.quiet, d.state_dir, notification(ws, "s-tui"))  # the same again
             await asyncio.to_thread(fake.quiet, d.state_dir, notification(ws, "s-tui2"))
             await until(pilot, lambda: app.badges.get("attention") == "2 agents waiting for you")
-            waits = [n for n in app._notifications if "is waiting for you" in n.message]
+            waits = [n for n in seen.raised if "is waiting for you" in n.message]
             assert len(waits) == 2, [n.message for n in waits]
             assert "Claude needs your permission to use Bash" in waits[0].message
             await asyncio.to_thread(fake.quiet, d.state_dir, event(ws, "Stop", "s-tui"))
@@ -353,8 +348,8 @@ async def test_the_console_shows_a_waiting_badge_and_notifies_once(claude):
 
 @pytest.mark.claude_code
 def test_real_claude_code_reports_working_then_done_through_the_installed_hooks(daemon, tmp_path):
-    from claude_code_harness import ClaudeCodeUnavailable, find_claude_code, run_claude
-    from fake_anthropic import fake_anthropic, text, tool_use
+    from support.claude_code import ClaudeCodeUnavailable, find_claude_code, run_claude
+    from support.fake_anthropic import fake_anthropic, text, tool_use
 
     try:
         real = find_claude_code()

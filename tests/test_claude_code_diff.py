@@ -6,17 +6,10 @@ from __future__ import annotations
 import base64
 import hashlib
 
-import pytest
-from daemon_harness import in_background, running_daemon, wait_for, workspace
-from hook_harness import hook_cli, hook_input
+from support.daemon import in_background, wait_for, workspace
+from support.hook import hook_cli, hook_input
 
-from console.tui.present import PLAIN, DetailOptions, render_request
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
+from console.tui.render.present import PLAIN, DetailOptions, render_request
 
 
 def pending_in(daemon, ws) -> dict:

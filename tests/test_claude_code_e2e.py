@@ -1,6 +1,6 @@
 """The real Claude Code CLI, supervised by a real daemon through `agent-console hook claude-code`.
 
-The model is tests/fake_anthropic.py: turn 1 asks for a Bash call that writes a marker file
+The model is tests/support/fake_anthropic.py: turn 1 asks for a Bash call that writes a marker file
 in the workspace, turn 2 ends the conversation. Whether the marker exists says what ran;
 the tool_result the fake API was sent says what the model was told. Claude Code runs in
 bypassPermissions mode, so the hook is the only thing that can stop the call.
@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from claude_code_harness import (
+from support.claude_code import (
     ClaudeCodeUnavailable,
     Operator,
     find_claude_code,
@@ -25,11 +25,11 @@ from claude_code_harness import (
     run_claude,
     write_hook_settings,
 )
-from daemon_harness import running_daemon, short_tmp, workspace
-from fake_anthropic import bash, fake_anthropic, text
-from hook_harness import secret_home as make_secret_home
+from support.daemon import running_daemon, short_tmp, workspace
+from support.fake_anthropic import bash, fake_anthropic, text
+from support.hook import secret_home as make_secret_home
 
-pytestmark = pytest.mark.claude_code
+pytestmark = [pytest.mark.claude_code, pytest.mark.needs_bwrap]
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +210,7 @@ def install_hook(ws: Path, state_dir: Path, timeout_s: int = 5) -> None:
 
 
 def test_a_write_of_claude_settings_local_json_is_refused(claude, daemon):
-    from fake_anthropic import tool_use
+    from support.fake_anthropic import tool_use
 
     ws = workspace()
     install_hook(ws, daemon.state_dir, timeout_s=3)
@@ -228,7 +228,7 @@ def test_a_write_of_claude_settings_local_json_is_refused(claude, daemon):
 
 
 def test_an_always_write_grant_is_voided_by_new_content(claude, daemon):
-    from fake_anthropic import tool_use
+    from support.fake_anthropic import tool_use
 
     ws = workspace()
     install_hook(ws, daemon.state_dir, timeout_s=3)

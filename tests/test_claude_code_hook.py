@@ -9,16 +9,10 @@ import sys
 import threading
 
 import pytest
-from daemon_harness import running_daemon, wait_for, workspace
-from hook_harness import hook_cli, hook_input
+from support.daemon import wait_for, workspace
+from support.hook import hook_cli, hook_input
 
 from console.adapters.claude_code import operation_for, run_hook
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
 
 
 def run(daemon, payload, timeout="20", env=None):

@@ -7,15 +7,8 @@ import json
 import subprocess
 import sys
 
-import pytest
-from daemon_harness import running_daemon, workspace
-from hook_harness import hook_cli, hook_input
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
+from support.daemon import workspace
+from support.hook import hook_cli, hook_input
 
 
 def ask(daemon, ws, tool, tool_input, timeout="20"):

@@ -15,11 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from daemon_harness import in_background, running_daemon, short_tmp, wait_for, workspace
-from hook_harness import hook_cli, hook_input
-from hook_harness import secret_home as make_secret_home
+from support.daemon import in_background, running_daemon, short_tmp, wait_for, workspace
+from support.hook import hook_cli, hook_input
+from support.hook import secret_home as make_secret_home
 
 from console.adapters.claude_code import is_ticket_command, ticket_command
+
+pytestmark = pytest.mark.needs_bwrap
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,11 @@ import sys
 import time
 
 import pytest
-from daemon_harness import running_daemon
-from tui_sessions_harness import new_session
+from support.tui_sessions import new_session
 
 from console.terminal import Screen
+
+pytestmark = pytest.mark.needs_bwrap
 
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
 OUTPUT = (
@@ -27,10 +28,7 @@ time.sleep(60)
 """
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 def capture(daemon, sid: str, *flags: str) -> str:

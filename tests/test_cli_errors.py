@@ -11,13 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from daemon_harness import running_daemon, short_tmp, workspace
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
+from support.daemon import short_tmp, workspace
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

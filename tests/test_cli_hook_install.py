@@ -7,16 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from daemon_harness import running_daemon
-
 from console.adapters.claude_code_install import MARGIN_S, MATCHER
 
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 def cli(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:

@@ -6,14 +6,7 @@ import json
 import subprocess
 import sys
 
-import pytest
-from daemon_harness import operation, running_daemon, wait_for, workspace
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
+from support.daemon import operation, wait_for, workspace
 
 
 def request_in_background(daemon, op, *extra):

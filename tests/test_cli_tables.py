@@ -9,16 +9,20 @@ import subprocess
 import sys
 
 import pytest
-from daemon_harness import running_daemon, workspace
+from support.daemon import workspace
+
+pytestmark = pytest.mark.needs_bwrap
+
+DAEMON_POLICY = None  # the daemon's own defaults
 
 
 @pytest.fixture(scope="module")
-def daemon():
-    with running_daemon() as d:
-        ws = workspace()
-        r = d.cli("exec", "--workspace", str(ws), "--", "true", *(f"word{i}" for i in range(40)))
-        assert r.returncode == 0, r.stderr
-        yield d
+def daemon(daemon):
+    """The shared daemon, with one long command in its history for the tables to fold."""
+    ws = workspace()
+    r = daemon.cli("exec", "--workspace", str(ws), "--", "true", *(f"word{i}" for i in range(40)))
+    assert r.returncode == 0, r.stderr
+    return daemon
 
 
 def on_a_tty(daemon, *args: str, columns: int = 80) -> str:

@@ -4,15 +4,11 @@ words for a deny's note, the same exit code for a missing session."""
 from __future__ import annotations
 
 import pytest
-from daemon_harness import in_background, operation, running_daemon, wait_for, workspace
+from support.daemon import in_background, operation, wait_for, workspace
 
-from console.tui.badges import badges
+from console.tui.model.badges import badges
 
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 60\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 60\n"
 
 
 def test_pending_shows_the_consoles_badges_for_the_same_request(daemon):

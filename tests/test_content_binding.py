@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from fakehost import FakeHost
+from support.fakehost import FakeHost
 
 from console.contract import content as c
 from console.contract.operation import parse

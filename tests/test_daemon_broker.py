@@ -6,17 +6,11 @@ import threading
 import time
 
 import pytest
-from daemon_harness import operation, running_daemon, submit_in_thread, wait_for, workspace
+from support.daemon import operation, running_daemon, submit_in_thread, wait_for, workspace
 
 from console.client import RPCError
 
 NET = {"network": "any"}
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
 
 
 @pytest.fixture

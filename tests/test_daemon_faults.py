@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from daemon_harness import DaemonProcess, operation, short_tmp, wait_for, workspace
+from support.daemon import DaemonProcess, operation, short_tmp, wait_for, workspace
 
 from console.client import DaemonUnreachable
 
@@ -109,6 +109,7 @@ def small_fs():
     shutil.rmtree(mnt, ignore_errors=True)
 
 
+@pytest.mark.needs_root
 def test_disk_full_denies_with_store_unavailable(small_fs):
     ws = workspace()
     d = DaemonProcess(small_fs / "s").start()
@@ -135,6 +136,7 @@ def test_disk_full_denies_with_store_unavailable(small_fs):
         d.stop()
 
 
+@pytest.mark.needs_root
 def test_unwritable_database_denies_with_store_unavailable():
     """The kernel refuses every write to the database and its WAL (the immutable flag),
     as a read-only disk would: a filesystem holding an open database cannot be remounted

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from daemon_harness import DaemonProcess, operation, short_tmp, wait_for, workspace
+from support.daemon import DaemonProcess, operation, short_tmp, wait_for, workspace
 
 from console.client.spawn import running_pid
 
@@ -101,6 +101,7 @@ def test_loose_runtime_dir_refuses_to_start(state, mode):
     assert "unsafe permissions" in r.stderr and f"{mode:04o}" in r.stderr and "chmod 700" in r.stderr
 
 
+@pytest.mark.needs_root
 def test_runtime_dir_owned_by_someone_else_refuses(state):
     (state / "run").mkdir(parents=True, mode=0o700)
     os.chmod(state, 0o700)
@@ -138,6 +139,7 @@ def test_client_refuses_a_loose_socket_dir(state):
         d.stop()
 
 
+@pytest.mark.needs_root
 def test_peer_of_another_uid_is_refused(state):
     """Even with the socket opened up to everyone, a process of another uid is cut off."""
     d = DaemonProcess(state).start()

@@ -7,13 +7,9 @@ import json
 import socket
 
 import pytest
-from daemon_harness import operation, running_daemon, workspace
+from support.daemon import operation, workspace
 
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon() as d:
-        yield d
+DAEMON_POLICY = None  # the daemon's own defaults
 
 
 def raw(daemon, which="agent"):

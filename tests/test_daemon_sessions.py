@@ -8,15 +8,13 @@ import threading
 import time
 
 import pytest
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from support.daemon import operation, wait_for, workspace
 
 from console.client import RPCError
 
+pytestmark = pytest.mark.needs_bwrap
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 20\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 20\n"
 
 
 def shell_op(ws, mode="interactive", session="agent-a", **kw):
@@ -190,7 +188,7 @@ def test_cli_sessions_new_send_capture_kill_replay(daemon):
 
 
 def test_after_a_daemon_crash_sessions_are_lost_but_their_recording_remains():
-    from daemon_harness import DaemonProcess, short_tmp
+    from support.daemon import DaemonProcess, short_tmp
 
     base = short_tmp()
     d = DaemonProcess(base / "s").start()

@@ -9,9 +9,11 @@ import time
 
 import psutil
 import pytest
-from daemon_harness import DaemonProcess, short_tmp, wait_for, workspace
+from support.daemon import DaemonProcess, short_tmp, wait_for, workspace
 
 from console.sessions.cgroups import pid_frozen
+
+pytestmark = pytest.mark.needs_bwrap
 
 
 def stopped(pid: int) -> bool:

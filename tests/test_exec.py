@@ -8,13 +8,11 @@ import sys
 import threading
 
 import pytest
-from daemon_harness import running_daemon, wait_for, workspace
+from support.daemon import running_daemon, wait_for, workspace
 
+pytestmark = pytest.mark.needs_bwrap
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 20\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 20\n"
 
 
 def exec_(daemon, ws, *argv, extra=(), timeout=60):

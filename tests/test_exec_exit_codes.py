@@ -13,15 +13,13 @@ import subprocess
 import sys
 
 import pytest
-from daemon_harness import running_daemon, workspace
+from support.daemon import workspace
 
 from console.cli.exec_commands import EXIT_NOT_FOUND, EXIT_OUTPUT_LIMIT
 
+pytestmark = pytest.mark.needs_bwrap
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 20\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 20\n"
 
 
 def exec_(daemon, ws, *argv, extra=()):

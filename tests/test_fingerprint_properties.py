@@ -6,9 +6,9 @@ import json
 import random
 
 import pytest
-from fakehost import FakeHost
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.fakehost import FakeHost
 
 from console.contract import strictjson
 from console.contract.fingerprint import canonical_bytes, canonical_form, parse_fingerprint

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fakehost import FakeHost
+from support.fakehost import FakeHost
 
 from console.contract.fingerprint import canonical_bytes
 from console.contract.operation import parse

@@ -7,13 +7,14 @@ from __future__ import annotations
 import sys
 
 import pytest
-from daemon_harness import running_daemon
+from support.tui import Clock, make_app, screen_text, until
+from support.tui_sessions import new_session, open_pane, prefix, wait_shown
 from textual import events
-from tui_harness import Clock, make_app, screen_text, until
-from tui_sessions_harness import new_session, open_pane, prefix, wait_shown
 
-from console.tui.config import ConfigError, parse_config
-from console.tui.copy_mode import CopyModel, clusters, extract
+from console.tui.model.copy_mode import CopyModel, clusters, extract
+from console.tui.settings.config import ConfigError, parse_config
+
+pytestmark = pytest.mark.needs_bwrap
 
 WIDE = "wide 世界 👩\u200d💻 end"
 
@@ -129,10 +130,7 @@ RECORDER = (
 )
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 async def _recorder(pilot, app, daemon, tmp_path):

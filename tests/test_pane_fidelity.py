@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_harness import DaemonProcess, running_daemon, short_tmp
-from tui_harness import Clock, make_app, until
-from tui_sessions_harness import TERM_ENV, show_sessions, shown
+from support.daemon import DaemonProcess, short_tmp
+from support.tui import Clock, make_app, until
+from support.tui_sessions import TERM_ENV, show_sessions, shown
 
 from console.cli import main as cli_main
 from console.terminal import Screen
@@ -42,7 +42,11 @@ from console.terminal import Screen
 COLS, ROWS = 80, 24
 APP_SIZE = (120, 40)  # a read-only pane larger than the session shows all of it
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [
+    pytest.mark.needs_bwrap,
+    pytest.mark.programs,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
 
 RESET = b"\x1b[?1049l\x1bc"
 # One program goes through all the cases: for each, it waits for a key (the go), then
@@ -407,10 +411,7 @@ async def _watch_cases(daemon: DaemonProcess, tmux: Tmux, flags: Path) -> dict[s
     return seen
 
 
-@pytest.fixture(scope="module")
-def daemon() -> Iterator[DaemonProcess]:
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 @pytest.fixture(scope="module")

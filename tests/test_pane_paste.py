@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from daemon_harness import running_daemon
+from support.tui import Clock, make_app, screen_text, until
+from support.tui_sessions import new_session, open_pane, wait_shown
 from textual import events
-from tui_harness import Clock, make_app, screen_text, until
-from tui_sessions_harness import new_session, open_pane, wait_shown
 
 from console.tui.screens.prompts import ConfirmPrompt
+
+pytestmark = pytest.mark.needs_bwrap
 
 SIZE = (120, 40)
 START, END = b"\x1b[200~", b"\x1b[201~"
@@ -40,10 +41,7 @@ with open(sys.argv[1], "ab", buffering=0) as f:
 """
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 def reader(daemon, tmp_path: Path, bracketed: bool) -> tuple[str, Path]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fakehost import FakeHost
+from support.fakehost import FakeHost
 
 from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.operation import parse

@@ -6,17 +6,20 @@ from __future__ import annotations
 import json
 
 import pytest
-from daemon_harness import running_daemon, wait_for
+from support.daemon import wait_for
 
 MIB = 1024 * 1024
 POLICY = "recording_max_mb = 1\nrecordings_total_mb = 2\n"
 FLOOD = "head -c 3000000 /dev/zero | tr '\\0' x"
 
 
+DAEMON_POLICY = POLICY
+
+
 @pytest.fixture
-def daemon():
-    with running_daemon(POLICY) as d:
-        yield d
+def daemon(fresh_daemon):
+    """A daemon per test: each fills its recordings quota."""
+    return fresh_daemon
 
 
 def new(op, script: str) -> str:
@@ -89,8 +92,8 @@ def test_cli_prune_prints_what_it_freed(daemon):
 
 
 async def test_truncation_is_shown_live_in_the_console_and_the_cli(daemon):
-    from tui_harness import Clock, make_app, screen_text, until
-    from tui_sessions_harness import show_sessions
+    from support.tui import Clock, make_app, screen_text, until
+    from support.tui_sessions import show_sessions
 
     with daemon.operator() as op:
         sid = new(op, f"{FLOOD}; echo; echo flood-done; exec sleep 30")

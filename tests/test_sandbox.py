@@ -33,6 +33,8 @@ from console.sandbox import (
     probe,
 )
 
+pytestmark = pytest.mark.needs_bwrap
+
 PY = os.path.realpath(sys.executable)
 HOST = OSHost()
 

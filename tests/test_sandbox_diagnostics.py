@@ -11,6 +11,8 @@ from console.sandbox.diagnostics import MAX_DENIALS, recognise
 from console.sandbox.environment import child_environment
 from console.sandbox.tempdir import PrivateTempRoot
 
+pytestmark = pytest.mark.needs_bwrap
+
 
 @pytest.fixture(scope="module")
 def sandbox_probe():

@@ -28,6 +28,7 @@ def make_op(ws, argv, **fields):
     return parse(wire, OSHost())
 
 
+@pytest.mark.needs_bwrap
 def test_probe_checks_the_real_sandbox():
     found = probe()
     assert found.available, found.reason

@@ -9,9 +9,11 @@ from __future__ import annotations
 import base64
 
 import pytest
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from support.daemon import operation, wait_for, workspace
 
 from console.policy import PolicyError, policy_from_toml
+
+pytestmark = pytest.mark.needs_bwrap
 
 DAEMON_ENV = {
     "TERM": "dumb",
@@ -24,10 +26,7 @@ PROBE = 'echo "T=$TERM C=$COLORTERM X=${TMUX-unset} P=${TMUX_PANE-unset} H=${AGE
 POLICY = 'session_env = { EDITOR = "ed-from-policy", PAGER = "less -R" }\n'
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon(POLICY, env=DAEMON_ENV) as d:
-        yield d
+DAEMON_POLICY = POLICY
 
 
 def output_of(client, sid: str) -> str:

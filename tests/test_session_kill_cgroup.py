@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 
 import psutil
-from daemon_harness import running_daemon, short_tmp, wait_for, workspace
+import pytest
+from support.daemon import running_daemon, short_tmp, wait_for, workspace
+
+pytestmark = [pytest.mark.needs_bwrap, pytest.mark.needs_root]
 
 
 def test_kill_ends_an_environment_cleared_double_fork():

@@ -10,7 +10,7 @@ import os
 import shutil
 
 import pytest
-from test_sessions_helpers import child_env, shell, start_manager, until
+from support.sessions import child_env, shell, start_manager, until
 
 from console.sessions import (
     Ended,
@@ -74,6 +74,7 @@ async def test_resize_round_trip_and_most_recent_client_wins(manager, tmp_path):
     await until(lambda: screen(manager, sid).rstrip().endswith("43 132"), what="pane-b size after detach")
 
 
+@pytest.mark.programs
 async def test_alternate_screen_program_enters_and_leaves(manager, tmp_path):
     if shutil.which("vim") is None:
         pytest.fail("vim is required (apt-get install vim)")

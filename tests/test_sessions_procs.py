@@ -12,7 +12,7 @@ import sys
 
 import psutil
 import pytest
-from test_sessions_helpers import child_env, shell, start_manager, until
+from support.sessions import child_env, shell, start_manager, until
 
 from console.sessions import ProcHandle
 from console.sessions.procs import MARKER_VAR

@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from test_store_support import ev, raw
+from support.store import ev, raw
 
 from console.contract.strictjson import canonical
 from console.policy.grants import Effect, Grant, GrantScope

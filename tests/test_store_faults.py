@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
-from test_store_support import chattr, ev, raw, remount, tmpfs
+from support.store import chattr, ev, raw, remount, tmpfs
 
 from console.store import HistoryQuery, Store, StoreUnavailable
 
@@ -26,6 +26,7 @@ def _rids(db: Path) -> set[str]:
     return {r[0] for r in raw(db).execute("SELECT request_id FROM events WHERE kind = 'decision'")}
 
 
+@pytest.mark.needs_root
 def test_disk_full_fails_the_batch_cleanly_and_recovers(tmp_path: Path):
     with tmpfs(tmp_path / "small", "512k") as fs:
         db = fs / "history.db"
@@ -60,6 +61,7 @@ def test_disk_full_fails_the_batch_cleanly_and_recovers(tmp_path: Path):
             assert store.verify().ok
 
 
+@pytest.mark.needs_root
 def test_a_full_disk_at_open_is_a_clear_error(tmp_path: Path):
     with tmpfs(tmp_path / "tiny", "4k") as fs:
         with pytest.raises(StoreUnavailable) as info:
@@ -68,6 +70,7 @@ def test_a_full_disk_at_open_is_a_clear_error(tmp_path: Path):
         assert "free space" in str(info.value)
 
 
+@pytest.mark.needs_root
 def test_a_read_only_mount_refuses_opening_for_write_but_allows_reading(tmp_path: Path):
     with tmpfs(tmp_path / "ro", "8m") as fs:
         db = fs / "history.db"
@@ -87,6 +90,7 @@ def test_a_read_only_mount_refuses_opening_for_write_but_allows_reading(tmp_path
             assert store.verify().ok
 
 
+@pytest.mark.needs_root
 def test_a_database_the_kernel_refuses_to_write_fails_live_and_recovers(tmp_path: Path):
     # A filesystem cannot be remounted read-only while SQLite holds the file open for
     # writing (EBUSY), so the live refusal comes from the immutable flag instead: the

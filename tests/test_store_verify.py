@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from test_store_support import ev, raw, unguard
+from support.store import ev, raw, unguard
 
 from console.policy.grants import Grant, GrantScope
 from console.store import GENESIS, HistoryQuery, Store, row_hash

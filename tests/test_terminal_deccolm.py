@@ -8,10 +8,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from daemon_harness import running_daemon
-from tui_sessions_harness import new_session
+from support.tui_sessions import new_session
 
 from console.terminal import Screen
+
+pytestmark = pytest.mark.needs_bwrap
 
 # 132-column permission, DECCOLM, both in one set, leading zeros, sub-parameters,
 # and other modes in the same set that must still take effect (DECCKM, bracketed paste).
@@ -66,10 +67,7 @@ def test_an_overlong_split_set_is_dropped_not_passed_through():
     assert screen.size == (80, 24) and screen.text() == "ok"
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 def test_a_session_keeps_its_width(daemon):

@@ -8,13 +8,14 @@ import sys
 import time
 
 import pytest
-from daemon_harness import running_daemon
-from tui_sessions_harness import new_session
+from support.tui_sessions import new_session
 
 from console.client import RPCError
 from console.protocol.jsonrpc import BUSY
 from console.terminal import Screen
 from console.terminal.ansi import capture, paint_screen
+
+pytestmark = pytest.mark.needs_bwrap
 
 FLAG = "\U0001f1eb\U0001f1f7"  # France: two regional indicators
 UNDERLINES = b"\x1b[4:3;58:2::1:2:3mA\x1b[59;4:4mB\x1b[58;5;9;4:5mC\x1b[4:2mD\x1b[0m"
@@ -70,10 +71,7 @@ def test_underline_colour_and_kinds_survive_cells_snapshot_capture_and_replay():
     assert capture(fed(painted.encode(), cols=20)) == expected
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 SLEEPER = r"""

@@ -15,11 +15,12 @@ import sys
 import time
 
 import pytest
-from daemon_harness import running_daemon
+from support.tui_sessions import new_session
 from test_terminal_snapshot import VOCAB
-from tui_sessions_harness import new_session
 
 from console.terminal import Screen
+
+pytestmark = pytest.mark.needs_bwrap
 
 
 def cells(screen: Screen) -> tuple:
@@ -135,10 +136,7 @@ BEFORE = (
 AFTER = b"\x1b8SAVED\x1b[0m"
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 def screen_text(op, sid: str, needle: str) -> str:
@@ -174,3 +172,16 @@ def test_attaching_to_a_real_session_rebuilds_its_screen(daemon):
     assert_same(reference, client, "after DECRC")
     assert client.text() == daemon_text
     assert client.text().split("\n")[4] == " " * 7 + "SAVED"
+
+
+def test_taking_a_snapshot_leaves_the_painted_frames_right():
+    # A snapshot reads the cells through a render state of its own, which used to take
+    # the terminal's dirty marks with it: the next frames kept the rows as they were.
+    screen = Screen(40, 4)
+    screen.render()
+    screen.feed(b"\x1b[7mone\x1b[0m\r\n")
+    screen.snapshot()
+    screen.feed(b"next")
+    painted = screen.render()
+    rows = {y: "".join(seg.text for seg in row).rstrip() for y, row in painted.rows.items()}
+    assert rows.get(0) == "one" and rows.get(1) == "next", rows

@@ -16,8 +16,10 @@ import json
 import time
 
 import pytest
-from daemon_harness import running_daemon, short_tmp, wait_for, workspace
+from support.daemon import running_daemon, short_tmp, wait_for, workspace
 from test_daemon_watch import stopped
+
+pytestmark = pytest.mark.needs_bwrap
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +168,7 @@ def test_a_writer_that_exits_at_once_still_raises_an_item(env):
         assert resolved["state"] == "dismissed"
 
 
+@pytest.mark.needs_root
 def test_a_writer_left_behind_by_an_exited_shell_is_frozen(env):
     d, ws, _link = env
     out = short_tmp("left-") / "out"

@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from daemon_harness import DaemonProcess, short_tmp, wait_for, workspace
+from support.daemon import DaemonProcess, short_tmp, wait_for, workspace
 from test_daemon_watch import stopped
 
 from console.sessions.cgroups import DISABLE_VAR
+
+pytestmark = [pytest.mark.needs_bwrap, pytest.mark.needs_root]
 
 # An interactive shell (job control on: the loop runs in its own process group) with a
 # setsid'd writer beside it; then the protected write.

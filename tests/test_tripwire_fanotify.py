@@ -19,9 +19,11 @@ import json
 import time
 
 import pytest
-from daemon_harness import running_daemon, short_tmp, wait_for, workspace
+from support.daemon import running_daemon, short_tmp, wait_for, workspace
 from test_daemon_watch import stopped
 from test_tripwire_attribution import end
+
+pytestmark = [pytest.mark.needs_bwrap, pytest.mark.needs_root]
 
 FIRM = ("pid from fanotify", "open for write")
 BUSY = "while :; do echo y >> busy/$RANDOM; sleep 0.005; done"

@@ -10,9 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from test_sessions_helpers import child_env, start_manager, until
+from support.sessions import child_env, start_manager, until
 
 from console.sessions.cgroups import CGROUP_MODE, DISABLE_VAR, WALK_MODE
+
+pytestmark = pytest.mark.needs_root
 
 SCRIPT = (
     "sh -c 'while :; do echo x >> {a}; sleep 0.01; done' & "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from daemon_harness import workspace
+from support.daemon import workspace
 
 from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource

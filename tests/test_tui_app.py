@@ -6,12 +6,12 @@ Each test checks what the agent receives, what the daemon recorded, and what is 
 from __future__ import annotations
 
 import pytest
-from daemon_harness import running_daemon, workspace
-from tui_harness import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
+from support.daemon import workspace
+from support.tui import Agent, Clock, Notices, make_app, pending_with, screen_text, select, tagged, until
 
-from console.tui.config import Notifications
 from console.tui.screens.grants import GrantsScreen
 from console.tui.screens.history import HistoryScreen
+from console.tui.settings.config import Notifications
 from console.tui.widgets.entry_view import EntryView
 from console.tui.widgets.grants_view import GrantsView
 from console.tui.widgets.status_line import StatusLine
@@ -19,10 +19,7 @@ from console.tui.widgets.status_line import StatusLine
 SIZE = (130, 42)
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 @pytest.fixture
@@ -320,7 +317,8 @@ async def test_notifications_when_the_operator_is_elsewhere(daemon, ws, clock):
     rang, escapes = [], []
     app.bell = lambda: rang.append(1)  # type: ignore[method-assign]
     app.write_escape = escapes.append  # type: ignore[method-assign]
-    async with app.run_test(size=SIZE) as pilot:
+    seen = Notices()
+    async with app.run_test(size=SIZE, message_hook=seen) as pilot:
         await pilot.press("2")
         await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
         op, tag = tagged(ws, justification="x", args=["\x1b]52;c;evil\x07"])
@@ -330,7 +328,7 @@ async def test_notifications_when_the_operator_is_elsewhere(daemon, ws, clock):
         assert rang
         assert escapes[0].startswith("\x1b]777;notify;agent-console;new request: ")
         assert "\x07" not in escapes[0] and escapes[0].count("\x1b") == 2  # its own start and end only
-        assert any("new request" in n.message for n in app._notifications)
+        assert any("new request" in n.message for n in seen.raised)
         # on the queue itself nothing is announced
         rang.clear()
         await pilot.press("1")

@@ -10,6 +10,8 @@ import pytest
 
 from console.tui.clipboard import deliver
 
+pytestmark = pytest.mark.programs
+
 
 @pytest.fixture
 def tmux_env():

@@ -8,8 +8,8 @@ up visibly escaped, markup must stay text, and the detail must name what it foun
 from __future__ import annotations
 
 import pytest
-from daemon_harness import running_daemon, workspace
-from tui_harness import (
+from support.daemon import workspace
+from support.tui import (
     Agent,
     Clock,
     foreign_controls,
@@ -53,10 +53,7 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 @pytest.fixture(scope="module")

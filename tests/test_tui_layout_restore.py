@@ -7,22 +7,20 @@ from __future__ import annotations
 import json
 
 import pytest
-from daemon_harness import running_daemon
-from tui_harness import Clock, make_app, until
-from tui_sessions_harness import BASH, new_session, open_pane, prefix, sessions_screen, show_sessions
+from support.tui import Clock, Notices, make_app, until
+from support.tui_sessions import BASH, new_session, open_pane, prefix, sessions_screen, show_sessions
 
-from console.tui import layout_file
-from console.tui.config import ConfigError, parse_config
-from console.tui.layout_file import Box, Document, LayoutError, Pane
-from console.tui.widgets.pane_area import Split
+from console.tui.model import layout_file
+from console.tui.model.layout_file import Box, Document, LayoutError, Pane
+from console.tui.panes.pane_area import Split
+from console.tui.settings.config import ConfigError, parse_config
+
+pytestmark = pytest.mark.needs_bwrap
 
 SIZE = (120, 40)
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 @pytest.fixture
@@ -39,8 +37,8 @@ def shape(node) -> object:
     return node.session_id + (" (ro)" if node.link.read_only else "")
 
 
-def notices(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+def notices(seen: Notices) -> list[str]:
+    return [str(n.message) for n in seen.raised]
 
 
 async def arrange(pilot, app, first: str) -> tuple[object, str]:
@@ -82,7 +80,8 @@ async def test_split_tree_sessions_and_zoom_come_back(daemon, clock, tmp_path):
     assert saved["version"] == 1 and saved["zoom"] == 2 and saved["focus"] == 2
 
     app = make_app(daemon, clock, **cfg)
-    async with app.run_test(size=SIZE) as pilot:
+    seen = Notices()
+    async with app.run_test(size=SIZE, message_hook=seen) as pilot:
         screen = await show_sessions(pilot, app)
         await until(pilot, lambda: len(screen.layout_tree.panes()) == 3)
         assert shape(screen.layout_tree.root) == tree
@@ -97,7 +96,7 @@ async def test_split_tree_sessions_and_zoom_come_back(daemon, clock, tmp_path):
         await pilot.pause(0.1)
         r = [screen.area.frame_for(p).region for p in panes]
         assert r[1].x > r[0].x and r[2].x == r[1].x and r[2].y > r[1].y
-        assert not [n for n in notices(app) if "not restored" in n]
+        assert not [n for n in notices(seen) if "not restored" in n]
     # zooming out was saved too
     assert json.loads((tmp_path / "console.layout.json").read_text())["zoom"] is None
 
@@ -121,22 +120,26 @@ async def test_a_killed_session_is_skipped_with_a_notice_and_read_only_stays(dae
         op.call("sessions.wait", {"session": c, "timeout_s": 10})
 
     app = make_app(daemon, clock, **cfg)
-    async with app.run_test(size=SIZE) as pilot:
+    seen = Notices()
+    async with app.run_test(size=SIZE, message_hook=seen) as pilot:
         screen = await show_sessions(pilot, app)
         await until(pilot, lambda: len(screen.layout_tree.panes()) == 2)
-        await until(pilot, lambda: [n for n in notices(app) if "not restored" in n])
+        await until(pilot, lambda: [n for n in notices(seen) if "not restored" in n])
         # the split that lost its child collapsed into the parent; read-only kept
         assert shape(screen.layout_tree.root) == ("right", a, f"{b} (ro)")
-        assert [n for n in notices(app) if "not restored" in n] == [f"1 pane not restored: session {c} ended"]
+        assert [n for n in notices(seen) if "not restored" in n] == [
+            f"1 pane not restored: session {c} ended"
+        ]
         await until(pilot, lambda: all(p.link.state == "live" for p in screen.layout_tree.panes()))
     # a session removed altogether is "gone"
     with daemon.operator() as op:
         op.call("sessions.remove", {"session": a})
     app = make_app(daemon, clock, **cfg)
-    async with app.run_test(size=SIZE) as pilot:
+    seen = Notices()
+    async with app.run_test(size=SIZE, message_hook=seen) as pilot:
         screen = await show_sessions(pilot, app)
-        await until(pilot, lambda: [n for n in notices(app) if "not restored" in n])
-        assert [n for n in notices(app) if "not restored" in n] == [f"1 pane not restored: session {a} gone"]
+        await until(pilot, lambda: [n for n in notices(seen) if "not restored" in n])
+        assert [n for n in notices(seen) if "not restored" in n] == [f"1 pane not restored: session {a} gone"]
         assert shape(screen.layout_tree.root) == f"{b} (ro)"
 
 
@@ -147,9 +150,10 @@ async def test_a_corrupt_layout_file_is_kept_reported_and_gives_no_panes(daemon,
     path.write_text(broken)
     cfg = config(tmp_path)
     app = make_app(daemon, clock, **cfg)
-    async with app.run_test(size=SIZE) as pilot:
+    seen = Notices()
+    async with app.run_test(size=SIZE, message_hook=seen) as pilot:
         screen = await show_sessions(pilot, app)
-        said = await until(pilot, lambda: [n for n in notices(app) if "layout not restored" in n])
+        said = await until(pilot, lambda: [n for n in notices(seen) if "layout not restored" in n])
         assert "unknown direction 'sideways'" in said[0] and "console.layout.json.bad" in said[0]
         assert screen.layout_tree.root is None
         # the operator's next layout is saved; the bad file is still there beside it
@@ -160,9 +164,10 @@ async def test_a_corrupt_layout_file_is_kept_reported_and_gives_no_panes(daemon,
     # a second bad file does not overwrite the first copy
     path.write_text("{not json")
     app = make_app(daemon, clock, **cfg)
-    async with app.run_test(size=SIZE) as pilot:
+    seen = Notices()
+    async with app.run_test(size=SIZE, message_hook=seen) as pilot:
         screen = await show_sessions(pilot, app)
-        await until(pilot, lambda: [n for n in notices(app) if "not valid JSON" in n])
+        await until(pilot, lambda: [n for n in notices(seen) if "not valid JSON" in n])
         assert screen.layout_tree.root is None
     assert (tmp_path / "console.layout.json.bad").read_text() == broken
     assert (tmp_path / "console.layout.json.bad.1").read_text() == "{not json"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from console.tui.badges import BadgeKind, badges
 from console.tui.desktop import clean, osc9, osc777, sequence
-from console.tui.guard import TypeAheadGuard
-from console.tui.historyquery import cycle, parse_query, set_token, token_value
-from console.tui.pending import PendingQueue
-from console.tui.timefmt import age, ago, parse_duration
+from console.tui.model.badges import BadgeKind, badges
+from console.tui.model.guard import TypeAheadGuard
+from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
+from console.tui.model.pending import PendingQueue
+from console.tui.model.timefmt import age, ago, parse_duration
 
 
 def item(rid: str, command: str = "ls", escalations: list[dict] | None = None, **extra) -> dict:
@@ -226,20 +226,20 @@ def test_the_logic_modules_do_not_load_textual():
     import sys
 
     modules = [
-        "actions",
-        "argdiff",
-        "badges",
-        "config",
+        "settings.actions",
+        "model.argdiff",
+        "model.badges",
+        "settings.config",
         "desktop",
-        "guard",
-        "historyquery",
-        "keymaps",
-        "pending",
-        "resources",
-        "shellsplit",
-        "themefiles",
-        "timefmt",
-        "untrusted",
+        "model.guard",
+        "model.historyquery",
+        "settings.keymaps",
+        "model.pending",
+        "settings.resources",
+        "model.shellsplit",
+        "settings.themefiles",
+        "model.timefmt",
+        "render.untrusted",
     ]
     code = (
         "import sys\n"

@@ -1,6 +1,6 @@
 """The mouse works everywhere: rows, footer keys, header badges, dialogs, the wheel.
 
-Uses the recorded daemon answers of the snapshot tests (tui_fixtures): what is tested
+Uses the recorded daemon answers of the snapshot tests (support/snapshot_data.py): what is tested
 here is the console's handling of clicks, not the daemon.
 """
 
@@ -43,6 +43,13 @@ async def test_footer_keys_and_badges_are_clickable():
         assert app.current_mode == "queue"
 
 
+async def wheel(pilot, widget, kind: type[events.MouseEvent], offset: tuple[int, int]) -> None:
+    """One turn of the wheel over ``widget``: posted to the app as the terminal driver posts it."""
+    x, y = widget.region.offset + offset
+    pilot.app.post_message(kind(widget, x, y, 0, 0, 0, False, False, False, screen_x=x, screen_y=y))
+    await pilot.pause()
+
+
 async def test_double_click_opens_a_history_entry_and_the_wheel_scrolls():
     app = make()
     async with app.run_test(size=(120, 20)) as pilot:
@@ -51,10 +58,10 @@ async def test_double_click_opens_a_history_entry_and_the_wheel_scrolls():
         await pilot.pause(0.3)
         view = app.screen.query_one(HistoryView)
         assert len(view.rows) > view.size.height
-        await pilot._post_mouse_events([events.MouseScrollDown], HistoryView, offset=(10, 2))
+        await wheel(pilot, view, events.MouseScrollDown, offset=(10, 2))
         await pilot.pause(0.1)
         assert view.scroll_offset.y > 0
-        await pilot._post_mouse_events([events.MouseScrollUp], HistoryView, offset=(10, 2))
+        await wheel(pilot, view, events.MouseScrollUp, offset=(10, 2))
         await pilot.pause(0.1)
         assert view.scroll_offset.y == 0
         await pilot.click(HistoryView, offset=(10, 1), times=2)

@@ -13,14 +13,14 @@ import sys
 import uuid
 
 import pytest
-from daemon_harness import running_daemon, workspace
-from tui_fixtures import ReplayClient
-from tui_harness import Clock, foreign_controls, frame, make_app, screen_text, until
+from support.daemon import running_daemon, workspace
+from support.snapshot_data import ReplayClient
+from support.tui import Clock, Notices, foreign_controls, frame, make_app, screen_text, until
 
 from console.tui.app import ConsoleApp
-from console.tui.config import Config, Notifications
 from console.tui.screens.entry import EntryScreen
-from console.tui.settings import prepare
+from console.tui.settings.config import Config, Notifications
+from console.tui.settings.prepared import prepare
 from console.tui.widgets.entry_view import EntryView
 
 SIZE = (140, 42)
@@ -65,6 +65,7 @@ async def open_entry(pilot, app, rid: str) -> str:
     return app.screen.query_one(EntryView).plain
 
 
+@pytest.mark.needs_bwrap
 async def test_an_outcome_with_a_sandbox_denial_and_changes_shows_in_the_history_entry(env, clock):
     d, ws = env
     t = uuid.uuid4().hex[:8]
@@ -98,6 +99,7 @@ async def test_an_outcome_with_a_sandbox_denial_and_changes_shows_in_the_history
         assert "1 sandbox denial" in screen_text(app)
 
 
+@pytest.mark.needs_bwrap
 async def test_hostile_output_and_file_names_in_an_outcome_are_inert(env, clock):
     d, ws = env
     t = uuid.uuid4().hex[:8]
@@ -117,6 +119,7 @@ async def test_hostile_output_and_file_names_in_an_outcome_are_inert(env, clock)
         assert app.is_running
 
 
+@pytest.mark.needs_bwrap
 async def test_the_sandbox_probe_is_in_the_header(env, clock):
     d, _ = env
     app = make_app(d, clock)
@@ -154,12 +157,13 @@ async def test_an_unavailable_sandbox_is_loud():
         return NoSandboxClient()
 
     app = ConsoleApp(settings, connect=connect)  # type: ignore[arg-type]
-    async with app.run_test(size=SIZE) as pilot:
+    seen = Notices()
+    async with app.run_test(size=SIZE, message_hook=seen) as pilot:
         await until(pilot, lambda: app.badges.get("sandbox"))
         assert app.badges.items["sandbox"] == (
             "SANDBOX UNAVAILABLE: bwrap not found on the trusted PATH",
             "error",
         )
         assert "SANDBOX UNAVAILABLE" in screen_text(app).splitlines()[0]
-        notes = await until(pilot, lambda: [n for n in app._notifications if n.title == "sandbox"])
+        notes = await until(pilot, lambda: [n for n in seen.raised if n.title == "sandbox"])
         assert notes[0].severity == "error" and "will not run" in notes[0].message

@@ -7,30 +7,35 @@ would get (the compositor's cached lines included), so a stale row or section sh
 
 from __future__ import annotations
 
-import pytest
-from daemon_harness import running_daemon, workspace
 from rich.style import Style
 from rich.text import Text
+from support.daemon import workspace
+from support.tui import (
+    Agent,
+    Clock,
+    make_app,
+    pending_with,
+    screen_strips,
+    screen_text,
+    select,
+    tagged,
+    until,
+)
 from textual.app import App, ComposeResult
-from tui_harness import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
 
 from console.tui.widgets.text_view import TextView
 
 SIZE = (130, 42)
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 def _row(app, tag: str):
     """The frame's line that shows ``tag`` in the queue (the top of the screen)."""
-    update = app.screen._compositor.render_full_update()
     region = app.views["queue"].view.region
-    for line in update.strips[region.y : region.bottom]:
-        segments = [segment for strip in line for segment in strip]
+    for line in screen_strips(app)[region.y : region.bottom]:
+        segments = list(line)
         if tag in "".join(segment.text for segment in segments):
             return segments
     raise AssertionError(f"{tag} not in the queue")
@@ -100,14 +105,7 @@ class _One(App[None]):
 
 
 def _drawn(app) -> list[tuple[str, Style | None]]:
-    update = app.screen._compositor.render_full_update()
-    return [
-        (seg.text, seg.style)
-        for line in update.strips[:3]
-        for strip in line
-        for seg in strip
-        if seg.text.strip()
-    ]
+    return [(seg.text, seg.style) for line in screen_strips(app)[:3] for seg in line if seg.text.strip()]
 
 
 async def test_a_section_redrawn_with_the_same_words_in_another_style_or_changed_in_place():

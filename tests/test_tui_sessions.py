@@ -10,9 +10,8 @@ import time
 import uuid
 
 import pytest
-from daemon_harness import running_daemon, workspace
-from textual import events
-from tui_harness import (
+from support.daemon import workspace
+from support.tui import (
     Agent,
     Clock,
     foreign_controls,
@@ -24,7 +23,7 @@ from tui_harness import (
     tagged,
     until,
 )
-from tui_sessions_harness import (
+from support.tui_sessions import (
     BASH,
     new_session,
     open_pane,
@@ -35,18 +34,18 @@ from tui_sessions_harness import (
     type_line,
     wait_shown,
 )
+from textual import events
 
 from console.client import RPCError
 from console.protocol.jsonrpc import BUSY
 from console.tui.screens.prompts import ConfirmPrompt
 
+pytestmark = pytest.mark.needs_bwrap
+
 SIZE = (120, 40)
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 @pytest.fixture
@@ -326,7 +325,7 @@ async def test_detach_quit_and_reopen_shows_the_same_screen(daemon, clock):
         await until(pilot, lambda: shown(pane) == before)
         # the colours came back too
         row = next(i for i, line in enumerate(shown(pane).split("\n")) if line.startswith("red plain"))
-        first = pane.render_line(row)._segments[0]
+        first = next(iter(pane.render_line(row)))
         assert first.text.startswith("red") and first.style.color is not None and first.style.bold
 
 
@@ -468,6 +467,7 @@ async def test_attach_to_an_exited_session_shows_its_last_screen(daemon, clock):
         assert "exited" in screen_text(app)
 
 
+@pytest.mark.programs
 def test_sessions_attach_opens_the_console_in_a_real_terminal(daemon):
     """`agent-console sessions attach ID` in tmux: type into the session, detach, quit."""
     sid = new_session(daemon, BASH, title="from the cli")

@@ -8,17 +8,15 @@ import shutil
 import sys
 
 import pytest
-from daemon_harness import running_daemon
-from tui_harness import Clock, make_app, until
-from tui_sessions_harness import BASH, new_session, open_pane, shown, type_line, wait_gone, wait_shown
+from support.tui import Clock, make_app, until
+from support.tui_sessions import BASH, new_session, open_pane, shown, type_line, wait_gone, wait_shown
+
+pytestmark = [pytest.mark.needs_bwrap, pytest.mark.programs]
 
 SIZE = (120, 40)
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ import asyncio
 import base64
 from typing import Any
 
-from tui_fixtures import NOW, ReplayClient
+from support.snapshot_data import NOW, ReplayClient
 
 from console.terminal import Screen
 from console.tui.app import ConsoleApp
-from console.tui.config import Config, Notifications
 from console.tui.screens.sessions import SessionsScreen
-from console.tui.settings import prepare
+from console.tui.settings.config import Config, Notifications
+from console.tui.settings.prepared import prepare
 
 SIZE = (120, 40)
 

@@ -7,13 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from console.tui.actions import ACTIONS, default_keys
-from console.tui.config import Config, ConfigError, config_path, load_config, parse_config
-from console.tui.keymaps import KeymapError, clashes, load_keymap_file, normalize_key, parse_keymap, resolve
-from console.tui.resources import bundled_dir
-from console.tui.settings import SettingsError, prepare
-from console.tui.themefiles import ThemeError, load_theme_file, parse_theme
-from console.tui.themes import load_themes, to_theme
+from console.tui.settings.actions import ACTIONS, default_keys
+from console.tui.settings.config import Config, ConfigError, config_path, load_config, parse_config
+from console.tui.settings.keymaps import (
+    KeymapError,
+    clashes,
+    load_keymap_file,
+    normalize_key,
+    parse_keymap,
+    resolve,
+)
+from console.tui.settings.prepared import SettingsError, prepare
+from console.tui.settings.resources import bundled_dir
+from console.tui.settings.themefiles import ThemeError, load_theme_file, parse_theme
+from console.tui.settings.themes import load_themes, to_theme
 
 KEYMAPS = bundled_dir("keymaps")
 THEMES = bundled_dir("themes")

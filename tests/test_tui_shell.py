@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from console.tui.argdiff import ArgChange, argv_diff, closest, split_command
-from console.tui.shellsplit import PartKind, shell_script, split_chain
+from console.tui.model.argdiff import ArgChange, argv_diff, closest, split_command
+from console.tui.model.shellsplit import PartKind, shell_script, split_chain
 
 
 def kinds(script: str) -> list[tuple[str, str]]:

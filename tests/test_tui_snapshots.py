@@ -10,11 +10,11 @@ import os
 import time
 
 import pytest
-from tui_fixtures import NOW, ReplayClient
+from support.snapshot_data import NOW, ReplayClient
 
 from console.tui.app import ConsoleApp
-from console.tui.config import Config, Notifications
-from console.tui.settings import prepare
+from console.tui.settings.config import Config, Notifications
+from console.tui.settings.prepared import prepare
 
 SIZE = (120, 40)
 
@@ -138,7 +138,7 @@ def test_queue_in_the_high_contrast_theme(snap_compare):
 
 def evaluated_item(request_id: str, **fields) -> dict:
     """A pending item as the daemon lists it, evaluated by the real policy (fixed host)."""
-    from fakehost import FakeHost
+    from support.fakehost import FakeHost
 
     from console.contract.operation import parse
     from console.policy.config import policy_from_toml

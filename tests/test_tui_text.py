@@ -6,8 +6,15 @@ import pytest
 from rich.style import Style
 
 from console.contract.inert import Finding
-from console.tui.present import PLAIN, DetailOptions, agent_block, agent_text, quoted_argv, render_request
-from console.tui.untrusted import block, lookalike_spans, one_line
+from console.tui.render.present import (
+    PLAIN,
+    DetailOptions,
+    agent_block,
+    agent_text,
+    quoted_argv,
+    render_request,
+)
+from console.tui.render.untrusted import block, lookalike_spans, one_line
 
 HOSTILE = {
     "csi": "\x1b[2J",

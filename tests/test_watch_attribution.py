@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from test_watch_common import watching, workspace, write
+from support.watch import watching, workspace, write
 
 from console.watch import Attributions
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from test_watch_common import watching, workspace, write
+from support.watch import watching, workspace, write
 
 from console.watch.baseline import Baselines, read_small_text
 

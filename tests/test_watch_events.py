@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from test_watch_common import replace_atomically, watching, workspace, write
+from support.watch import replace_atomically, watching, workspace, write
 
 from console.contract.outcome import ChangeKind
 from console.contract.strictjson import loads

@@ -14,7 +14,7 @@ import shutil
 import time
 
 import pytest
-from daemon_harness import running_daemon, wait_for, workspace
+from support.daemon import running_daemon, wait_for, workspace
 
 FILES = 3000
 
@@ -138,8 +138,8 @@ def test_the_panel_updates_a_flood_in_place_and_quiet_rows_do_not_count():
 
     from rich.style import Style
 
-    from console.tui.widgets.watch_model import WatchEvents
-    from console.tui.widgets.watch_text import event_row
+    from console.tui.model.watch_model import WatchEvents
+    from console.tui.render.watch_text import event_row
 
     plain = defaultdict(Style)
     model = WatchEvents()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from test_watch_common import workspace, write
+from support.watch import workspace, write
 
 from console.contract.outcome import ChangeKind
 from console.policy.config import DEFAULT_PROTECTED

@@ -15,7 +15,7 @@ import os
 import time
 
 import pytest
-from daemon_harness import running_daemon, short_tmp, wait_for
+from support.daemon import running_daemon, short_tmp, wait_for
 from test_daemon_watch import stopped
 
 
@@ -89,6 +89,7 @@ def test_git_init_is_quiet_and_a_real_hook_is_still_loud(env):
             finish(op, writer["id"])
 
 
+@pytest.mark.programs
 def test_vim_on_env_pauses_nothing(env):
     d, ws = env
     with d.operator() as op:

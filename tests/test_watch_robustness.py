@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_watch_common import codes, wait_status, watching, workspace, write
+from support.watch import codes, wait_status, watching, workspace, write
 
 from console.contract.outcome import ChangeKind
 

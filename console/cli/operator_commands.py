@@ -21,11 +21,11 @@ from console.cli.common import (
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
-from console.tui.badges import badges
+from console.tui.model.badges import badges
 
 
 def _badges(item: dict[str, Any]) -> str:
-    """The console's badges, in its words and order (console/tui/badges.py)."""
+    """The console's badges, in its words and order (console/tui/model/badges.py)."""
     return ",".join(b.label for b in badges(item)) or "-"
 
 

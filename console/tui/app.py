@@ -7,7 +7,7 @@ Who owns what:
 - the **pending queue model** (:attr:`pending`) is changed only by this app's message
   handlers, which then tell the queue screen which rows moved;
 - **views** come from :mod:`console.tui.registry` (one Textual mode each), **actions**
-  from :mod:`console.tui.actions`, **header badges** from :attr:`badges`; screens that
+  from :mod:`console.tui.settings.actions`, **header badges** from :attr:`badges`; screens that
   want daemon events define ``daemon_event(topic, payload)``.
 
 Quitting leaves the daemon and everything it runs untouched.
@@ -27,18 +27,18 @@ from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
 from console.contract.inert import inert
-from console.tui.actions import ActionSpec
-from console.tui.bindings import bindings
 from console.tui.commands import ConsoleCommands
 from console.tui.desktop import sequence
 from console.tui.link import Connect, DaemonLink
-from console.tui.pending import PendingQueue
+from console.tui.model.pending import PendingQueue
 from console.tui.registry import views
 from console.tui.screens.help import HelpScreen
-from console.tui.settings import Settings, SettingsError
+from console.tui.settings.actions import ActionSpec
+from console.tui.settings.bindings import bindings
+from console.tui.settings.prepared import Settings, SettingsError
+from console.tui.watch_monitor import WatchMonitor
 from console.tui.widgets.badge_bar import BadgeBar, Badges
 from console.tui.widgets.line_list import LineList
-from console.tui.widgets.watch_monitor import WatchMonitor
 
 NOTIFY_COALESCE_S = 0.4
 

@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from console.contract.inert import inert
-from console.tui.actions import ACTIONS, CONTEXTS
+from console.tui.settings.actions import ACTIONS, CONTEXTS
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp

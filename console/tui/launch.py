@@ -19,7 +19,7 @@ from console.client import Client, DaemonUnreachable, RPCError
 from console.client.spawn import start_daemon
 from console.locations import ENV_HOME, Locations, UnsafeLocation, locate
 from console.protocol.jsonrpc import NOT_FOUND
-from console.tui.settings import Settings
+from console.tui.settings.prepared import Settings
 
 # The CLI's exit codes (console.cli.common) for what can go wrong here.
 EXIT_INVALID, EXIT_UNREACHABLE = 2, 3
@@ -35,8 +35,8 @@ class LaunchError(Exception):
 
 def prepare_settings(args: argparse.Namespace, state_dir: str | None) -> Settings:
     """Config file, theme and keymap from the flags (``--config``, ``--theme``, ``--keymap``)."""
-    from console.tui.config import ConfigError, config_path, load_config
-    from console.tui.settings import prepare
+    from console.tui.settings.config import ConfigError, config_path, load_config
+    from console.tui.settings.prepared import prepare
 
     path, must_exist = config_path(getattr(args, "config", None), state_dir)
     try:

@@ -2,7 +2,7 @@
 
 Each entry becomes a Textual mode. Adding a view (issue 6's sessions with terminal
 panes, issue 7's watch panel) is one :func:`register` call plus an ``ActionSpec`` in
-:mod:`console.tui.actions` for the key that shows it (``show('sessions')``). A screen
+:mod:`console.tui.settings.actions` for the key that shows it (``show('sessions')``). A screen
 that wants daemon events defines ``daemon_event(topic, payload)``; the app calls it for
 every event while the screen exists.
 """

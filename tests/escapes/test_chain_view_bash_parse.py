@@ -1,6 +1,6 @@
 """Asking bash how it reads a script must run nothing of the script.
 
-console/tui/bash_parse.py hands the script to bash as an exported function body and
+console/tui/model/bash_parse.py hands the script to bash as an exported function body and
 prints it back with ``declare -f``. Each test writes a script that would create a
 marker file (with a redirection, so it needs no PATH) if any of it ran, at import, at
 definition or at print time.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from console.tui.bash_parse import bash_parse
+from console.tui.model.bash_parse import bash_parse
 
 TRIES = {
     "closes-the-body-early": "}}; : > {mark}; g() {{ :",

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console.contract.shell import RESERVED, checked_chain, command_name, split_chain
-from console.tui.bash_parse import bash_parse
+from console.tui.model.bash_parse import bash_parse
 
 
 def bash_runs(script: str, mark: str = "MARK") -> bool:

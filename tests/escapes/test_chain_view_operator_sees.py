@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from daemon_harness import running_daemon, workspace
-from tui_harness import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
+from support.daemon import workspace
+from support.tui import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
 
 from console.tui.widgets.status_line import StatusLine
 
@@ -20,10 +20,7 @@ SIZE = (130, 46)
 WARNING = "the command split below may be incomplete"
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 120\n") as d:
-        yield d
+DAEMON_POLICY = "approval_timeout_s = 120\n"
 
 
 @pytest.fixture
@@ -118,7 +115,7 @@ async def test_a_plain_chain_has_no_warning(daemon, ws, clock):
 
 
 def test_the_detail_puts_the_warning_first_and_the_raw_script_before_the_split():
-    from console.tui.present import PLAIN, DetailOptions, render_request
+    from console.tui.render.present import PLAIN, DetailOptions, render_request
 
     script = "echo $'\\'' ; touch MARK #'"
     item = {

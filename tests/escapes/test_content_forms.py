@@ -11,10 +11,10 @@ import sys
 import threading
 
 import pytest
-from daemon_harness import operation, running_daemon, short_tmp, wait_for, workspace
+from support.daemon import operation, running_daemon, short_tmp, wait_for, workspace
 
 from console.client import RPCError
-from console.tui.present import PLAIN, DetailOptions, render_request
+from console.tui.render.present import PLAIN, DetailOptions, render_request
 
 SCRIPT = b"#!/bin/sh\n. ./lib.sh\necho built\n"
 

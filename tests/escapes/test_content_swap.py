@@ -14,9 +14,11 @@ import os
 import threading
 
 import pytest
-from daemon_harness import in_background, operation, running_daemon, wait_for, workspace
+from support.daemon import in_background, operation, running_daemon, wait_for, workspace
 
 from console.client import RPCError
+
+pytestmark = pytest.mark.needs_bwrap
 
 APPROVED = b"#!/bin/sh\necho APPROVED\n"
 EDITED = b"#!/bin/sh\necho EDITED\n"

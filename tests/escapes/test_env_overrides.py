@@ -12,8 +12,8 @@ import os
 import shutil
 
 import pytest
-from daemon_harness import operation, running_daemon, short_tmp, workspace
-from fakehost import FakeHost
+from support.daemon import operation, running_daemon, short_tmp, workspace
+from support.fakehost import FakeHost
 
 from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.host import DEFAULT_TRUSTED_PATH
@@ -113,6 +113,7 @@ def test_the_daemon_asks_before_running_with_git_external_diff(ws):
         assert agent.submit(operation(ws, env={"LANG": "C.UTF-8"}))["reason"] == "within_ceiling"
 
 
+@pytest.mark.needs_bwrap
 def test_the_child_gets_the_trusted_path_even_when_the_daemons_starts_with_a_user_dir(ws, monkeypatch):
     evil = short_tmp("bin-")
     marker = ws / "ran"

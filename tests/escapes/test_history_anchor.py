@@ -8,12 +8,11 @@ Before, the next start re-anchored with one WARNING and honoured the grant.
 
 from __future__ import annotations
 
-import shutil
 import threading
 
 import pytest
-from daemon_harness import DaemonProcess, operation, short_tmp, wait_for, workspace
-from test_store_support import raw, unguard
+from support.daemon import DaemonProcess, operation, wait_for, workspace
+from support.store import raw, unguard
 
 from console.policy.grants import Grant, GrantScope
 from console.store import Store, row_hash
@@ -24,14 +23,9 @@ NET = {"network": "any"}  # an escalation: the policy alone never allows it
 
 
 @pytest.fixture
-def daemon():
-    base = short_tmp()
-    d = DaemonProcess(base / "s", "approval_timeout_s = 30\n")
-    try:
-        yield d.start()
-    finally:
-        d.stop()
-        shutil.rmtree(base, ignore_errors=True)
+def daemon(fresh_daemon):
+    """A daemon per test: each tampers with its own store."""
+    return fresh_daemon
 
 
 def fingerprint_of(d: DaemonProcess, op: dict) -> str:

@@ -9,6 +9,8 @@ from sandbox_escape_helpers import config, op, real_dir, run
 
 from console.policy.config import PolicyError, policy_from_toml
 
+pytestmark = pytest.mark.needs_bwrap
+
 
 @pytest.fixture
 def home():

@@ -15,16 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-from daemon_harness import running_daemon, short_tmp, workspace
+from support.daemon import short_tmp, workspace
 
 from console.adapters.claude_code_install import hook_command, run_command
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
 
 
 def bash_call(ws: Path, command: str = "rm -rf ./*") -> dict:

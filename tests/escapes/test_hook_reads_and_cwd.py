@@ -14,15 +14,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from daemon_harness import running_daemon, short_tmp, wait_for, workspace
+from support.daemon import short_tmp, wait_for, workspace
 
 from console.adapters.claude_code_install import hook_command, run_command
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
 
 
 def call(cwd: Path, tool: str, tool_input: dict) -> dict:

@@ -9,16 +9,10 @@ from __future__ import annotations
 import base64
 
 import pytest
-from daemon_harness import running_daemon, workspace
-from hook_harness import hook_cli, hook_input
+from support.daemon import workspace
+from support.hook import hook_cli, hook_input
 
 from console.adapters.claude_code import operation_for
-
-
-@pytest.fixture(scope="module")
-def daemon():
-    with running_daemon("approval_timeout_s = 30\n") as d:
-        yield d
 
 
 def call(ws, tool, tool_input):

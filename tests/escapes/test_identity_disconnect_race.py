@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import socket
 
-from abuse_harness import frame
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from support.abuse import frame
+from support.daemon import operation, running_daemon, wait_for, workspace
 
 
 def count(op, kind):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from abuse_harness import in_thread, same_agent
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from support.abuse import in_thread, same_agent
+from support.daemon import operation, running_daemon, wait_for, workspace
 
 from console.client import RPCError
 

@@ -7,10 +7,12 @@ import time
 
 import psutil
 import pytest
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from support.daemon import operation, running_daemon, wait_for, workspace
 
 from console.client import RPCError
 from console.sessions.cgroups import pid_frozen
+
+pytestmark = pytest.mark.needs_bwrap
 
 FORBIDDEN = -32009
 

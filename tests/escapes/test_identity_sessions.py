@@ -12,10 +12,12 @@ import subprocess
 import sys
 
 import pytest
-from abuse_harness import in_thread, same_agent
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from support.abuse import in_thread, same_agent
+from support.daemon import operation, running_daemon, wait_for, workspace
 
 from console.client import RPCError
+
+pytestmark = pytest.mark.needs_bwrap
 
 NOT_FOUND = -32002
 UNAUTHORIZED = -32001

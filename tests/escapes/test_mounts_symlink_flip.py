@@ -14,10 +14,12 @@ import threading
 import time
 
 import pytest
-from daemon_harness import running_daemon
 from sandbox_escape_helpers import config, git_workspace, listing, op, real_dir, run, sandbox_probe, spawn
+from support.daemon import running_daemon
 
 from console.sandbox import SandboxSetupError, prepare
+
+pytestmark = pytest.mark.needs_bwrap
 
 
 @pytest.fixture

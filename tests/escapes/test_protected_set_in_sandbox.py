@@ -13,6 +13,8 @@ from console.policy.config import DEFAULT_PROTECTED
 from console.policy.patterns import ProtectedPaths
 from console.policy.protected_set import ENTRIES
 
+pytestmark = pytest.mark.needs_bwrap
+
 # Finding 6, each as a file the sandboxed command tries to overwrite.
 FINDING_6 = [
     ".git/modules/sub/config",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 import socket
 
-from abuse_harness import frame, hung_up, raw, read_lines, rss_kib
-from daemon_harness import running_daemon
+from support.abuse import frame, hung_up, raw, read_lines, rss_kib
+from support.daemon import running_daemon
 
 MiB = 1024 * 1024
 

@@ -12,8 +12,8 @@ import base64
 import json
 
 import pytest
-from abuse_harness import frame, hung_up, in_thread, raw, rss_kib
-from daemon_harness import operation, running_daemon, wait_for, workspace
+from support.abuse import frame, hung_up, in_thread, raw, rss_kib
+from support.daemon import operation, running_daemon, wait_for, workspace
 
 from console.client import RPCError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from daemon_harness import operation, running_daemon, short_tmp, workspace
+from support.daemon import operation, running_daemon, short_tmp, workspace
 
 from console.contract.host import OSHost
 from console.contract.operation import parse

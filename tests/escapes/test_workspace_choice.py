@@ -12,7 +12,7 @@ import os
 import shutil
 
 import pytest
-from daemon_harness import (
+from support.daemon import (
     DaemonProcess,
     operation,
     running_daemon,

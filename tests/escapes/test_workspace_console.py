@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shutil
 
-from daemon_harness import operation, running_daemon, workspace
-from tui_harness import Agent, Clock, make_app, pending_with, screen_text, select, until
+from support.daemon import operation, running_daemon, workspace
+from support.tui import Agent, Clock, make_app, pending_with, screen_text, select, until
 
 SIZE = (150, 42)
 

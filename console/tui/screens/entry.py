@@ -11,7 +11,7 @@ from textual.screen import Screen
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.tui.bindings import bindings
+from console.tui.settings.bindings import bindings
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.entry_view import EntryView
 from console.tui.widgets.footer_bar import FooterBar

@@ -15,8 +15,8 @@ from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.tui.bindings import bindings
 from console.tui.screens.prompts import ConfirmPrompt
+from console.tui.settings.bindings import bindings
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.grants_view import HEADER, GrantsView

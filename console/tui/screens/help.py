@@ -12,8 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from console.tui.actions import ACTIONS
-from console.tui.bindings import bindings
+from console.tui.settings.actions import ACTIONS
+from console.tui.settings.bindings import bindings
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp

@@ -20,12 +20,12 @@ from textual.widgets import Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.tui.bindings import bindings
 from console.protocol.history import SOURCES, VERDICTS
-from console.tui.historyquery import cycle, parse_query, set_token, token_value
+from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
 from console.tui.screens.entry import EntryScreen
 from console.tui.screens.prompts import ConfirmPrompt
 from console.tui.screens.watch import RecordScreen
+from console.tui.settings.bindings import bindings
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.history_view import HistoryView

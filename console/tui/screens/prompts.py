@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from console.tui.bindings import bindings
+from console.tui.settings.bindings import bindings
 
 PROMPT_CSS = """
 TextPrompt, ConfirmPrompt { align: center middle; background: $background 60%; }

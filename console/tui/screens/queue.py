@@ -21,20 +21,20 @@ from textual.widgets import Input
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
-from console.tui.badges import confirmation
-from console.tui.bindings import bindings
-from console.tui.guard import TypeAheadGuard
-from console.tui.pending import Entry
+from console.tui.model.badges import confirmation
+from console.tui.model.guard import TypeAheadGuard
+from console.tui.model.pending import Entry
+from console.tui.model.timefmt import parse_duration
+from console.tui.model.watch_model import ANSWERS, is_tripwire, sessions_of
+from console.tui.render.watch_text import answered
 from console.tui.screens.prompts import TextPrompt
-from console.tui.timefmt import parse_duration
+from console.tui.settings.bindings import bindings
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.queue_view import QueueView
 from console.tui.widgets.request_detail import RequestDetail
 from console.tui.widgets.status_line import StatusLine
-from console.tui.widgets.watch_model import ANSWERS, is_tripwire, sessions_of
-from console.tui.widgets.watch_text import answered
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp

@@ -3,13 +3,13 @@
 The list (top) follows the ``sessions`` topic and re-reads CPU and memory every two
 seconds while it is shown; the pending queue's events refresh it too, since a
 session's status says when its agent waits for an approval. Below it, panes: each
-attached over its own connection (see :mod:`console.tui.widgets.pane_link`), split
+attached over its own connection (see :mod:`console.tui.panes.pane_link`), split
 side by side or stacked, zoomed, closed. Closing a pane detaches: the session keeps
 running in the daemon, and attaching again shows it as it is.
 
 The layout (splits, zoom, focus, which session is in which pane) is saved beside the
 config file whenever it changes and at quit, and rebuilt when the view first has the
-session list (see :mod:`console.tui.layout_file`), unless ``[sessions] restore_layout``
+session list (see :mod:`console.tui.model.layout_file`), unless ``[sessions] restore_layout``
 is false.
 """
 
@@ -32,17 +32,18 @@ from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.tui import layout_file
-from console.tui.bindings import bindings
+from console.tui.model import layout_file
+from console.tui.panes.pane_area import DOWN, RIGHT, Layout, Node, PaneArea, PaneFrame, Split
+from console.tui.panes.pane_link import Connect, PaneLink, connector
+from console.tui.panes.state import PaneState
+from console.tui.panes.terminal_pane import TerminalPane
 from console.tui.screens.prompts import ConfirmPrompt, TextPrompt
+from console.tui.settings.bindings import bindings
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
-from console.tui.widgets.pane_area import DOWN, RIGHT, Layout, Node, PaneArea, PaneFrame, Split
-from console.tui.widgets.pane_link import Connect, PaneLink, connector
 from console.tui.widgets.sessions_view import HEADER, SessionsView, command_line
 from console.tui.widgets.status_line import StatusLine
-from console.tui.widgets.terminal_pane import PaneState, TerminalPane
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp

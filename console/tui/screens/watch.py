@@ -22,18 +22,18 @@ from textual.screen import Screen
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
-from console.tui.bindings import bindings
-from console.tui.present import ROLES
+from console.tui.model.watch_model import degraded_roots
+from console.tui.render.outcome_text import render_record
+from console.tui.render.present import ROLES
+from console.tui.render.watch_text import DIFF_NONE
+from console.tui.settings.bindings import bindings
 from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
-from console.tui.widgets.outcome_text import render_record
 from console.tui.widgets.status_line import StatusLine
 from console.tui.widgets.text_view import TextView
 from console.tui.widgets.watch_detail import WatchDetail
 from console.tui.widgets.watch_list import WatchList
-from console.tui.widgets.watch_model import degraded_roots
-from console.tui.widgets.watch_text import DIFF_NONE
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp

@@ -1,1 +1,1 @@
-"""The console's widgets, one per module."""
+"""The console's widgets: every module here defines a Textual ``Widget`` subclass."""

@@ -9,15 +9,15 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 
-from console.tui.badges import badges
-from console.tui.present import (
+from console.tui.model.badges import badges
+from console.tui.render.outcome_text import render_files, render_outcome
+from console.tui.render.present import (
     ROLES,
     DetailOptions,
     item_from_request_record,
     render_decision,
     render_request,
 )
-from console.tui.widgets.outcome_text import render_files, render_outcome
 from console.tui.widgets.request_detail import RequestDetail
 from console.tui.widgets.text_view import TextView
 

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
-from console.tui.actions import ACTIONS
+from console.tui.settings.actions import ACTIONS
 
 ALWAYS = ("help", "quit")
 

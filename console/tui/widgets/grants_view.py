@@ -9,8 +9,8 @@ from typing import Any
 from rich.text import Text
 from textual.strip import Strip
 
-from console.tui.present import agent_text
-from console.tui.timefmt import age, clock_time
+from console.tui.model.timefmt import age, clock_time
+from console.tui.render.present import agent_text
 from console.tui.widgets.line_list import LineList
 
 HEADER = (

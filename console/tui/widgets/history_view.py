@@ -14,10 +14,10 @@ from rich.text import Text
 from textual.message import Message
 from textual.strip import Strip
 
-from console.tui.present import agent_text
-from console.tui.timefmt import clock_time
+from console.tui.model.timefmt import clock_time
+from console.tui.render.outcome_text import RECORD_KINDS, record_row
+from console.tui.render.present import agent_text
 from console.tui.widgets.line_list import LineList
-from console.tui.widgets.outcome_text import RECORD_KINDS, record_row
 
 PREFETCH = 40  # ask for more when the cursor is this close to the end of what is loaded
 

@@ -23,9 +23,24 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
-from console.tui.bindings import bindings
-from console.tui.widgets.scrolling import set_virtual_size
+from console.tui.settings.bindings import bindings
+
+
+def set_virtual_size(view: ScrollView, size: Size) -> None:
+    """Change a Line-API view's scrollable size without relaying out the whole screen.
+
+    ``virtual_size`` is a layout reactive in Textual: assigning it re-arranges every
+    widget on the screen, which costs more than drawing the rows that changed. A view
+    whose rows come and go many times a second (this list, :class:`TextView`) sets it
+    quietly and updates its own scrollbars instead; Textual still lays out if a
+    scrollbar has to appear or disappear.
+    """
+    if size == view.virtual_size:
+        return
+    view.set_reactive(Widget.virtual_size, size)
+    view._scroll_update(size)
 
 
 class LineList(ScrollView, can_focus=True):

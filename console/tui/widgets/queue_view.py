@@ -10,12 +10,12 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from console.tui.pending import PendingQueue
-from console.tui.present import agent_text, badge_text
-from console.tui.timefmt import age
+from console.tui.model.pending import PendingQueue
+from console.tui.model.timefmt import age
+from console.tui.model.watch_model import is_tripwire
+from console.tui.render.present import agent_text, badge_text
+from console.tui.render.watch_text import tripwire_row
 from console.tui.widgets.line_list import LineList
-from console.tui.widgets.watch_model import is_tripwire
-from console.tui.widgets.watch_text import tripwire_row
 
 BADGE_ROLES = ("unrestricted", "protected", "workspace", "outside", "network", "environment", "other")
 

@@ -1,6 +1,6 @@
 """The detail of the selected request: everything the operator needs to decide, inert.
 
-The text is built by :func:`console.tui.present.render_request`; this widget supplies
+The text is built by :func:`console.tui.render.present.render_request`; this widget supplies
 the theme's styles, keeps the expand and full-fingerprint toggles, and reports after
 each paint what is on screen and whether any of it is cut, which is what the
 typed-ahead guard needs to know.
@@ -16,11 +16,11 @@ from rich.style import Style
 from rich.text import Text
 from textual.message import Message
 
-from console.tui.badges import Badge
-from console.tui.present import ROLES, DetailOptions, render_request
+from console.tui.model.badges import Badge
+from console.tui.model.watch_model import is_tripwire
+from console.tui.render.present import ROLES, DetailOptions, render_request
+from console.tui.render.watch_text import changes_warning, render_session_changes, render_tripwire
 from console.tui.widgets.text_view import TextView
-from console.tui.widgets.watch_model import is_tripwire
-from console.tui.widgets.watch_text import changes_warning, render_session_changes, render_tripwire
 
 
 class RequestDetail(TextView):

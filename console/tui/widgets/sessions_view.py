@@ -1,7 +1,7 @@
 """The session list: title, command, status, age, CPU, memory and last output per session.
 
 Titles, argv and terminal titles are the agent's (or a program's) text: shown through
-:func:`console.tui.present.agent_text`, escaped and flagged, never as markup.
+:func:`console.tui.render.present.agent_text`, escaped and flagged, never as markup.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 from rich.text import Text
 from textual.strip import Strip
 
-from console.tui.present import agent_text
-from console.tui.timefmt import age
+from console.tui.model.timefmt import age
+from console.tui.render.present import agent_text
 from console.tui.widgets.line_list import LineList
 
 HEADER = f" {'ID':<10} {'STATUS':<18} {'AGE':>5} {'CPU':>6} {'MEM':>7} {'OUTPUT':>7}  {'OWNER':<16} TITLE / COMMAND"

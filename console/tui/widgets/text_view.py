@@ -17,7 +17,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from console.tui.widgets.scrolling import set_virtual_size
+from console.tui.widgets.line_list import set_virtual_size
 
 
 class TextView(ScrollView, can_focus=True):

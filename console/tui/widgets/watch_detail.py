@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 
 from rich.style import Style
 
-from console.tui.present import ROLES
+from console.tui.render.present import ROLES
+from console.tui.render.watch_text import DIFF_NOT_LOADED, event_detail
 from console.tui.widgets.request_detail import RequestDetail
 from console.tui.widgets.text_view import TextView
-from console.tui.widgets.watch_text import DIFF_NOT_LOADED, event_detail
 
 
 class WatchDetail(TextView):

@@ -1,6 +1,6 @@
 """The watch panel's list: file events newest first, protected ones in the theme's error colour.
 
-A Line-API list over :class:`~console.tui.widgets.watch_model.WatchEvents` (10,000 rows
+A Line-API list over :class:`~console.tui.model.watch_model.WatchEvents` (10,000 rows
 kept): only visible rows are drawn, each once per width and theme. New batches go on
 top; the cursor stays on the event the operator selected, unless it was on the newest
 row, which then follows the newest event.
@@ -14,9 +14,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from console.tui.model.watch_model import WatchEvents
+from console.tui.render.watch_text import event_row
 from console.tui.widgets.line_list import LineList
-from console.tui.widgets.watch_model import WatchEvents
-from console.tui.widgets.watch_text import event_row
 
 ROW_ROLES = (
     "time",

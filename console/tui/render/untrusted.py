@@ -1,6 +1,6 @@
 """Preparing agent-supplied text for display: escaped, bounded, and with its tricks named.
 
-Everything here returns plain strings and flags; styling happens in :mod:`present`.
+Everything here returns plain strings and flags; styling happens in :mod:`console.tui.render.present`.
 The escaping itself is :func:`console.contract.inert.inert`, shared with the CLI, so
 the console and ``agent-console pending`` show the same characters.
 

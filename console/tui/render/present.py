@@ -20,11 +20,11 @@ from rich.style import Style
 from rich.text import Text
 
 from console.contract.inert import Finding, findings, inert
-from console.tui.argdiff import argv_diff, closest, split_command
-from console.tui.badges import Badge
-from console.tui.shellsplit import PartKind, chain_for, shell_script
-from console.tui.timefmt import ago, clock_time
-from console.tui.untrusted import CANDIDATE, Line, Shown, block, lookalike_spans, one_line
+from console.tui.model.argdiff import argv_diff, closest, split_command
+from console.tui.model.badges import Badge
+from console.tui.model.shellsplit import PartKind, chain_for, shell_script
+from console.tui.model.timefmt import ago, clock_time
+from console.tui.render.untrusted import CANDIDATE, Line, Shown, block, lookalike_spans, one_line
 
 Styles = Mapping[str, Style]
 
@@ -107,7 +107,7 @@ def agent_text(
 
 
 def agent_block(shown: Shown, styles: Styles, indent: str = "  ") -> Text:
-    """A :func:`console.tui.untrusted.block` as Text: agent lines, and our markers styled apart."""
+    """A :func:`console.tui.render.untrusted.block` as Text: agent lines, and our markers styled apart."""
     out = Text(end="")
     for i, line in enumerate(shown.lines):
         if i:

@@ -8,7 +8,7 @@
     [variables]                      # any Textual design variable
     "footer-key-foreground" = "#4aa3ff"
 
-:mod:`console.tui.themes` turns a checked spec into a ``textual.theme.Theme``; the
+:mod:`console.tui.settings.themes` turns a checked spec into a ``textual.theme.Theme``; the
 colours themselves are parsed there, by Textual, which knows every form it accepts.
 """
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.protocol.history import GROUP_WORDS, KIND_GROUPS, KINDS, SOURCES, VERDICTS
-from console.tui.timefmt import parse_since
+from console.tui.model.timefmt import parse_since
 
 _KEYS = {
     "tool": "tool",

@@ -4,7 +4,7 @@ An ``outcome`` record's body is the daemon's exec result (docs/protocol.md,
 ``operation.exec``): status, exit code or signal, duration, enforcement, the retained
 head and tail of each stream, the sandbox's denials and the workspace changes. Output
 is the least trusted text there is — whatever the command printed — so it goes through
-:func:`console.tui.untrusted.block` like agent text. ``file_event``, ``tripwire`` and
+:func:`console.tui.render.untrusted.block` like agent text. ``file_event``, ``tripwire`` and
 ``tripwire_resolved`` records are made readable for the history list and for opening one.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 from rich.text import Text
 
 from console.contract.inert import inert
-from console.tui.present import Styles, agent_block, agent_text, byte_size, field
-from console.tui.timefmt import clock_time
-from console.tui.untrusted import block
-from console.tui.widgets.watch_text import diff_text, path_text, raw_path_shown
+from console.tui.model.timefmt import clock_time
+from console.tui.render.present import Styles, agent_block, agent_text, byte_size, field
+from console.tui.render.untrusted import block
+from console.tui.render.watch_text import diff_text, path_text, raw_path_shown
 
 STREAM_LINES = 30
 RECORD_KINDS = ("file_event", "tripwire", "tripwire_resolved", "outcome")

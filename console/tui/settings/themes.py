@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from console.tui.themefiles import COLOR_FIELDS, ThemeError, ThemeSpec, discover, load_theme_file
+from console.tui.settings.themefiles import COLOR_FIELDS, ThemeError, ThemeSpec, discover, load_theme_file
 
 FALLBACK = Theme(
     name="dark",

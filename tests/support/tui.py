@@ -9,11 +9,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from daemon_harness import DaemonProcess, operation
+from textual.app import App
+from textual.errors import NoWidget
+from textual.geometry import Region
+from textual.message import Message
+from textual.notifications import Notification, Notify
+from textual.strip import Strip
+from textual.widget import Widget
 
 from console.tui.app import ConsoleApp
-from console.tui.config import Config, Notifications
-from console.tui.settings import prepare
+from console.tui.settings.config import Config, Notifications
+from console.tui.settings.prepared import prepare
+from support.daemon import DaemonProcess, operation
 
 
 class Clock:
@@ -75,6 +82,21 @@ def tagged(ws, **fields: Any) -> tuple[dict[str, Any], str]:
     return operation(ws, **fields), tag
 
 
+class Notices:
+    """The notifications an app raised, in order: pass it as ``app.run_test(message_hook=...)``.
+
+    Textual delivers each ``notify`` as a Notify message, and run_test's public hook sees every
+    message dispatched.
+    """
+
+    def __init__(self) -> None:
+        self.raised: list[Notification] = []
+
+    def __call__(self, message: Message) -> None:
+        if isinstance(message, Notify):
+            self.raised.append(message.notification)
+
+
 def make_app(daemon: DaemonProcess, clock: Clock, **config: Any) -> ConsoleApp:
     config.setdefault("notifications", Notifications(toast=True, bell=False, desktop="off"))
     settings = prepare(Config(**config))
@@ -114,10 +136,50 @@ async def select(pilot, app: ConsoleApp, rid: str, clock: Clock) -> None:
     clock.advance(5)
 
 
+def screen_strips(app: App[Any]) -> list[Strip]:
+    """The current screen, line by line, as Textual composes it, through public API only.
+
+    Each cell comes from the widget on top there (``Screen.get_widget_at``), rendered by
+    the widget itself (``Widget.render_lines``), so overlays, scrollbars and borders come
+    out as drawn.
+    """
+    screen = app.screen
+    width, height = screen.size
+    lines: list[Strip] = []
+    for y in range(height):
+        owners: list[tuple[Widget, Region] | None] = []
+        for x in range(width):
+            try:
+                owners.append(screen.get_widget_at(x, y))
+            except NoWidget:
+                owners.append(None)
+        parts: list[Strip] = []
+        x = 0
+        while x < width:
+            owner = owners[x]
+            end = x + 1
+            while (
+                end < width and owners[end] is not None and owner is not None and owners[end][0] is owner[0]
+            ):
+                end += 1
+            if owner is None:
+                parts.append(Strip.blank(end - x))
+            else:
+                widget, region = owner
+                row = widget.render_lines(Region(0, y - region.y, region.width, 1))[0]
+                parts.append(row.crop(x - region.x, end - region.x))
+            x = end
+        lines.append(Strip.join(parts))
+    return lines
+
+
 def frame(app: ConsoleApp) -> str:
-    """Exactly what would be written to the terminal for the current screen."""
-    update = app.screen._compositor.render_full_update()
-    return update.render_segments(app.console)
+    """What would be written to the terminal for the current screen: its lines, cursor-addressed."""
+    out = []
+    for y, line in enumerate(screen_strips(app)):
+        out.append(f"\x1b[{y + 1};1H")
+        out.append(line.render(app.console))
+    return "".join(out)
 
 
 _OURS = re.compile(r"\x1b\[[0-9;]*m|\x1b\[\d+;\d+H|\x1b\[\?[0-9;]*[hl]")
@@ -134,8 +196,4 @@ def foreign_controls(raw: str) -> str:
 
 def screen_text(app: ConsoleApp) -> str:
     """The frame as plain text lines."""
-    update = app.screen._compositor.render_full_update()
-    lines = []
-    for strip in update.strips:
-        lines.append("".join(segment.text for segment in strip))
-    return "\n".join(lines)
+    return "\n".join(strip.text for strip in screen_strips(app))

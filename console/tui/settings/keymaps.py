@@ -8,7 +8,7 @@ A keymap file names only the bindings it changes::
     cursor-down = "j,down"
     cursor-first = ["g", "home"]
 
-The keys in force are the defaults of :data:`console.tui.actions.ACTIONS`, then the
+The keys in force are the defaults of :data:`console.tui.settings.actions.ACTIONS`, then the
 chosen keymap, then the config file's ``[keys]``. A key bound to two actions that are
 active at once would silently lose one of them in Textual; here it is an error that
 names both.
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.tui import copy_keys  # noqa: F401  (registers copy mode's tables first)
-from console.tui.actions import by_id, contexts, default_keys
+from console.tui.settings import copy_keys  # noqa: F401  (registers copy mode's tables first)
+from console.tui.settings.actions import by_id, contexts, default_keys
 
 # The spelling Textual uses for punctuation keys; keys are compared in this form.
 _PUNCTUATION = {

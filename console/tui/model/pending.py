@@ -14,7 +14,7 @@ from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from console.tui.badges import Badge, badges
+from console.tui.model.badges import Badge, badges
 
 Item = Mapping[str, Any]
 

@@ -1,7 +1,7 @@
 """The TUI's reading of a ``sh -c`` script: the contract's split, cross-checked by bash itself.
 
 The splitting and the cross-checks live in :mod:`console.contract.shell` (pure, usable
-without Textual); this adapter adds bash's own parse (:mod:`console.tui.bash_parse`)
+without Textual); this adapter adds bash's own parse (:mod:`console.tui.model.bash_parse`)
 and caches the result per script, since the detail is redrawn often.
 """
 
@@ -12,7 +12,7 @@ import threading
 from functools import lru_cache
 
 from console.contract.shell import SHELLS, Chain, Part, PartKind, checked_chain, shell_script, split_chain
-from console.tui.bash_parse import bash_parse
+from console.tui.model.bash_parse import bash_parse
 
 __all__ = ["SHELLS", "Chain", "Part", "PartKind", "chain_for", "shell_script", "split_chain"]
 

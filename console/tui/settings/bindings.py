@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
-from console.tui.actions import ActionSpec, in_scope
+from console.tui.settings.actions import ActionSpec, in_scope
 
 
 def binding(spec: ActionSpec, *, priority: bool = False) -> Binding:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 VERSION = 1
-DIRECTIONS = ("right", "down")  # side by side, stacked (as console.tui.widgets.pane_area)
+DIRECTIONS = ("right", "down")  # side by side, stacked (as console.tui.panes.pane_area)
 MAX_BYTES = 256 * 1024  # a layout is a few hundred bytes; anything near this is not one
 MAX_PANES = 64
 MAX_DEPTH = 16

@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.tui.desktop import sequence
-from console.tui.widgets.watch_model import WatchEvents, degraded_roots, sandbox_badge, tripwire_entry
+from console.tui.model.watch_model import WatchEvents, degraded_roots, sandbox_badge, tripwire_entry
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp

@@ -7,7 +7,7 @@ undecodable character as ``\\xNN``/``\\uNNNN``, a literal backslash doubled), an
 passed through :func:`console.contract.inert.inert` again all the same; the escapes are
 then styled as ours. Diff lines are escaped one by one and coloured here by their first
 character, never by markup or ANSI. Styles come in as a role → ``Style`` mapping
-(the roles of :data:`console.tui.present.ROLES`), so themes reach everything.
+(the roles of :data:`console.tui.render.present.ROLES`), so themes reach everything.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from rich.style import Style
 from rich.text import Text
 
 from console.contract.inert import inert
-from console.tui.present import DetailOptions, Rendered, Styles, agent_text
-from console.tui.timefmt import ago, clock_time
-from console.tui.untrusted import lookalike_spans
-from console.tui.widgets.watch_model import ANSWERS, attribution, degraded_roots
+from console.tui.model.timefmt import ago, clock_time
+from console.tui.model.watch_model import ANSWERS, attribution, degraded_roots
+from console.tui.render.present import DetailOptions, Rendered, Styles, agent_text
+from console.tui.render.untrusted import lookalike_spans
 
 # The escapes display_path and inert write; "\\\\" is a literal backslash of the name.
 _ESCAPE = re.compile(r"\\(?:\\|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[entr0ab])")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from textual.theme import Theme
 
-from console.tui.config import Config
-from console.tui.keymaps import Keymap, KeymapError, discover, load_keymap_file, resolve
-from console.tui.resources import bundled_dir
-from console.tui.themes import load_themes
+from console.tui.settings.config import Config
+from console.tui.settings.keymaps import Keymap, KeymapError, discover, load_keymap_file, resolve
+from console.tui.settings.resources import bundled_dir
+from console.tui.settings.themes import load_themes
 
 
 class SettingsError(ValueError):

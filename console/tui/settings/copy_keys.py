@@ -1,6 +1,6 @@
 """Copy mode's two key tables, vi and emacs, as entries of the action table.
 
-They are registered here (imported by :mod:`console.tui.keymaps` before any keymap is
+They are registered here (imported by :mod:`console.tui.settings.keymaps` before any keymap is
 resolved), so keymap files and the config's ``[keys]`` rebind them like any other
 binding, and a clash inside one table is reported. Each table is its own context:
 copy mode reads only the chosen table, and its keys come before the pane's prefix.
@@ -8,7 +8,7 @@ copy mode reads only the chosen table, and its keys come before the pane's prefi
 
 from __future__ import annotations
 
-from console.tui.actions import ACTIONS, CONTEXTS, ActionSpec
+from console.tui.settings.actions import ACTIONS, CONTEXTS, ActionSpec
 
 TABLES = ("vi", "emacs")
 

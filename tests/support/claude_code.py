@@ -1,7 +1,7 @@
 """The real Claude Code CLI, offline, against a scripted Messages API (fake_anthropic).
 
 What makes Claude Code 2.1.x (2.1.332, found by experiment) run here with no key and no
-internet, each turn answered by tests/fake_anthropic.py:
+internet, each turn answered by tests/support/fake_anthropic.py:
 
     claude -p PROMPT --output-format json --dangerously-skip-permissions
     env: ANTHROPIC_BASE_URL=http://127.0.0.1:PORT   (it calls POST /v1/messages?beta=true,
@@ -53,10 +53,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from daemon_harness import DaemonProcess
-from fake_anthropic import FakeAnthropic
+from support.daemon import DaemonProcess
+from support.fake_anthropic import FakeAnthropic
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: tests/support/ is two below it
 INSTALLER = ROOT / "scripts" / "install-claude-code.sh"
 SUPERVISED = "Bash|Write|Edit|MultiEdit|NotebookEdit"
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon_harness import DaemonProcess
-from tui_harness import until
-
 from console.tui.app import ConsoleApp
+from console.tui.panes.terminal_pane import TerminalPane
 from console.tui.screens.sessions import SessionsScreen
-from console.tui.widgets.terminal_pane import TerminalPane
+from support.daemon import DaemonProcess
+from support.tui import until
 
 TERM_ENV = {
     "TERM": "xterm-256color",

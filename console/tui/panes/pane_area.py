@@ -3,7 +3,7 @@
 The layout is a small tree of :class:`Split` nodes over :class:`PaneState` leaves,
 kept apart from the widgets: Textual cannot move a widget to a new parent, so a
 split rebuilds the containers from the tree, and each new
-:class:`~console.tui.widgets.terminal_pane.TerminalPane` repaints from its state (the
+:class:`~console.tui.panes.terminal_pane.TerminalPane` repaints from its state (the
 emulated screen lives in the state's link, not in the widget).
 """
 
@@ -18,7 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
-from console.tui.widgets.terminal_pane import PaneState, TerminalPane
+from console.tui.panes.state import PaneState
+from console.tui.panes.terminal_pane import TerminalPane
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp

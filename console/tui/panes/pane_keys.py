@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from textual.keys import key_to_character
 
 from console.terminal import KeyEncoder, UnknownKey
-from console.tui import copy_keys
-from console.tui.actions import ACTIONS, ActionSpec
+from console.tui.settings import copy_keys
+from console.tui.settings.actions import ACTIONS, ActionSpec
 
 # Key names Textual and the terminal encoder share.
 _NAMED = frozenset(

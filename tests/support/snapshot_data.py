@@ -12,11 +12,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from fakehost import FakeHost
-
-from console.cli.tui_commands import demo_mix
 from console.contract.operation import parse
+from console.demo import demo_mix
 from console.policy import PolicyConfig, evaluate, policy_from_toml
+from support.fakehost import FakeHost
 
 NOW = 1_796_032_400.0
 WS = "/home/dev/project"

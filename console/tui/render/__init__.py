@@ -1,0 +1,2 @@
+"""Turning daemon data into Rich ``Text`` for the widgets, without Textual: agent text
+always as plain, escaped text, never markup."""
