@@ -221,3 +221,19 @@ def test_tui_top_level_holds_only_the_app():
     missing = sorted(name for name in TUI_TOP_LEVEL if not (TUI / f"{name}.py").exists())
     assert loose == []
     assert missing == []
+
+
+# Where a JSON-RPC error may be made in the daemon: the methods (which map the services'
+# refusals, console/daemon/methods/errors.py), the dispatcher (unknown method, not
+# authenticated) and the frame quotas (answered before any method runs).
+RPC_ERROR_HOMES = ("methods/", "connection.py", "quotas.py")
+
+
+def test_daemon_services_raise_their_own_errors_not_the_wires():
+    daemon = ROOT / "daemon"
+    offenders = [
+        str(path.relative_to(daemon))
+        for path in sorted(daemon.rglob("*.py"))
+        if not str(path.relative_to(daemon)).startswith(RPC_ERROR_HOMES) and "RPCError" in path.read_text()
+    ]
+    assert offenders == [], f"raise a console.daemon.errors kind instead of RPCError in {offenders}"

@@ -120,7 +120,9 @@ def test_a_session_started_elsewhere_writing_by_absolute_path_is_named(env):
         try:
             event = protected_event(op, ".env.prod")
             assert [a["id"] for a in event["attribution"]] == [once["id"]]
-            assert event["attribution"][0]["basis"] == "write I/O in window"
+            # Either evidence names it: the sampler may catch the append's descriptor
+            # still open, or only the bytes it wrote (which is the usual case).
+            assert event["attribution"][0]["basis"] in ("write I/O in window", "open for write")
             assert event["attribution"][0]["in_workspace"] is False
             time.sleep(0.3)
             assert items_of(op, once["id"]) == []  # weak evidence: an alert, not a pause

@@ -23,18 +23,11 @@ from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.operation import Operation
 from console.contract.outcome import CONTENT_CHANGED, Denial, DenialSource, NextAction
 from console.daemon.durable import LoopWaiter
+from console.daemon.errors import AlreadyDecided, Conflict, InvalidParams, NotFound, NotStored, ServiceError
 from console.daemon.events import EventHub, Topic
 from console.daemon.proposed import proposed_change
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
 from console.policy.diff import NEW_WORKSPACE
-from console.protocol.jsonrpc import (
-    ALREADY_DECIDED,
-    CONFLICT,
-    INVALID_PARAMS,
-    NOT_FOUND,
-    STORE_UNAVAILABLE,
-    RPCError,
-)
 from console.sandbox.content_pins import content_changed_since
 from console.store import (
     Event,
@@ -452,22 +445,20 @@ class Broker:
             return [self.pending[target]]
         if target.startswith("r-"):
             if target in self._decided:
-                raise RPCError(ALREADY_DECIDED, f"request {target} was already decided")
-            raise RPCError(NOT_FOUND, f"no pending request {target}")
+                raise AlreadyDecided(f"request {target} was already decided")
+            raise NotFound(f"no pending request {target}")
         if len(target) < MIN_PREFIX or not all(c in "0123456789abcdef" for c in target):
-            raise RPCError(
-                INVALID_PARAMS,
+            raise InvalidParams(
                 f"target: a request id (r-…) or at least {MIN_PREFIX} lowercase hex digits of a fingerprint",
             )
         matches = [p for p in self.pending.values() if p.op.fingerprint.startswith(target)]
         fps = {p.op.fingerprint for p in matches}
         if len(fps) > 1:
-            raise RPCError(
-                CONFLICT,
+            raise Conflict(
                 f"fingerprint prefix {target} matches {len(fps)} different operations; give more digits",
             )
         if not matches:
-            raise RPCError(NOT_FOUND, f"no pending request with fingerprint {target}")
+            raise NotFound(f"no pending request with fingerprint {target}")
         return matches
 
     async def decide(
@@ -487,8 +478,7 @@ class Broker:
         first = items[0]
         grant: Grant | None = None
         if action is Action.APPROVE and scope is not GrantScope.ONCE and first.op.unbound:
-            raise RPCError(
-                INVALID_PARAMS,
+            raise InvalidParams(
                 "this request's content is not fully bound ("
                 + "; ".join(r.removeprefix("content not bound: ") for r in first.op.unbound)
                 + "): approve once",
@@ -590,7 +580,7 @@ class Broker:
 
     async def _changed_since_shown(
         self, items: list[Pending], now: float, changed: tuple[str, ...]
-    ) -> RPCError:
+    ) -> ServiceError:
         """The bound content is not what the operator saw: the decision applies to nothing.
         Each request is denied ``content_changed`` (recorded, no grant); the agent's call
         submits the operation again as a fresh request that names the old one."""
@@ -620,8 +610,7 @@ class Broker:
             return self._fail_closed(items, now, exc)
         for p, answer in answers:
             self._settle(p, answer)
-        return RPCError(
-            CONFLICT,
+        return Conflict(
             "changed since shown: "
             + ", ".join(changed)
             + " — nothing was approved; the agent's request comes back as a fresh one, decide again",
@@ -717,8 +706,7 @@ class Broker:
         if target in self.grants.by_id:
             chosen = [self.grants.by_id[target]]
         elif len(target) < MIN_PREFIX or not all(c in "0123456789abcdef" for c in target):
-            raise RPCError(
-                INVALID_PARAMS,
+            raise InvalidParams(
                 f"target: a grant id (g-…) or at least {MIN_PREFIX} hex digits of a fingerprint",
             )
         else:
@@ -728,12 +716,10 @@ class Broker:
                 if g.fingerprint.startswith(target) and g.revoked_at is None
             ]
             if len({g.fingerprint for g in chosen}) > 1:
-                raise RPCError(
-                    CONFLICT, f"fingerprint prefix {target} matches several operations; give more digits"
-                )
+                raise Conflict(f"fingerprint prefix {target} matches several operations; give more digits")
         chosen = [g for g in chosen if g.revoked_at is None]
         if not chosen:
-            raise RPCError(NOT_FOUND, f"no active grant {target}")
+            raise NotFound(f"no active grant {target}")
         revoked = []
         for g in chosen:
             if await self._durable(self.store.revoke_grant(g.id, now)):
@@ -748,10 +734,10 @@ class Broker:
         """Fail closed: what the agent hears when its decision could not be stored."""
         return self._answer(rid, op, Verdict.DENY, Source.STORE, "store_unavailable", now, decision=decision)
 
-    def _fail_closed(self, items: list[Pending], now: float, exc: StoreUnavailable) -> RPCError:
+    def _fail_closed(self, items: list[Pending], now: float, exc: StoreUnavailable) -> ServiceError:
         for p in items:
             self._settle(p, self._unstored(p.id, p.op, now, p.evaluation))
-        return RPCError(STORE_UNAVAILABLE, f"the decision could not be stored: {exc}; the request was denied")
+        return NotStored(f"the decision could not be stored: {exc}; the request was denied")
 
     def _answer(
         self,

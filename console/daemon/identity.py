@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from console.protocol.jsonrpc import CONFLICT, INVALID_PARAMS, UNAUTHORIZED, RPCError
+from console.daemon.errors import Conflict, InvalidParams, Unauthorized
 from console.protocol.peer import PeerCred
 from console.protocol.procs import ProcStat, ancestry, may_name, proc_stat, proc_uid
 
@@ -141,7 +141,7 @@ class AgentRegistry:
     def by_secret(self, agent_id: str, secret: str) -> Agent:
         """Reconnect: the identity whose secret this is (a wrong one is refused, not created)."""
         if not AGENT_ID.match(agent_id):
-            raise RPCError(INVALID_PARAMS, "agent_id: a- and 16 lowercase hex digits", {"param": "agent_id"})
+            raise InvalidParams("agent_id: a- and 16 lowercase hex digits", {"param": "agent_id"})
         agent = self.by_id.get(agent_id)
         if (
             agent is None
@@ -149,8 +149,7 @@ class AgentRegistry:
             or not hmac.compare_digest(agent.secret_digest, _digest(secret))
         ):
             # One answer for "unknown" and "wrong secret": an id alone tells nothing.
-            raise RPCError(
-                UNAUTHORIZED,
+            raise Unauthorized(
                 "agent_id/agent_secret: no identity with that secret (identities end when the daemon restarts); "
                 "say hello without them to get a new one",
             )
@@ -161,21 +160,19 @@ class AgentRegistry:
         chain = ancestry(peer.pid)
         root = next((st for st in chain if st.pid == agent_pid), None)
         if root is None:
-            raise RPCError(
-                UNAUTHORIZED,
+            raise Unauthorized(
                 "agent_pid: not this connection's process or one of its ancestors; name the agent "
                 "process you run under",
                 {"param": "agent_pid"},
             )
         if not may_name(chain, chain.index(root)):
-            raise RPCError(
-                UNAUTHORIZED,
+            raise Unauthorized(
                 "agent_pid: must be in this process's session (or reached only through sessions without "
                 "a terminal) and not its leader (a login or terminal shell): name the agent process itself",
                 {"param": "agent_pid"},
             )
         if proc_uid(root.pid) != peer.uid:
-            raise RPCError(UNAUTHORIZED, "agent_pid: owned by another user", {"param": "agent_pid"})
+            raise Unauthorized("agent_pid: owned by another user", {"param": "agent_pid"})
         key = (root.pid, root.start_ticks)
         agent = self._by_root.get(key)
         if agent is None:
@@ -220,8 +217,7 @@ def bind(conn: Connection, agent: Agent) -> None:
     registry = conn.daemon.agents
     if old is not None:
         if conn.acted:
-            raise RPCError(
-                CONFLICT,
+            raise Conflict(
                 f"this connection already acts for agent {old.id}; open a new connection for another identity",
             )
         old.connections -= 1

@@ -20,9 +20,9 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from console.contract.operation import Operation
+from console.daemon.errors import InvalidParams, NotFound, ServiceError, Unavailable
 from console.daemon.events import EventHub, Topic
 from console.locations import Locations
-from console.protocol.jsonrpc import NOT_FOUND, UNAVAILABLE, RPCError
 from console.protocol.procs import ancestry
 from console.sandbox import Prepared, SandboxSetupError, SandboxUnavailable, prepare
 from console.sessions import (
@@ -180,9 +180,9 @@ class SessionService:
         try:
             info = self.manager.get(session_id)
         except UnknownSession:
-            raise RPCError(NOT_FOUND, f"no session {session_id}") from None
+            raise NotFound(f"no session {session_id}") from None
         if conn.role.value != "operator" and info.owner not in conn.session_owners:
-            raise RPCError(NOT_FOUND, f"no session {session_id} of yours")
+            raise NotFound(f"no session {session_id} of yours")
         return info
 
     # ------------------------------------------------------------------ creating
@@ -195,11 +195,11 @@ class SessionService:
         entry shows what its session did."""
         probe = self.execution.probe
         if probe is None:
-            raise RPCError(UNAVAILABLE, "the sandbox probe has not finished; try again")
+            raise Unavailable("the sandbox probe has not finished; try again")
         try:
             prepared = prepare(op, self.execution.config(), probe, terminal=True)
         except (SandboxUnavailable, SandboxSetupError) as exc:
-            raise RPCError(UNAVAILABLE, f"the session could not be sandboxed: {exc}") from None
+            raise Unavailable(f"the session could not be sandboxed: {exc}") from None
         owner = conn.owner
         try:
             info = self.manager.create(
@@ -215,14 +215,14 @@ class SessionService:
             )
         except SessionError as exc:
             prepared.close()
-            raise RPCError(UNAVAILABLE, f"the session could not start: {exc}") from None
+            raise Unavailable(f"the session could not start: {exc}") from None
         self._prepared[info.id] = prepared
         try:
             # The sandbox waits, set up, until its mounts are checked (console/sandbox/verify.py);
             # on a mismatch it is killed before the command runs, and the session ends.
             prepared.confirm(info.pid)
         except SandboxSetupError as exc:
-            raise RPCError(UNAVAILABLE, f"the session could not be sandboxed: {exc}") from None
+            raise Unavailable(f"the session could not be sandboxed: {exc}") from None
         self._attribute(info, op.workspace_root, label=command_line(op))
         if request_id:
             self.watch.session_requests[info.id] = request_id
@@ -266,7 +266,7 @@ class SessionService:
                 argv, cwd=cwd, env=env, title=title, cols=cols, rows=rows, owner=OPERATOR, mode="durable"
             )
         except SessionError as exc:
-            raise RPCError(-32602, str(exc)) from None
+            raise InvalidParams(str(exc)) from None
         # An operator's shell may start in a huge tree (home): attribute, but only start
         # watching roots that operations or the policy name.
         self._attribute(info, info.cwd, watch=False)
@@ -343,5 +343,5 @@ class SessionService:
             self._forwarders.pop((conn.id, sid), None)
 
 
-def unknown(exc: SessionError) -> RPCError:
-    return RPCError(NOT_FOUND if isinstance(exc, UnknownSession) else -32602, str(exc))
+def unknown(exc: SessionError) -> ServiceError:
+    return NotFound(str(exc)) if isinstance(exc, UnknownSession) else InvalidParams(str(exc))

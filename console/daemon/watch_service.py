@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from console.contract.outcome import Change, ChangeKind
+from console.daemon.errors import NotFound
 from console.daemon.events import EventHub, Topic
 from console.daemon.policy_source import PolicySource
 from console.daemon.tripwire import TripwireAction, TripwireItem, TripwireState
 from console.policy import Tripwire
-from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.writers import (
     PID_FANOTIFY,
@@ -738,7 +738,7 @@ class WatchService:
     async def resolve(self, item_id: str, action: TripwireAction) -> dict[str, Any]:
         item = self.tripwires.get(item_id)
         if item is None or not (item.open or item.state is TripwireState.KEPT):
-            raise RPCError(NOT_FOUND, f"no open tripwire item {item_id}")
+            raise NotFound(f"no open tripwire item {item_id}")
         assert self.sessions is not None
         manager = self.sessions.manager
         if item.state is TripwireState.EXITED:

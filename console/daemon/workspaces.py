@@ -20,10 +20,10 @@ from typing import Any
 
 from console.contract.host import host_workspace_limits
 from console.contract.workspace import WorkspaceLimits, is_trusted
+from console.daemon.errors import InvalidParams, NotFound
 from console.daemon.policy_source import PolicySource
 from console.locations import Locations
 from console.policy import PolicyConfig
-from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.store import Store, workspace_event
 
 
@@ -68,19 +68,18 @@ class WorkspaceTrust:
         """``path`` as a trusted root, or an RPC error naming the field and the fix."""
         field = "workspace_root"
         if not path.startswith("/"):
-            raise RPCError(INVALID_PARAMS, f"{field}: must be an absolute path (starting with /)")
+            raise InvalidParams(f"{field}: must be an absolute path (starting with /)")
         clean = posixpath.normpath(path)
         if not os.path.isdir(clean):
-            raise RPCError(INVALID_PARAMS, f"{field}: must name an existing directory")
+            raise InvalidParams(f"{field}: must name an existing directory")
         real = os.path.realpath(clean)
         if real != clean:
-            raise RPCError(
-                INVALID_PARAMS,
+            raise InvalidParams(
                 f"{field}: is or goes through a symlink; trust the real directory instead: {real}",
             )
         why = self.limits.root_refusal(real)
         if why is not None:
-            raise RPCError(INVALID_PARAMS, f"{field}: {why}")
+            raise InvalidParams(f"{field}: {why}")
         return real
 
     async def add(self, path: str, *, source: str, request_id: str = "", note: str = "") -> dict[str, Any]:
@@ -104,14 +103,11 @@ class WorkspaceTrust:
             if real in self.runtime:
                 root = real
             elif root in self.policy_roots() or real in self.policy_roots():
-                raise RPCError(
-                    INVALID_PARAMS,
+                raise InvalidParams(
                     "workspace_root: is trusted by the policy's `workspaces`; remove it from policy.toml",
                 )
             else:
-                raise RPCError(
-                    NOT_FOUND, "workspace_root: is not among the trusted workspaces (see `workspaces list`)"
-                )
+                raise NotFound("workspace_root: is not among the trusted workspaces (see `workspaces list`)")
         await asyncio.wrap_future(
             self.store.append(workspace_event(trusted=False, root=root, at=time.time(), source="operator"))
         )

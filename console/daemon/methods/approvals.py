@@ -13,6 +13,7 @@ from console.contract.problem import InvalidInput
 from console.daemon.admission import admitted
 from console.daemon.broker import Action
 from console.daemon.connection import CallContext, Method
+from console.daemon.errors import ServiceError
 from console.daemon.methods.history import bounded_detail
 from console.daemon.quotas import MAX_RESULT_BYTES
 from console.policy import Effect, Grant, GrantScope
@@ -86,7 +87,7 @@ async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
             answer["session"] = ctx.daemon.sessions.start_for_operation(
                 op, ctx.conn, cols, rows, request_id=answer["request_id"]
             )
-        except RPCError as exc:
+        except ServiceError as exc:
             answer["session"] = None
             answer["session_error"] = exc.message
     return answer
