@@ -44,7 +44,7 @@ def test_every_kind_has_its_code_and_keeps_message_and_data(kind):
 
 def test_a_kind_without_a_code_is_an_internal_error_not_a_made_up_one():
     class Odd(errors.ServiceError):
-        pass
+        """A refusal nobody gave a code."""
 
     assert rpc_error(Odd("?")).code == INTERNAL_ERROR
 

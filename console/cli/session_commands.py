@@ -11,6 +11,7 @@ from typing import Any
 from console.cli.common import CLIError, add_state_dir, age, connect, locations, print_json
 from console.client import RPCError
 from console.contract.inert import inert
+from console.protocol.sessions import recording_note
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -69,8 +70,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         stats = s.get("stats") or {}
         cpu = f"{stats['cpu_percent']:.1f}%" if stats else "-"
         label = s["title"] or " ".join(s["argv"])
-        note = "  [recording pruned]" if s.get("recording_pruned") else ""
-        note = note or ("  [recording truncated]" if s.get("recording_truncated") else "")
+        note = f"  [{said}]" if (said := recording_note(s)) else ""
         print(
             f"{s['id']:<14} {s['status_text']:<18} {attention.get(s['id'], '-'):<15} {age(s['created_at']):>5} "
             f"{cpu:>6} {_mib(stats.get('rss_bytes')):>7}  {inert(s['owner'])[:22]:<22} {inert(label)[:80]}{note}"

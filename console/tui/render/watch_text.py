@@ -22,7 +22,7 @@ from rich.text import Text
 from console.contract.inert import inert
 from console.tui.model.timefmt import ago, clock_time
 from console.tui.model.watch_model import ANSWERS, attribution, degraded_roots
-from console.tui.render.present import DetailOptions, Rendered, Styles, agent_text
+from console.tui.render.present import DetailOptions, Rendered, Styles, agent_text, field
 from console.tui.render.untrusted import lookalike_spans
 
 # The escapes display_path and inert write; "\\\\" is a literal backslash of the name.
@@ -171,15 +171,6 @@ def diff_text(
     return out, truncated
 
 
-def _field(out: Text, label: str, value: Text | str, styles: Styles) -> None:
-    out.append(f"  {label:<12}", styles["label"])
-    if isinstance(value, Text):
-        out.append_text(value)
-    else:
-        out.append(value)
-    out.append("\n")
-
-
 # Not loaded yet / no baseline: the two states of a diff that is not text.
 DIFF_NOT_LOADED = "not-loaded"
 DIFF_NONE = "none"
@@ -218,18 +209,18 @@ def event_detail(
         out.append("⚠ a symbolic link that points out of the workspace\n", styles["warning"])
     change = str(event.get("kind", "?"))
     what = f"{change} {'directory' if event.get('is_dir') else 'file'}"
-    _field(out, "change", Text(what, styles["escalation" if protected else "label"]), styles)
+    field(out, "change", Text(what, styles["escalation" if protected else "label"]), styles)
     if protected:
         piece, _ = agent_text(str(protected), styles, styles["escalation"], limit=200)
-        _field(out, "pattern", piece, styles)
+        field(out, "pattern", piece, styles)
     at = event.get("changed_at") or event.get("at")
-    _field(
+    field(
         out,
         "when",
         f"{clock_time(at)} ({ago(now - float(at or now))}), seen by {event.get('source', '?')}",
         styles,
     )
-    _field(out, "workspace", path_text(inert(str(event.get("workspace_root", ""))), styles), styles)
+    field(out, "workspace", path_text(inert(str(event.get("workspace_root", ""))), styles), styles)
     size, mode = event.get("size"), event.get("mode")
     if size is not None or mode is not None:
         bits = []
@@ -237,10 +228,10 @@ def event_detail(
             bits.append(f"{size} bytes")
         if isinstance(mode, int):
             bits.append(f"mode {mode & 0o7777:o}")
-        _field(out, "now", ", ".join(bits), styles)
+        field(out, "now", ", ".join(bits), styles)
     who = attribution(event)
     if not who:
-        _field(
+        field(
             out, "who", Text("unattributed: no session or operation was active there", styles["dim"]), styles
         )
     for i, (kind, ident, label) in enumerate(who):
@@ -251,7 +242,7 @@ def event_detail(
             piece.append("  ")
             label_text, _ = agent_text(label, styles, styles["dim"], limit=200)
             piece.append_text(label_text)
-        _field(out, "who" if i == 0 else "", piece, styles)
+        field(out, "who" if i == 0 else "", piece, styles)
     out.append("\nDiff", styles["heading"])
     if diff == DIFF_NOT_LOADED:
         out.append("  press enter or d to load it\n", styles["dim"])
@@ -295,17 +286,15 @@ def render_tripwire(item: Mapping[str, Any], styles: Styles, options: DetailOpti
     else:
         out.append(f"state: {state}", styles["dim"])
     out.append("\n\n")
-    _field(out, "session", _ident(trip.get("session"), trip.get("session_label"), styles), styles)
-    _field(
-        out, "path", path_text(inert(str(trip.get("display_path", ""))), styles, styles["program"]), styles
-    )
+    field(out, "session", _ident(trip.get("session"), trip.get("session_label"), styles), styles)
+    field(out, "path", path_text(inert(str(trip.get("display_path", ""))), styles, styles["program"]), styles)
     pattern, _ = agent_text(str(trip.get("pattern", "")), styles, styles["escalation"], limit=200)
-    _field(out, "pattern", pattern, styles)
-    _field(out, "change", str(trip.get("change", "?")), styles)
-    _field(out, "workspace", path_text(inert(str(trip.get("workspace_root", ""))), styles), styles)
+    field(out, "pattern", pattern, styles)
+    field(out, "change", str(trip.get("change", "?")), styles)
+    field(out, "workspace", path_text(inert(str(trip.get("workspace_root", ""))), styles), styles)
     at = trip.get("at")
-    _field(out, "when", f"{clock_time(at)} ({ago(now - float(at or now))})", styles)
-    _field(out, "item", str(item.get("request_id", "")), styles)
+    field(out, "when", f"{clock_time(at)} ({ago(now - float(at or now))})", styles)
+    field(out, "item", str(item.get("request_id", "")), styles)
     out.append("\nDiff", styles["heading"])
     diff = trip.get("diff")
     truncated = False

@@ -14,6 +14,7 @@ from typing import Any
 from rich.text import Text
 from textual.strip import Strip
 
+from console.protocol.sessions import recording_note
 from console.tui.model.timefmt import age
 from console.tui.render.present import agent_text
 from console.tui.widgets.line_list import LineList
@@ -29,17 +30,6 @@ def memory(n: Any) -> str:
         if n >= size:
             return f"{n / size:.1f}{unit}"
     return f"{int(n)}B"
-
-
-def recording_note(session: Mapping[str, Any]) -> str:
-    """Why a session's recording is not the whole of its output, or ''. Shown live:
-    the daemon sets the flag the moment the per-session cap is reached, and replay
-    from such a recording ends early."""
-    if session.get("recording_pruned"):
-        return "recording pruned"
-    if session.get("recording_truncated"):
-        return "recording truncated"
-    return ""
 
 
 def command_line(session: Mapping[str, Any]) -> str:
