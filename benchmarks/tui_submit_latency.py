@@ -25,6 +25,7 @@ from pathlib import Path
 from tui_common import app_for, daemon, pct
 
 from console.client import AsyncClient
+from console.protocol.events import PendingAdded
 from console.tui.widgets.queue_view import QueueView
 
 shown: dict[str, float] = {}
@@ -54,7 +55,9 @@ async def agent(state_dir: str, ws: str, n: int, interval_s: float, hold_s: floa
 
     async def watch() -> None:
         async for event in watcher.events():
-            request = event["request"]
+            if not isinstance(event, PendingAdded):
+                continue
+            request = event.request
             seen.setdefault(request["command"].rsplit("--tag=", 1)[-1], time.perf_counter())
             task = asyncio.create_task(cancel_later(request["request_id"]))
             cancels.add(task)

@@ -329,21 +329,21 @@ async def test_the_console_shows_a_waiting_badge_and_notifies_once(claude):
         fake = claude()
         seen = Notices()
         async with app.run_test(size=(120, 30), message_hook=seen) as pilot:
-            await until(pilot, lambda: app.badges.get("daemon") == "" and app.link is not None)
-            await until(pilot, lambda: "pending" in app.badges.items)
-            assert app.badges.get("attention") == ""
+            await until(pilot, lambda: app.pills.get("daemon") == "" and app.link is not None)
+            await until(pilot, lambda: "pending" in app.pills.items)
+            assert app.pills.get("attention") == ""
             await asyncio.to_thread(fake.quiet, d.state_dir, notification(ws, "s-tui"))
-            await until(pilot, lambda: app.badges.get("attention") == "1 agent waiting for you")
-            assert app.badges.items["attention"][1] == "warning"
+            await until(pilot, lambda: app.pills.get("attention") == "1 agent waiting for you")
+            assert app.pills.items["attention"][1] == "warning"
             await asyncio.to_thread(fake.quiet, d.state_dir, notification(ws, "s-tui"))  # the same again
             await asyncio.to_thread(fake.quiet, d.state_dir, notification(ws, "s-tui2"))
-            await until(pilot, lambda: app.badges.get("attention") == "2 agents waiting for you")
+            await until(pilot, lambda: app.pills.get("attention") == "2 agents waiting for you")
             waits = [n for n in seen.raised if "is waiting for you" in n.message]
             assert len(waits) == 2, [n.message for n in waits]
             assert "Claude needs your permission to use Bash" in waits[0].message
             await asyncio.to_thread(fake.quiet, d.state_dir, event(ws, "Stop", "s-tui"))
             await asyncio.to_thread(fake.quiet, d.state_dir, event(ws, "Stop", "s-tui2"))
-            await until(pilot, lambda: "attention" not in app.badges.items)
+            await until(pilot, lambda: "attention" not in app.pills.items)
 
 
 @pytest.mark.claude_code

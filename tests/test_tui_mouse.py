@@ -10,9 +10,9 @@ from test_tui_snapshots import loaded, make
 from textual import events
 
 from console.tui.screens.history import HistoryScreen
-from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.history_view import HistoryView
 from console.tui.widgets.queue_view import QueueView
+from console.tui.widgets.status_pills import StatusPills
 
 SIZE = (120, 40)
 
@@ -36,9 +36,9 @@ async def test_footer_keys_and_badges_are_clickable():
         await pilot.click(footer_key)
         await pilot.pause(0.2)
         assert isinstance(app.screen, HistoryScreen)
-        bar = app.screen.query_one(BadgeBar)
+        bar = app.screen.query_one(StatusPills)
         start = next(s for s, _e, key in bar._spans if key == "pending")
-        await pilot.click(BadgeBar, offset=(start + 1, 0))
+        await pilot.click(StatusPills, offset=(start + 1, 0))
         await pilot.pause(0.2)
         assert app.current_mode == "queue"
 

@@ -124,8 +124,8 @@ async def test_the_sandbox_probe_is_in_the_header(env, clock):
     d, _ = env
     app = make_app(d, clock)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.badges.get("sandbox"))
-        label, variant = app.badges.items["sandbox"]
+        await until(pilot, lambda: app.pills.get("sandbox"))
+        label, variant = app.pills.items["sandbox"]
         assert label.startswith("sandbox: bubblewrap ") and "network isolated" in label
         assert variant == "muted"
         assert label in screen_text(app).splitlines()[0]
@@ -159,8 +159,8 @@ async def test_an_unavailable_sandbox_is_loud():
     app = ConsoleApp(settings, connect=connect)  # type: ignore[arg-type]
     seen = Notices()
     async with app.run_test(size=SIZE, message_hook=seen) as pilot:
-        await until(pilot, lambda: app.badges.get("sandbox"))
-        assert app.badges.items["sandbox"] == (
+        await until(pilot, lambda: app.pills.get("sandbox"))
+        assert app.pills.items["sandbox"] == (
             "SANDBOX UNAVAILABLE: bwrap not found on the trusted PATH",
             "error",
         )

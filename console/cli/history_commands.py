@@ -26,6 +26,7 @@ from console.cli.common import (
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.history import KIND_GROUPS, SOURCES, VERDICTS
+from console.protocol.requests import HistoryAccept
 from console.store.chain import Anchor
 
 EXIT_TAMPERED = 1
@@ -235,7 +236,9 @@ def cmd_accept(args: argparse.Namespace) -> int:
                     f"agent-console history accept --through {flagged[-1][1]}"
                 )
                 return EXIT_TAMPERED
-            result = client.call("history.accept", {"through_seq": args.through, "note": args.note or ""})
+            result = client.call(
+                "history.accept", HistoryAccept(through_seq=args.through, note=args.note or "")
+            )
         except RPCError as exc:
             raise CLIError(f"the daemon refused: {exc.message}", EXIT_INVALID) from None
         except DaemonUnreachable as exc:

@@ -11,6 +11,7 @@ from typing import Any
 from console.cli.common import CLIError, add_state_dir, age, connect, locations, print_json
 from console.client import RPCError
 from console.contract.inert import inert
+from console.protocol.requests import SessionsAttach, SessionsDetach
 from console.protocol.sessions import recording_note
 
 
@@ -105,8 +106,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
         with connect(args, "operator") as client:
             try:
-                att = client.call("sessions.attach", {"session": args.id, "read_only": True})
-                client.call("sessions.detach", {"session": args.id})
+                att = client.call("sessions.attach", SessionsAttach(session=args.id, read_only=True))
+                client.call("sessions.detach", SessionsDetach(session=args.id))
             except RPCError as exc:
                 raise CLIError(exc.message, 1) from None
         screen = Screen(int(att["cols"]), int(att["rows"]), scrollback_lines=CAPTURE_SCROLLBACK_LINES)

@@ -15,13 +15,18 @@ from console.cli.common import EXIT_INVALID, CLIError, add_state_dir, age, conne
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.requests import TripwireList, TripwireResolution, TripwireResolve
 
-ACTIONS = {"resume": "resume", "kill": "kill", "keep": "keep_paused"}
+ACTIONS = {
+    "resume": TripwireResolution.RESUME,
+    "kill": TripwireResolution.KILL,
+    "keep": TripwireResolution.KEEP_PAUSED,
+}
 
 
 def open_items(client: Any) -> list[dict[str, Any]]:
     """Paused, kept-paused and exited-writer items, oldest first."""
-    items: list[dict[str, Any]] = client.call("tripwire.list", {"open": True})["items"]
+    items: list[dict[str, Any]] = client.call("tripwire.list", TripwireList(open=True))["items"]
     return sorted(items, key=lambda i: i["at"])
 
 
@@ -39,7 +44,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     with connect(args, "operator") as client:
         if args.all:
             items = sorted(
-                client.call("tripwire.list", {"include_resolved": True})["items"], key=lambda i: i["at"]
+                client.call("tripwire.list", TripwireList(include_resolved=True))["items"],
+                key=lambda i: i["at"],
             )
         else:
             items = open_items(client)
@@ -58,9 +64,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_resolve(args: argparse.Namespace) -> int:
     with connect(args, "operator") as client:
         try:
-            item = client.call("tripwire.resolve", {"id": args.id, "action": ACTIONS[args.tripwire_command]})[
-                "item"
-            ]
+            item = client.call(
+                "tripwire.resolve", TripwireResolve(id=args.id, action=ACTIONS[args.tripwire_command])
+            )["item"]
         except RPCError as exc:
             raise CLIError(exc.message, 1 if exc.code == NOT_FOUND else EXIT_INVALID) from None
     if args.json:

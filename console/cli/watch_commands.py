@@ -10,6 +10,7 @@ from typing import Any
 from console.cli.common import CLIError, add_state_dir, connect, when
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.protocol.requests import WatchAdd, WatchRemove
 
 
 def _line(event: dict[str, Any]) -> str:
@@ -32,7 +33,7 @@ def cmd_watch_remove(args: argparse.Namespace) -> int:
     root = os.path.abspath(os.path.expanduser(args.root))
     with connect(args, "operator") as client:
         try:
-            status = client.call("watch.remove", {"workspace_root": root})
+            status = client.call("watch.remove", WatchRemove(workspace_root=root))
         except RPCError as exc:
             raise CLIError(f"the daemon refused watch remove: {exc.message}") from None
     print(f"no longer watching {root}; {status.get('summary', '')}".rstrip("; "))
@@ -46,7 +47,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     with connect(args, "operator", timeout_s=None) as client:
         if args.workspace:
             for root in args.workspace:
-                client.call("watch.add", {"workspace_root": root})
+                client.call("watch.add", WatchAdd(workspace_root=root))
         client.subscribe(["watch"])
         try:
             while True:

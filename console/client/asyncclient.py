@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -12,7 +13,11 @@ from typing import Any
 from console.client.errors import DaemonUnreachable, check_peer, socket_for
 from console.locations import Locations
 from console.protocol import jsonrpc
+from console.protocol.events import Event, EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
+from console.protocol.requests import MethodParams, to_params
+
+log = logging.getLogger("agent-console.client")
 
 
 class AsyncClient:
@@ -22,7 +27,8 @@ class AsyncClient:
         self._writer = writer
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
-        self._events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._events: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.refused_events = 0  # event notifications that were no event of the protocol
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._reader_task = asyncio.create_task(self._read_loop())
         self.hello: dict[str, Any] = {}
@@ -90,7 +96,7 @@ class AsyncClient:
                             else:
                                 fut.set_result(msg.result)
                     elif isinstance(msg, Request) and msg.method == "event":
-                        self._events.put_nowait(msg.params)
+                        self._event(msg.params)
                     elif isinstance(msg, Request):
                         handler = self._handlers.get(msg.method)
                         if handler is not None:
@@ -111,14 +117,26 @@ class AsyncClient:
             self._waiting.clear()
             self._events.put_nowait(None)
 
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    def _event(self, params: Any) -> None:
+        """Validated here, at the socket: what is no event of the protocol is logged and
+        skipped, and the events after it still arrive."""
+        try:
+            event = decode_event(params)
+        except EventError as exc:
+            self.refused_events += 1
+            log.warning("refused an event from the daemon: %s", exc)
+            return
+        self._events.put_nowait(event)
+
+    async def call(self, method: str, params: dict[str, Any] | MethodParams | None = None) -> Any:
+        """One call; ``params`` may be the method's Struct (console/protocol/requests.py)."""
         if self._reader_task.done():
             raise DaemonUnreachable("the connection to the daemon is closed")
         msg_id = next(self._ids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[msg_id] = fut
         try:
-            self._writer.write(jsonrpc.encode(jsonrpc.request(msg_id, method, params)))
+            self._writer.write(jsonrpc.encode(jsonrpc.request(msg_id, method, to_params(params))))
             await self._writer.drain()
         except (ConnectionError, OSError) as exc:
             self._waiting.pop(msg_id, None)
@@ -134,8 +152,10 @@ class AsyncClient:
         else:
             self._handlers[method] = handler
 
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Events after :meth:`subscribe`; ends when the connection closes."""
+    async def events(self) -> AsyncIterator[Event]:
+        """Events after :meth:`subscribe`, typed (:mod:`console.protocol.events`), in order;
+        ends when the connection closes. A notification that does not validate as an event
+        is logged (``agent-console.client``), counted in :attr:`refused_events` and skipped."""
         while (event := await self._events.get()) is not None:
             yield event
 

@@ -14,6 +14,7 @@ from console.client.errors import DaemonUnreachable, check_peer, socket_for
 from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
+from console.protocol.requests import MethodParams, to_params
 
 
 class Client:
@@ -127,15 +128,17 @@ class Client:
     def call(
         self,
         method: str,
-        params: dict[str, Any] | None = None,
+        params: dict[str, Any] | MethodParams | None = None,
         on_notification: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> Any:
-        """One call. Notifications that arrive meanwhile go to ``on_notification`` if given
-        (``exec`` output does), else events are queued for :meth:`next_event`."""
+        """One call. ``params`` may be the method's Struct (console/protocol/requests.py;
+        fields at their default are not sent). Notifications that arrive meanwhile go to
+        ``on_notification`` if given (``exec`` output does), else events are queued for
+        :meth:`next_event`."""
         msg_id = next(self._ids)
         self._sock.settimeout(self._wait_s(self._idle_s))
         try:
-            self._sock.sendall(jsonrpc.encode(jsonrpc.request(msg_id, method, params)))
+            self._sock.sendall(jsonrpc.encode(jsonrpc.request(msg_id, method, to_params(params))))
         except TimeoutError:
             raise DaemonUnreachable("timed out sending to the daemon") from None
         except OSError as exc:

@@ -42,7 +42,7 @@ def _ascii(op: Any) -> bool:
 def admitted(ctx: CallContext, op: Any) -> Iterator[str]:
     """Hold one of the agent's in-flight slots while its request is decided; yields its id."""
     agent = ctx.conn.agent
-    daemon = ctx.daemon
+    daemon = ctx.services
     who = agent.id if agent is not None else "the operator"
     if len(op.justification) > quotas.MAX_JUSTIFICATION_CHARS:
         raise quotas.refuse(

@@ -22,11 +22,11 @@ import time
 from typing import Any
 
 from console import __version__
-from console.contract.host import OSHost
+from console.contract.host import Host, OSHost
 from console.daemon.attention import AttentionTable
 from console.daemon.broker import Broker
 from console.daemon.connection import Connection, Role
-from console.daemon.events import EventHub, Topic
+from console.daemon.events import EventHub
 from console.daemon.execution import ExecutionService
 from console.daemon.held import HeldTable
 from console.daemon.identity import Agent, AgentRegistry
@@ -39,10 +39,12 @@ from console.daemon.server import (
     listen,
     live_daemon_pid,
 )
+from console.daemon.session_control import ManagedSessions
 from console.daemon.session_service import SessionService
 from console.daemon.watch_service import WatchService
 from console.daemon.workspaces import WorkspaceTrust
 from console.locations import Locations, create_token, ensure_private_dir
+from console.protocol.events import StatusChanged
 from console.protocol.peer import PeerCred
 from console.store import Store, daemon_event
 
@@ -81,14 +83,13 @@ class Daemon:
         self.pid = os.getpid()
         self.version = __version__
         self.started_at = time.time()
-        self.host = OSHost()
+        self.host: Host = OSHost()
         self.events = EventHub()
         self.policy = PolicySource(locations.policy, on_change=self._policy_changed)
         self.methods = all_methods()
         self.connections: dict[int, Connection] = {}
         self.agents = AgentRegistry(in_use=self._agent_in_use)
-        self.attention = AttentionTable(self.events)
-        self.attention.describe = self._describe_agent
+        self.attention = AttentionTable(self.events, describe=self._describe_agent)
         self.token = ""
         self.store: Store
         self.broker: Broker
@@ -143,7 +144,7 @@ class Daemon:
         )
 
     def _policy_changed(self) -> None:
-        self.events.publish(Topic.STATUS, {"status": self.status()})
+        self.events.publish(StatusChanged(status=self.status()))
         task = asyncio.ensure_future(self.watch.policy_changed())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -191,22 +192,34 @@ class Daemon:
         self.store = await asyncio.to_thread(Store.open, self.loc.database)
         for note in self.store.open_notes:
             log.warning("history store: %s", note)
-        self.workspaces = WorkspaceTrust(self.loc, self.policy, self.store)
+        self.workspaces = WorkspaceTrust(
+            self.loc,
+            self.policy,
+            self.store,
+            on_change=lambda: self.events.publish(StatusChanged(status=self.status())),
+        )
         await self.workspaces.load()
-        self.workspaces.on_change = lambda: self.events.publish(Topic.STATUS, {"status": self.status()})
-        self.broker = Broker(self.store, self.events, self.policy)
-        self.broker.workspaces = self.workspaces
-        self.broker.resolve_path = lambda path: self.host.resolve(path).path
+        self.broker = Broker(
+            self.store,
+            self.events,
+            self.policy,
+            workspaces=self.workspaces,
+            resolve_path=lambda path: self.host.resolve(path).path,
+        )
         await self.broker.load()
         await self.broker.settle_orphans()
         await asyncio.wrap_future(
             self.store.append(daemon_event(at=time.time(), note="started", body={"pid": self.pid}))
         )
-        self.watch = WatchService(self.policy, self.store, self.events)
+        # Sessions and the watcher need each other's part only (console/daemon/ports.py):
+        # the manager comes first, so each service gets what it holds at construction.
+        managed = ManagedSessions(self.loc.state_dir, policy=self.policy)
+        self.watch = WatchService(self.policy, self.store, self.events, sessions=managed)
         self.execution = ExecutionService(self.loc, self.policy, self.store, self.events, self.watch)
         await self.execution.start()
-        self.sessions = SessionService(self.loc, self.events, self.broker, self.execution, self.watch)
-        self.watch.sessions = self.sessions
+        self.sessions = SessionService(
+            self.events, managed, pending=self.broker, execution=self.execution, watch=self.watch
+        )
         await self.sessions.start()
         await self.watch.start()
         tune_collector()

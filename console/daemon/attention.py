@@ -20,22 +20,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from console.daemon.events import EventHub, Topic
+from console.daemon.events import EventHub
+from console.protocol.events import AttentionChanged
+from console.protocol.requests import MAX_KIND_CHARS, MAX_MESSAGE_CHARS, MAX_SESSION_CHARS
+from console.protocol.requests import AttentionState as State
 
 MAX_ENTRIES = 1024
 MAX_PER_AGENT = 32
-MAX_SESSION_CHARS = 256
-MAX_MESSAGE_CHARS = 500
-MAX_KIND_CHARS = 64
-
-
-class State(StrEnum):
-    WAITING = "waiting"  # waits for the person: a permission dialog, or idle at the prompt
-    WORKING = "working"  # a prompt was submitted or a tool call made since
-    DONE = "done"  # the agent finished its turn (Stop)
 
 
 LABELS = {State.WAITING: "waiting for you", State.WORKING: "working", State.DONE: "done"}
@@ -69,13 +62,19 @@ class Entry:
 
 
 class AttentionTable:
-    def __init__(self, events: EventHub, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        events: EventHub,
+        clock: Callable[[], float] = time.time,
+        *,
+        describe: Callable[[str], dict[str, Any]] = lambda _agent: {},
+    ) -> None:
         self.events = events
         self.clock = clock
         self._entries: OrderedDict[tuple[str, str], Entry] = OrderedDict()
         self.transitions = 0  # every real transition since the daemon started
         # Agent id -> extra facts for the wire form (label, root pid...); set by the daemon.
-        self.describe: Callable[[str], dict[str, Any]] = lambda _agent: {}
+        self.describe = describe  # an agent id -> how the console names it
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -111,13 +110,11 @@ class AttentionTable:
         entry.transitions += 1
         self.transitions += 1
         self.events.publish(
-            Topic.ATTENTION,
-            {
-                "change": "state",
-                "entry": self.wire(entry),
-                "previous": previous.value if previous is not None else None,
-                "waiting": self.waiting(),
-            },
+            AttentionChanged(
+                entry=self.wire(entry),
+                previous=previous.value if previous is not None else None,
+                waiting=self.waiting(),
+            )
         )
         return entry, True
 

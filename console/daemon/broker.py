@@ -24,10 +24,12 @@ from console.contract.operation import Operation
 from console.contract.outcome import CONTENT_CHANGED, Denial, DenialSource, NextAction
 from console.daemon.durable import LoopWaiter
 from console.daemon.errors import AlreadyDecided, Conflict, InvalidParams, NotFound, NotStored, ServiceError
-from console.daemon.events import EventHub, Topic
+from console.daemon.events import EventHub
 from console.daemon.proposed import proposed_change
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
 from console.policy.diff import NEW_WORKSPACE
+from console.protocol.events import Decided, GrantAdded, GrantsRevoked, GrantsUsed, PendingAdded
+from console.protocol.requests import DecideAction as Action
 from console.sandbox.content_pins import content_changed_since
 from console.store import (
     Event,
@@ -61,11 +63,6 @@ class Source(StrEnum):
     CANCEL = "cancel"
     SHUTDOWN = "shutdown"
     STORE = "store"
-
-
-class Action(StrEnum):
-    APPROVE = "approve"
-    DENY = "deny"
 
 
 class RequestIds:
@@ -188,6 +185,9 @@ class Broker:
         events: EventHub,
         policy: Callable[[], PolicyConfig],
         clock: Callable[[], float] = time.time,
+        *,
+        workspaces: WorkspaceTrust | None = None,
+        resolve_path: Callable[[str], str] | None = None,
     ) -> None:
         self.store = store
         self.events = events
@@ -200,10 +200,10 @@ class Broker:
         self._closing = False
         self._background: set[asyncio.Future[None]] = set()
         self._uses: dict[str, tuple[int, float, str]] = {}  # grant id -> (uses, last at, last request)
-        # The operator's trusted workspaces and the host's path resolver (the daemon sets
-        # them; without them the policy's `workspaces` and lexical paths are all there is).
-        self.workspaces: WorkspaceTrust | None = None
-        self.resolve_path: Callable[[str], str] | None = None
+        # The operator's trusted workspaces and the host's path resolver (without them, as
+        # in unit tests, the policy's `workspaces` and lexical paths are all there is).
+        self.workspaces = workspaces
+        self.resolve_path = resolve_path
         self._waiter: LoopWaiter | None = None
 
     def _durable(self, future: Future[T]) -> asyncio.Future[T]:
@@ -238,7 +238,7 @@ class Broker:
                 await self._durable(f)
             except StoreUnavailable as exc:
                 log.warning("could not record grant uses: %s", exc)
-        self.events.publish(Topic.GRANTS, {"change": "used", "grant_ids": sorted(uses)})
+        self.events.publish(GrantsUsed(grant_ids=sorted(uses)))
 
     async def flush_uses_forever(self, interval_s: float = 1.0) -> None:
         while True:
@@ -335,7 +335,7 @@ class Broker:
             )
             item.timer = loop.call_later(timeout, self._expire, rid)
             self.pending[rid] = item
-            self.events.publish(Topic.PENDING, {"request": item.to_wire()})
+            self.events.publish(PendingAdded(request=item.to_wire()))
             return await asyncio.shield(item.answer)
 
         grant = decision.grant
@@ -412,7 +412,9 @@ class Broker:
         answer = self._answer(rid, op, verdict, source, reason, now, decision=decision, scope=scope)
         events = [request_event or self._request_event(rid, op, peer_pid, now)]
         events.append(self._decision_event(answer, op, peer_pid, decision))
-        futures: list[Future[Any]] = [self.store.append(*events)]
+        # Answered as soon as the rows are committed: their search entries follow right
+        # after, and every search waits for them (console/store/writer.py).
+        futures: list[Future[Any]] = [self.store.append(*events, search_later=True)]
         if grant is not None and grant.scope is GrantScope.ONCE:
             futures.append(self.store.use_grant(grant.id, now, request_id=rid))
         elif grant is not None:
@@ -424,17 +426,12 @@ class Broker:
             log.error("store unavailable, denying %s: %s", rid, exc)
             return self._unstored(rid, op, now, decision)
         self.events.publish(
-            Topic.DECIDED,
-            {
-                "request_id": rid,
-                "verdict": answer["verdict"],
-                "source": source.value,
-                "reason": reason,
-                "queued": False,
-            },
+            Decided(
+                request_id=rid, verdict=answer["verdict"], source=source.value, reason=reason, queued=False
+            )
         )
         if grant is not None and grant.scope is GrantScope.ONCE:
-            self.events.publish(Topic.GRANTS, {"change": "used", "grant_ids": [grant.id]})
+            self.events.publish(GrantsUsed(grant_ids=[grant.id]))
         return answer
 
     # ------------------------------------------------------------------ decide
@@ -532,7 +529,7 @@ class Broker:
             except StoreUnavailable as exc:
                 raise self._fail_closed(items, now, exc) from None
             self.grants.put(grant)
-            self.events.publish(Topic.GRANTS, {"change": "added", "grant": grant.to_dict()})
+            self.events.publish(GrantAdded(grant=grant.to_dict()))
 
         verdict = Verdict.ALLOW if action is Action.APPROVE else Verdict.DENY
         reason_code = "operator_approved" if action is Action.APPROVE else (reason or "operator_denied")
@@ -617,6 +614,10 @@ class Broker:
             {"reason": CONTENT_CHANGED, "decided": [p.id for p in items], "paths": list(changed)},
         )
 
+    def waiting_of(self, agent: str) -> list[Pending]:
+        """The requests of ``agent`` that wait for the operator (console/daemon/ports.py)."""
+        return [p for p in self.pending.values() if p.agent == agent]
+
     async def cancel(self, request_id: str, *, owner: str | None, reason: str = "cancelled") -> bool:
         """Cancel a pending request; ``owner`` (an agent identity) must be the one that asked."""
         item = self.pending.get(request_id)
@@ -682,14 +683,13 @@ class Broker:
         if not item.answer.done():
             item.answer.set_result(answer)
         self.events.publish(
-            Topic.DECIDED,
-            {
-                "request_id": item.id,
-                "verdict": answer["verdict"],
-                "source": answer["source"],
-                "reason": answer["reason"],
-                "queued": True,
-            },
+            Decided(
+                request_id=item.id,
+                verdict=answer["verdict"],
+                source=answer["source"],
+                reason=answer["reason"],
+                queued=True,
+            )
         )
 
     # ------------------------------------------------------------------ grants
@@ -697,7 +697,7 @@ class Broker:
     async def add_grant(self, grant: Grant, *, tool: str = "", summary: str = "") -> Grant:
         await self._durable(self.store.add_grant(grant, tool=tool, summary=summary))
         self.grants.put(grant)
-        self.events.publish(Topic.GRANTS, {"change": "added", "grant": grant.to_dict()})
+        self.events.publish(GrantAdded(grant=grant.to_dict()))
         return grant
 
     async def revoke(self, target: str) -> list[str]:
@@ -725,7 +725,7 @@ class Broker:
             if await self._durable(self.store.revoke_grant(g.id, now)):
                 self.grants.put(replace(g, revoked_at=now))
                 revoked.append(g.id)
-        self.events.publish(Topic.GRANTS, {"change": "revoked", "grant_ids": revoked})
+        self.events.publish(GrantsRevoked(grant_ids=revoked))
         return revoked
 
     # ------------------------------------------------------------------ records

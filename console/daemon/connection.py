@@ -35,12 +35,15 @@ from console.protocol.jsonrpc import (
     Request,
     RPCError,
 )
-from console.protocol.params import Params
 from console.protocol.peer import PeerCred
+from console.protocol.requests import MethodParams, read_params
 
 if TYPE_CHECKING:
+    import msgspec
+
     from console.daemon.app import Daemon
     from console.daemon.identity import Agent
+    from console.daemon.ports import Services
 
 log = logging.getLogger("agent-console.connection")
 
@@ -61,12 +64,15 @@ class Role(StrEnum):
     OPERATOR = "operator"
 
 
-Handler = Callable[["CallContext", Params], Awaitable[Any]]
+# A handler takes its method's params Struct (console/protocol/requests.py), read at the
+# socket before it runs.
+Handler = Callable[["CallContext", Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True)
 class Method:
     handler: Handler
+    params: type[MethodParams]
     operator_only: bool = False
     # Methods an unauthenticated operator connection may call (hello).
     before_auth: bool = False
@@ -77,7 +83,9 @@ class Method:
 
 @dataclass(slots=True)
 class CallContext:
-    daemon: Daemon
+    """What a method handler gets: the services it may use, and its caller."""
+
+    services: Services
     conn: Connection
 
 
@@ -178,7 +186,8 @@ class Connection:
         """Frames queued for the peer and not yet written."""
         return self._out.qsize()
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
+    def notify(self, method: str, params: dict[str, Any] | msgspec.Raw) -> None:
+        """``params`` may be JSON already encoded (an event, encoded once for every subscriber)."""
         self.send(jsonrpc.notification(method, params))
 
     async def _write_loop(self) -> None:
@@ -462,8 +471,8 @@ class Connection:
                 self.acted = True
                 assert self.agent is not None
                 self.daemon.sessions.hold(self, self.agent.owner)
-        params = Params(request.params)
-        return await method.handler(CallContext(self.daemon, self), params)
+        args = read_params(request.params, method.params)  # INVALID_PARAMS naming the param
+        return await method.handler(CallContext(self.daemon, self), args)
 
 
 __all__ = ["CallContext", "Connection", "Method", "Role"]

@@ -1,24 +1,21 @@
-"""Subscriptions: who wants to hear about what, and fan-out that never waits on a reader."""
+"""Subscriptions: who wants to hear about what, and fan-out that never waits on a reader.
+
+Events are the typed Structs of :mod:`console.protocol.events`; each is encoded once,
+whatever the number of subscribers, and handed to every sink as ``msgspec.Raw`` JSON
+that the connection splices into its ``event`` notification as is.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import StrEnum
-from typing import Any
 
+import msgspec
 
-class Topic(StrEnum):
-    PENDING = "pending"  # a request now waits for the operator
-    DECIDED = "decided"  # a request left the queue (decided, timed out, cancelled)
-    GRANTS = "grants"  # grants or deny-rules changed
-    STATUS = "status"  # daemon status: policy reloads and errors, sandbox, store
-    SESSIONS = "sessions"  # session created, status changed, exited
-    WATCH = "watch"  # workspace file events
-    OUTCOMES = "outcomes"  # an operation ran and finished
-    ATTENTION = "attention"  # an agent now waits for the person, works again, or is done
+from console.protocol.events import TOPIC, Event, Topic, encode_event
 
+__all__ = ["EventHub", "Sink", "Topic"]
 
-Sink = Callable[[dict[str, Any]], None]
+Sink = Callable[[msgspec.Raw], None]
 
 
 class EventHub:
@@ -40,10 +37,13 @@ class EventHub:
     def has_subscribers(self, topic: Topic) -> bool:
         return any(topic in topics for topics, _ in self._subscribers.values())
 
-    def publish(self, topic: Topic, payload: dict[str, Any]) -> None:
+    def publish(self, event: Event) -> None:
         if not self._subscribers:
             return
-        message = {"topic": topic.value, **payload}
+        topic = TOPIC[type(event)]
+        encoded: msgspec.Raw | None = None
         for topics, sink in list(self._subscribers.values()):
             if topic in topics:
-                sink(message)
+                if encoded is None:
+                    encoded = encode_event(event)
+                sink(encoded)

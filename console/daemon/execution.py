@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.contract.operation import Operation
-from console.daemon.events import EventHub, Topic
+from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource
 from console.daemon.watch_service import WatchService
 from console.locations import Locations, ensure_private_dir
 from console.policy import Authorization
+from console.protocol.events import OutcomeFinished
 from console.sandbox import ExecResult, OutputChunk, SandboxConfig, SandboxProbe, execute, probe, sweep
 from console.store import Store, StoreUnavailable, command_line, outcome_event
 
@@ -168,14 +169,13 @@ class ExecutionService:
             log.error("could not record the outcome of %s: %s", request_id, exc)
             record["recorded"] = False
         self.events.publish(
-            Topic.OUTCOMES,
-            {
-                "request_id": request_id,
-                "status": result.status.value,
-                "kind": result.outcome.kind.value,
-                "exit_code": result.exit_code,
-                "denials": record["denials"],
-            },
+            OutcomeFinished(
+                request_id=request_id,
+                status=result.status.value,
+                kind=result.outcome.kind.value,
+                exit_code=result.exit_code,
+                denials=record["denials"],
+            )
         )
         return record, result
 

@@ -16,8 +16,8 @@ from console.protocol.jsonrpc import QUOTA_EXCEEDED, RPCError
 from console.store import daemon_event
 
 if TYPE_CHECKING:
-    from console.daemon.app import Daemon
     from console.daemon.identity import Agent
+    from console.daemon.ports import Services
 
 log = logging.getLogger("agent-console.quotas")
 
@@ -61,7 +61,7 @@ _NOTED: dict[tuple[str, str], float] = {}  # (quota, who) -> when last recorded
 
 
 def refuse(
-    daemon: Daemon | None, quota: str, message: str, *, who: str = "", limit: int | float | None = None
+    daemon: Services | None, quota: str, message: str, *, who: str = "", limit: int | float | None = None
 ) -> RPCError:
     """The error for the client, after logging and (rate-limited) recording the refusal."""
     note(daemon, quota, who=who, limit=limit)
@@ -71,7 +71,7 @@ def refuse(
     return RPCError(QUOTA_EXCEEDED, f"quota {quota}: {message}", data)
 
 
-def note(daemon: Daemon | None, quota: str, *, who: str = "", limit: int | float | None = None) -> None:
+def note(daemon: Services | None, quota: str, *, who: str = "", limit: int | float | None = None) -> None:
     log.warning("quota %s exceeded by %s (limit %s)", quota, who or "a connection", limit)
     now = time.monotonic()
     key = (quota, who)
@@ -115,7 +115,7 @@ class Bucket:
 ALL_AGENTS = Bucket(HISTORY_BYTES_PER_MINUTE_ALL)
 
 
-def charge_history(daemon: Daemon, agent: Agent, nbytes: int) -> None:
+def charge_history(daemon: Services, agent: Agent, nbytes: int) -> None:
     """Take ``nbytes`` from the agent's and from everyone's per-minute history allowance."""
     if agent.history is None:
         agent.history = Bucket(HISTORY_BYTES_PER_MINUTE)

@@ -81,7 +81,9 @@ async def listen(
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(1024)
+    # As deep as the kernel allows (net.core.somaxconn): a burst of agents connecting at
+    # once waits in the queue instead of failing with EAGAIN.
+    sock.listen(4096)
     sock.setblocking(False)
     my_uid = os.geteuid()
 

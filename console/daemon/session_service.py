@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from console.contract.operation import Operation
 from console.daemon.errors import InvalidParams, NotFound, ServiceError, Unavailable
-from console.daemon.events import EventHub, Topic
-from console.locations import Locations
+from console.daemon.events import EventHub
+from console.protocol.events import SessionChanged
 from console.protocol.procs import ancestry
 from console.sandbox import Prepared, SandboxSetupError, SandboxUnavailable, prepare
 from console.sessions import (
@@ -32,7 +32,6 @@ from console.sessions import (
     SessionError,
     SessionEvent,
     SessionInfo,
-    SessionManager,
     Snapshot,
     UnknownSession,
 )
@@ -40,10 +39,10 @@ from console.store import command_line
 from console.watch import AttributionToken
 
 if TYPE_CHECKING:
-    from console.daemon.broker import Broker
     from console.daemon.connection import Connection
     from console.daemon.execution import ExecutionService
-    from console.daemon.watch_service import WatchService
+    from console.daemon.ports import PendingView, SessionWatch
+    from console.daemon.session_control import ManagedSessions
 
 log = logging.getLogger("agent-console.sessions")
 
@@ -60,18 +59,20 @@ def b64(data: bytes) -> str:
 class SessionService:
     def __init__(
         self,
-        loc: Locations,
         events: EventHub,
-        broker: Broker,
+        sessions: ManagedSessions,
+        *,
+        pending: PendingView,
         execution: ExecutionService,
-        watch: WatchService,
+        watch: SessionWatch,
     ) -> None:
         self.events = events
         self.watch = watch
         self._tokens: dict[str, AttributionToken] = {}
-        self.broker = broker
+        self.pending = pending
         self.execution = execution
-        self.manager = SessionManager(loc.state_dir, on_event=self._on_event, policy=execution.policy)
+        self.manager = sessions.manager
+        sessions.listen(on_event=self._on_event, on_changed=self.changed)
         self._prepared: dict[str, Prepared] = {}
         self._holders: Counter[str] = Counter()  # owner -> live connections holding it
         self._forwarders: dict[tuple[int, str], asyncio.Task[None]] = {}
@@ -95,21 +96,14 @@ class SessionService:
         if not info.owner.startswith("agent:"):
             return False
         agent = info.owner.removeprefix("agent:")
-        for p in self.broker.pending.values():
-            if p.agent != agent:
-                continue
+        for p in self.pending.waiting_of(agent):
             if p.op.session_id == info.id or any(st.pid == info.pid for st in ancestry(p.peer_pid)):
                 return True
         return False
 
-    def paused_by_tripwire(self, session_id: str) -> bool:
-        return any(
-            t.session == session_id and t.state in ("paused", "kept") for t in self.watch.tripwires.values()
-        )
-
     def to_wire(self, info: SessionInfo) -> dict[str, Any]:
         out = asdict(info)
-        paused = self.paused_by_tripwire(info.id)
+        paused = self.watch.holds(info.id)
         if info.alive and paused:
             out["status_text"] = "paused by tripwire"
         elif info.alive and self.awaiting_approval(info):
@@ -142,7 +136,7 @@ class SessionService:
             info = self.manager.get(session_id)
         except SessionError:
             return
-        self.events.publish(Topic.SESSIONS, {"change": "status", "session": self.to_wire(info)})
+        self.events.publish(SessionChanged(change="status", session=self.to_wire(info)))
 
     def _on_event(self, event: SessionEvent) -> None:
         if event.kind in ("exited", "lost", "removed"):
@@ -152,7 +146,7 @@ class SessionService:
             token = self._tokens.pop(event.session.id, None)
             if token is not None:
                 self.watch.end(token)
-        self.events.publish(Topic.SESSIONS, {"change": event.kind, "session": self.to_wire(event.session)})
+        self.events.publish(SessionChanged(change=event.kind, session=self.to_wire(event.session)))
 
     # ------------------------------------------------------------------ ownership
 
@@ -225,7 +219,7 @@ class SessionService:
             raise Unavailable(f"the session could not be sandboxed: {exc}") from None
         self._attribute(info, op.workspace_root, label=command_line(op))
         if request_id:
-            self.watch.session_requests[info.id] = request_id
+            self.watch.started_by(info.id, request_id)
             self._record_start(request_id, op, info, sandboxed=prepared.sandboxed)
         self.hold(conn, owner)
         return self.to_wire(info)

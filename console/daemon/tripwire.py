@@ -21,12 +21,6 @@ class TripwireState(StrEnum):
     DISMISSED = "dismissed"  # an exited writer's item, acknowledged
 
 
-class TripwireAction(StrEnum):
-    RESUME = "resume"
-    KILL = "kill"
-    KEEP_PAUSED = "keep_paused"
-
-
 @dataclass
 class TripwireItem:
     id: str

@@ -28,12 +28,23 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from msgspec import UNSET
+
 from console.contract.outcome import Change, ChangeKind
 from console.daemon.errors import NotFound
-from console.daemon.events import EventHub, Topic
+from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource
-from console.daemon.tripwire import TripwireAction, TripwireItem, TripwireState
+from console.daemon.session_control import NoSessions
+from console.daemon.tripwire import TripwireItem, TripwireState
 from console.policy import Tripwire
+from console.protocol.events import (
+    TripwireRaised,
+    TripwireResolved,
+    WatchAlert,
+    WatchBatch,
+    WatchStatusChanged,
+)
+from console.protocol.requests import TripwireResolution as TripwireAction
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.writers import (
     PID_FANOTIFY,
@@ -56,7 +67,7 @@ from console.watch import (
 from console.watch.sentinel import Hint
 
 if TYPE_CHECKING:
-    from console.daemon.session_service import SessionService
+    from console.daemon.ports import SessionControl
 
 log = logging.getLogger("agent-console.watch")
 # watchfiles logs a line per batch of changes; the daemon's log stays quiet unless
@@ -109,13 +120,14 @@ class WatchService:
         store: Store,
         events: EventHub,
         *,
+        sessions: SessionControl | None = None,
         recent_size: int = RECENT,
         protected_size: int = PROTECTED_RECENT,
     ) -> None:
         self.policy = policy
         self.store = store
         self.events = events
-        self.sessions: SessionService | None = None
+        self.sessions: SessionControl = sessions or NoSessions()
         self.attributions = Attributions()
         self.watcher = WorkspaceWatcher(
             protected_for=lambda _root: self.policy().protected_paths,
@@ -243,6 +255,15 @@ class WatchService:
     def end(self, token: AttributionToken) -> None:
         self.attributions.end(token)
 
+    def started_by(self, session_id: str, request_id: str) -> None:
+        self.session_requests[session_id] = request_id
+
+    def holds(self, session_id: str) -> bool:
+        return any(
+            t.session == session_id and t.state in (TripwireState.PAUSED, TripwireState.KEPT)
+            for t in self.tripwires.values()
+        )
+
     def collect(self, op_id: str, agent_session: str = "") -> None:
         self._collecting[op_id] = []
         if agent_session:
@@ -259,7 +280,7 @@ class WatchService:
 
     def _on_status(self, status: WatchStatus) -> None:
         self._status = status
-        self.events.publish(Topic.STATUS, {"watch": self.status()})
+        self.events.publish(WatchStatusChanged(watch=self.status()))
 
     def _on_event(self, ev: FileEvent) -> None:
         if (
@@ -395,8 +416,6 @@ class WatchService:
         return self._writers_of(ev.workspace_root, ev.path, ev.changed_at)
 
     def _writers_of(self, root: str, path: str, changed_at: float) -> list[Candidate]:
-        if self.sessions is None:
-            return []
         known = self._fan_writers.get((root, path))
         if known is not None and known[1] >= changed_at - FAN_WINDOW_S:
             # The kernel named the writer: that session alone, or no session at all when
@@ -406,10 +425,10 @@ class WatchService:
             if known[0] is not None:
                 c = self._fan_candidate(known[0])
                 return [c] if c is not None else []
-            if self.sessions.manager.cgroups.available:
+            if self.sessions.cgroups_available:
                 return []
         try:
-            return self.evidence.candidates(self.sessions.manager.sessions(), root, path, changed_at)
+            return self.evidence.candidates(self.sessions.sessions(), root, path, changed_at)
         except Exception:
             log.exception("attributing a protected change failed")
             return []
@@ -480,15 +499,15 @@ class WatchService:
             batch = protected + ordinary[:MAX_BATCH]
             dropped = len(ordinary) - min(len(ordinary), MAX_BATCH) + self._held_back
             self._outbox, self._held_back = [], 0
-            self.events.publish(Topic.WATCH, {"change": "events", "events": batch, "dropped": dropped})
+            self.events.publish(WatchBatch(events=batch, dropped=dropped))
 
     async def _sample_forever(self) -> None:
         """The sessions' write counters, a few times a second while the tripwire is on."""
         while True:
             await asyncio.sleep(SAMPLE_EVERY_S)
-            if self.sessions is None or self.policy().tripwire is Tripwire.OFF:
+            if self.policy().tripwire is Tripwire.OFF:
                 continue
-            sessions = self.sessions.manager.sessions()
+            sessions = self.sessions.sessions()
             if not any(s.has_processes for s in sessions):
                 continue
             try:
@@ -517,7 +536,7 @@ class WatchService:
                     continue
                 item = self._item(ev, c, diff, TripwireState.EXITED, flood)
                 self._history("tripwire", item, TripwireState.EXITED)
-                self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
+                self.events.publish(TripwireRaised(item=item.to_wire()))
                 self._alert(ev, c, exited=True)
                 continue
             if mode is Tripwire.ALERT or not firm:
@@ -532,10 +551,9 @@ class WatchService:
                 continue  # already stopped: one item per pause
             item = self._item(ev, c, diff, TripwireState.PAUSED, flood)
             self._stop_session(item)
-            if self.sessions is not None:
-                self.sessions.changed(c.session_id)
+            self.sessions.changed(c.session_id)
             self._history("tripwire", item, TripwireState.PAUSED)
-            self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
+            self.events.publish(TripwireRaised(item=item.to_wire()))
             log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
 
     def _on_hint(self, hint: Hint) -> None:
@@ -576,8 +594,7 @@ class WatchService:
         item = _new_item(c, hint.root, hint.path, hint.pattern, hint.kind.value)
         self._early[c.session_id] = item
         self._stop_session(item)
-        if self.sessions is not None:
-            self.sessions.changed(c.session_id)
+        self.sessions.changed(c.session_id)
         log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
         loop = asyncio.get_running_loop()
         loop.call_later(EARLY_WAIT_S, lambda: self._raise_early(c.session_id, None))
@@ -597,12 +614,11 @@ class WatchService:
         item.diff = self.watcher.baseline_diff(item.workspace_root, item.path)
         self.tripwires[item.id] = item
         self._history("tripwire", item, TripwireState.PAUSED)
-        self.events.publish(Topic.WATCH, {"change": "tripwire", "item": item.to_wire()})
+        self.events.publish(TripwireRaised(item=item.to_wire()))
 
     def _fan_candidate(self, session_id: str) -> Candidate | None:
-        assert self.sessions is not None
         try:
-            session = self.sessions.manager.session(session_id)
+            session = self.sessions.session(session_id)
         except Exception:
             return None  # not one of ours (another daemon's cgroup, a forged marker)
         info = session.info()
@@ -683,35 +699,30 @@ class WatchService:
         if ev.flood:
             what = f"{ev.count:,} files under {what.rstrip('/')}/"
         self.events.publish(
-            Topic.WATCH,
-            {
-                "change": "alert",
-                **named,
-                "display_path": display_path(ev.path),
-                "pattern": ev.protected,
-                "basis": basis,
-                "exited": exited,
-                "count": ev.count,
-                "summary": summary(what),
-            },
+            WatchAlert(
+                session=named.get("session", UNSET),
+                operation=named.get("operation", UNSET),
+                display_path=display_path(ev.path),
+                pattern=ev.protected,
+                basis=basis,
+                exited=exited,
+                count=ev.count,
+                summary=summary(what),
+            )
         )
 
     def _has_processes(self, session_id: str) -> bool:
         """Running, or processes left in its cgroup after the leader exited: either can
         be stopped."""
-        if self.sessions is None:
-            return False
         try:
-            return self.sessions.manager.session(session_id).has_processes
+            return self.sessions.session(session_id).has_processes
         except Exception:
             return False
 
     def _stop_session(self, item: TripwireItem) -> None:
         """Freeze the session's cgroup (or SIGSTOP its group and known processes) now,
         then make sure every process is stopped (console/sessions/cgroups.py)."""
-        if self.sessions is None:
-            return
-        manager = self.sessions.manager
+        manager = self.sessions
         try:
             session = manager.session(item.session)
             item.stop_mode = session.stop_mode
@@ -728,8 +739,7 @@ class WatchService:
                 log.warning("could not stop every process of session %s: %s", item.session, exc)
             if not item.stopped:
                 log.warning("session %s: not every process could be confirmed stopped", item.session)
-            if self.sessions is not None:
-                self.sessions.changed(item.session)
+            self.sessions.changed(item.session)
 
         task = asyncio.create_task(complete())
         self._background.add(task)
@@ -739,8 +749,7 @@ class WatchService:
         item = self.tripwires.get(item_id)
         if item is None or not (item.open or item.state is TripwireState.KEPT):
             raise NotFound(f"no open tripwire item {item_id}")
-        assert self.sessions is not None
-        manager = self.sessions.manager
+        manager = self.sessions
         if item.state is TripwireState.EXITED:
             # The writer had already ended: the item is an alert to acknowledge.
             if action is TripwireAction.KILL and self._has_processes(item.session):
@@ -770,7 +779,7 @@ class WatchService:
         self.sessions.changed(item.session)
         with contextlib.suppress(StoreUnavailable):  # logged by the callback
             await asyncio.wrap_future(self._history("tripwire_resolved", item, item.state))
-        self.events.publish(Topic.WATCH, {"change": "tripwire_resolved", "item": item.to_wire()})
+        self.events.publish(TripwireResolved(item=item.to_wire()))
         return item.to_wire()
 
     def _history(self, kind: str, item: TripwireItem, state: TripwireState) -> Future[list[int]]:

@@ -28,13 +28,20 @@ from console.store import Store, workspace_event
 
 
 class WorkspaceTrust:
-    def __init__(self, loc: Locations, policy: PolicySource, store: Store) -> None:
+    def __init__(
+        self,
+        loc: Locations,
+        policy: PolicySource,
+        store: Store,
+        *,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
         self.policy = policy
         self.store = store
         self.limits: WorkspaceLimits = host_workspace_limits(map(str, loc.private_paths()))
         self.runtime: dict[str, dict[str, Any]] = {}
         self._policy_roots: tuple[PolicyConfig, tuple[str, ...]] | None = None
-        self.on_change: Callable[[], None] | None = None
+        self.on_change = on_change  # the trusted set changed (the daemon publishes its status)
 
     async def load(self) -> None:
         rows = await asyncio.to_thread(self.store.trusted_workspaces)
@@ -116,5 +123,4 @@ class WorkspaceTrust:
         return {"workspace_root": root, "removed": True}
 
     def _changed(self) -> None:
-        if self.on_change is not None:
-            self.on_change()
+        self.on_change()

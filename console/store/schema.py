@@ -106,7 +106,21 @@ _V3_SEARCH = (
 # which made every row write its own tiny index segment (about five times the cost).
 _V4_INDEX_IN_WRITER = ("DROP TRIGGER IF EXISTS events_fts_insert",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1_EVENTS, _V2_GRANTS, _V3_SEARCH, _V4_INDEX_IN_WRITER)
+# The search index is written after each commit rather than in it (console/store/
+# writer.py); ``indexed_seq`` says through which seq it is complete. Until now every batch
+# indexed its own rows, so a history that reaches this migration is complete.
+_V5_INDEXED_SEQ = (
+    "INSERT OR REPLACE INTO meta(key, value) "
+    "SELECT 'indexed_seq', CAST(coalesce(max(seq), 0) AS TEXT) FROM events",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    _V1_EVENTS,
+    _V2_GRANTS,
+    _V3_SEARCH,
+    _V4_INDEX_IN_WRITER,
+    _V5_INDEXED_SEQ,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -36,7 +36,7 @@ from console.store.event import (
 )
 from console.store.query import HistoryPage, HistoryQuery, build
 from console.store.verify import VerifyReport
-from console.store.writer import Tx, Writer, WriterStats
+from console.store.writer import Tx, Writer, WriterStats, index_missing
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +180,9 @@ class Store:
                 )
             schema.migrate(conn)
             store_id, notes = _reconcile(conn, head, created)
+            indexed = index_missing(conn)
+            if indexed:
+                log.info("history: indexed %d rows a previous daemon had not indexed for search", indexed)
             found = checks.tail(conn)
         except schema.NewerSchema as exc:
             raise StoreUnavailable("newer_schema", str(exc)) from None
@@ -259,6 +262,12 @@ class Store:
         s = self._writer.stats if self._writer is not None else WriterStats()
         return StoreStats(s.commits, s.failed_batches, s.jobs, s.events, s.largest_batch)
 
+    def _searchable(self) -> None:
+        """Wait until every committed row is in the search index (the writer indexes
+        shortly after each commit; a search asks it to do so now)."""
+        if self._writer is not None:
+            self._writer.catch_up().result()
+
     def _submit(self, job: Callable[[Tx], Any]) -> Future[Any]:
         if self._writer is None:
             return _failed(StoreUnavailable("read_only", "this history was opened read-only"))
@@ -266,8 +275,12 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def append(self, *events: Event) -> Future[list[int]]:
-        """Append events in one transaction; resolves to their seqs once durable."""
+    def append(self, *events: Event, search_later: bool = False) -> Future[list[int]]:
+        """Append events in one transaction; resolves to their seqs once durable.
+
+        ``search_later``: resolve without waiting for their search index entries, which
+        the writer adds right after (this store's searches wait for them; see writer.py).
+        """
         try:
             rows = [encode(e) for e in events]
         except (TypeError, ValueError) as exc:
@@ -275,7 +288,7 @@ class Store:
 
         def job(tx: Tx) -> list[int]:
             try:
-                return tx.append(rows)
+                return tx.append(rows, search_later=search_later)
             except sqlite3.IntegrityError as exc:
                 if "request_id" in str(exc):
                     raise StoreConflict(
@@ -513,6 +526,8 @@ class Store:
         """One page of matching events, newest first (see HistoryQuery for paging)."""
         ascending = q.after_seq is not None and q.before_seq is None
         sql, params = build(q, ascending=ascending, limit=q.limit + 1)
+        if q.search:
+            self._searchable()
         with self._reader("searching the history") as conn:
             rows = conn.execute(sql, params).fetchall()
         more = len(rows) > q.limit
@@ -538,6 +553,8 @@ class Store:
         sql, params = build(
             replace(q, before_seq=None, after_seq=None), ascending=False, limit=cap, select="1"
         )
+        if q.search:
+            self._searchable()
         with self._reader("counting history") as conn:
             return int(conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])  # noqa: S608
 
@@ -621,6 +638,8 @@ class Store:
         base = q or HistoryQuery()
         cursor_seq = base.after_seq
         written = 0
+        if base.search:
+            self._searchable()
         with self._reader("exporting the history") as conn:
             conn.execute("BEGIN")
             while True:
@@ -633,8 +652,10 @@ class Store:
                     return written
                 cursor_seq = rows[-1][0]
 
-    def _snapshot_with_anchor(self, conn: sqlite3.Connection) -> tuple[Anchor | None, str]:
-        """Start a read snapshot on ``conn`` and read the head anchor that matches it.
+    def _snapshot_with_anchor(self, conn: sqlite3.Connection) -> tuple[Anchor | None, str, int | None]:
+        """Start a read snapshot on ``conn`` and read the head anchor that matches it, and
+        (in the writing process) the seq through which the snapshot's search index is
+        complete, as the writer knows it (None: ``meta.indexed_seq`` says).
 
         In the writing process, the writer's lock keeps batches out meanwhile. Beside
         another process, the anchor is read before and after the snapshot starts until
@@ -647,16 +668,17 @@ class Store:
 
         if self._writer is not None:
             with self._writer.lock:
+                indexed = self._writer.indexed_through()
                 conn.execute("BEGIN")
                 conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()
-                return _parse_anchor(read())
+                return (*_parse_anchor(read()), indexed)
         for _ in range(100):
             before = read()
             conn.execute("BEGIN")
             conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()
             after = read()
             if before == after:
-                return _parse_anchor(after)
+                return (*_parse_anchor(after), None)
             conn.execute("ROLLBACK")
             time.sleep(0.001)
         raise StoreUnavailable("locked", "the history kept changing while verify tried to read its anchor")
@@ -668,8 +690,11 @@ class Store:
         Reads one consistent snapshot, taken while no batch is between ``BEGIN`` and its
         anchor update, so it can run while the daemon is writing.
         """
+        # Best effort: entries still to come are allowed for (see _snapshot_with_anchor).
+        with contextlib.suppress(StoreUnavailable):
+            self._searchable()
         with self._reader("verifying the history") as conn:
-            anchor, anchor_error = self._snapshot_with_anchor(conn)
+            anchor, anchor_error, indexed = self._snapshot_with_anchor(conn)
             anchored = None
             if anchor is not None and anchor.store_id == self._store_id:
                 anchored = max(anchor.seq, anchor.pending_seq or 0)
@@ -687,7 +712,7 @@ class Store:
             finding = finding or grant_problem
             unaccepted = tuple(checks.unaccepted_ranges(conn))
             finding = finding or checks.unaccepted_finding(list(unaccepted))
-            finding = finding or checks.search_index_finding(conn)
+            finding = finding or checks.search_index_finding(conn, indexed)
         common = {
             "checked": result.checked,
             "grants_checked": grants_checked,

@@ -381,7 +381,16 @@ def _vocab(conn: sqlite3.Connection, name: str, kind: str) -> None:
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, events_fts, {kind})")
 
 
-def search_index_finding(conn: sqlite3.Connection) -> Finding | None:
+def indexed_seq(conn: sqlite3.Connection) -> int | None:
+    """Through which seq the search index is complete (``meta.indexed_seq``); None when
+    the history does not say, and then every row must be indexed."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'indexed_seq'").fetchone()
+    if row is None or not str(row[0]).isdigit():
+        return None
+    return int(row[0])
+
+
+def search_index_finding(conn: sqlite3.Connection, indexed_through: int | None = None) -> Finding | None:
     """Whether every indexed event has exactly its own trigrams in ``events_fts``.
 
     The trigram tokenizer makes one token per three characters of each column, so an
@@ -390,8 +399,11 @@ def search_index_finding(conn: sqlite3.Connection) -> Finding | None:
     of token instances against their sum; only when the total disagrees is every
     instance walked to name the event. ``conn`` must be inside its read snapshot.
     Request rows are not indexed by the writer (older histories indexed them): for
-    them either no entry or their exact entry is right.
+    them either no entry or their exact entry is right. So for rows past
+    ``indexed_through`` (by default ``meta.indexed_seq``; the writing process passes what
+    its writer knows), which the writer indexes shortly after their commit.
     """
+    through = indexed_seq(conn) if indexed_through is None else indexed_through
     sizes = conn.execute("SELECT id, sz FROM events_fts_docsize ORDER BY id")
     expected = conn.execute(
         f"SELECT seq, kind, {_LENGTHS} FROM events WHERE {_HAS_TEXT} ORDER BY seq"  # noqa: S608
@@ -407,12 +419,14 @@ def search_index_finding(conn: sqlite3.Connection) -> Finding | None:
         if counts == lengths:
             total += sum(lengths)
             continue
-        if counts is None and (kind in UNSEARCHED_KINDS or not any(lengths)):
+        if counts is None and (
+            kind in UNSEARCHED_KINDS or not any(lengths) or (through is not None and seq > through)
+        ):
             continue
         return _altered(seq)
     if have is not None:
         return _extra(have[0])
-    return _terms_finding(conn)
+    return _terms_finding(conn, through)
 
 
 def _altered(seq: int) -> Finding:
@@ -444,7 +458,7 @@ def _temp_writes(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute(f"PRAGMA query_only = {int(query_only)}")
 
 
-def _terms_finding(conn: sqlite3.Connection) -> Finding | None:
+def _terms_finding(conn: sqlite3.Connection, through: int | None) -> Finding | None:
     """Re-tokenize the events into a throw-away index (SQLite's own trigram tokenizer,
     so no second implementation can disagree) and compare, term by term, how many
     events each term is in. Catches an entry rewritten with other text of the same
@@ -457,8 +471,9 @@ def _terms_finding(conn: sqlite3.Connection) -> Finding | None:
         )
         conn.execute(
             f"INSERT INTO {_CHECK}(rowid, {_COLS}) SELECT seq, {_COLS} FROM events "  # noqa: S608
-            f"WHERE ({_HAS_TEXT}) AND (kind NOT IN ({unsearched}) "
-            "OR seq IN (SELECT id FROM events_fts_docsize))"
+            f"WHERE ({_HAS_TEXT}) AND ((kind NOT IN ({unsearched}) AND seq <= ?) "
+            "OR seq IN (SELECT id FROM events_fts_docsize))",
+            (through if through is not None else 2**62,),
         )
         _vocab(conn, _VOCAB_ROWS, "row")
         conn.execute(

@@ -7,8 +7,16 @@ Who owns what:
 - the **pending queue model** (:attr:`pending`) is changed only by this app's message
   handlers, which then tell the queue screen which rows moved;
 - **views** come from :mod:`console.tui.registry` (one Textual mode each), **actions**
-  from :mod:`console.tui.settings.actions`, **header badges** from :attr:`badges`; screens that
-  want daemon events define ``daemon_event(topic, payload)``.
+  from :mod:`console.tui.settings.actions`, the header's **status pills** from :attr:`pills`;
+  the **look** from ``console.tcss`` beside this module (and each view's ``.tcss``);
+- **what the header shows** is reactive state on the app, reassigned, never mutated, so a
+  watcher runs on a real change only: :attr:`pill_table` (every view's ``StatusPills``
+  watches it), and what decides pills — :attr:`connection`, :attr:`daemon_status`,
+  :attr:`pending_counts`, :attr:`waiting_agents` — whose ``watch_`` methods set them;
+- **daemon events** arrive as one message class per kind (``DaemonLink.Decided``, …): the
+  app's ``@on`` handlers update what it owns, then :meth:`ConsoleApp._to_screens` posts a
+  copy to each running screen that lists the class in its ``DAEMON_EVENTS``, where the
+  screen's own ``@on`` handler takes it.
 
 Quitting leaves the daemon and everything it runs untouched.
 """
@@ -19,14 +27,18 @@ import gc
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal
 
+from textual import on
 from textual.app import App
 from textual.binding import BindingType
+from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
 from console.contract.inert import inert
+from console.protocol import events as ev
 from console.tui.commands import ConsoleCommands
 from console.tui.desktop import sequence
 from console.tui.link import Connect, DaemonLink
@@ -37,15 +49,27 @@ from console.tui.settings.actions import ActionSpec
 from console.tui.settings.bindings import bindings
 from console.tui.settings.prepared import Settings, SettingsError
 from console.tui.watch_monitor import WatchMonitor
-from console.tui.widgets.badge_bar import BadgeBar, Badges
 from console.tui.widgets.line_list import LineList
+from console.tui.widgets.status_pills import NO_PILLS, Pills, PillTable, StatusPills
 
 NOTIFY_COALESCE_S = 0.4
+NO_STATUS: Mapping[str, Any] = MappingProxyType({})
+Connection = Literal["connecting", "connected", "lost"]
+DAEMON_PILL: dict[Connection, tuple[str, str]] = {
+    "connecting": ("connecting…", "muted"),
+    "connected": ("", "muted"),
+    "lost": ("daemon unreachable — retrying", "error"),
+}
 
 
 def _same(screen: Screen[None]) -> Screen[None]:
     """A mode's screen factory that hands out the one screen the app made for it."""
     return screen
+
+
+def _count(value: Any) -> int:
+    """A count from the daemon's status, 0 for anything else."""
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _settle_garbage_collector() -> None:
@@ -65,10 +89,18 @@ class ConsoleApp(App[None]):
     # The console's own commands only: Textual's system commands (Theme, Keys, Quit…)
     # duplicated them under other names and keys.
     COMMANDS: ClassVar[set[Any]] = {ConsoleCommands}
-    CSS = """
-    Screen { background: $background; }
-    Footer { background: $panel; }
-    """
+    # The look: the app, role text and the widgets (each view's layout is in its own .tcss).
+    CSS_PATH = "console.tcss"
+
+    # What the header shows, and the state that decides it. Each is reassigned, never
+    # mutated, so its watchers run on a real change only; `var`, not `reactive`: none
+    # repaints the app itself. The two with init=True draw the first header (in this
+    # order) once the app is mounted.
+    pill_table: var[PillTable] = var(NO_PILLS, init=False)  # every StatusPills watches it
+    pending_counts: var[tuple[int, int]] = var((0, 0))  # (pending, escalated)
+    connection: var[Connection] = var[Connection]("connecting")
+    daemon_status: var[Mapping[str, Any]] = var(NO_STATUS, init=False)  # empty while away
+    waiting_agents: var[int] = var(0, init=False)  # agents waiting for the operator
 
     def __init__(
         self,
@@ -90,13 +122,12 @@ class ConsoleApp(App[None]):
         self.clock = clock
         self.monotonic = monotonic
         self.pending = PendingQueue()
-        self.badges = Badges()
+        self.pills = Pills(self)
         self.link = DaemonLink(self, state_dir, connect=connect)
         self.watch_monitor = WatchMonitor(self)
         self.keymap_name = settings.keymap
         self.keys_in_force: dict[str, str] = dict(settings.keys)
         self.views: dict[str, Screen[None]] = {name: view.factory() for name, view in views().items()}
-        self.daemon_status: dict[str, Any] = {}
         self._arrivals: list[Mapping[str, Any]] = []
         self._notify_timer: Timer | None = None
 
@@ -109,55 +140,107 @@ class ConsoleApp(App[None]):
         self.set_keymap(self.keys_in_force)
         for name, screen in self.views.items():
             self.add_mode(name, partial(_same, screen))
-        self._update_tabs()
-        self.badges.set("daemon", "connecting…", "muted")
         self.switch_mode("sessions" if self.start_session and "sessions" in self.views else "queue")
+        for notice in self.settings.notices:  # a keymap or config that still uses old names
+            self.notify(notice, title="keys", severity="warning", timeout=30, markup=False)
         self.run_worker(self.link.run(), name="daemon", group="daemon", exclusive=True, exit_on_error=False)
 
     # ------------------------------------------------------------ daemon messages
 
     def on_daemon_link_connected(self, message: DaemonLink.Connected) -> None:
         self.call_after_refresh(_settle_garbage_collector)
-        self.daemon_status = message.status
         self.pending.replace(message.pending)
         self._pending_changed(0)
-        self.watch_monitor.connected(message.status)
-        self.badges.set("daemon", "")
-        self._waiting_badge((message.status.get("attention") or {}).get("waiting"))
-        policy = message.status.get("policy") or {}
-        if policy.get("error"):
-            self.badges.set("policy", "policy.toml broken: last good kept", "error")
+        self.watch_monitor.connected()
+        self.daemon_status = MappingProxyType(dict(message.status))
+        self.connection = "connected"
+        self.waiting_agents = _count((message.status.get("attention") or {}).get("waiting"))
+        self.pills.set("refused", "")  # a new connection: a new count (the daemon may be another)
 
     def on_daemon_link_lost(self, message: DaemonLink.Lost) -> None:
-        self.badges.set("daemon", "daemon unreachable — retrying", "error")
+        self.connection = "lost"
+        self.daemon_status = NO_STATUS  # so the next connection's status is news to every watcher
         self.notify(f"lost the daemon: {inert(message.reason)[:200]}", severity="error", markup=False)
 
-    def on_daemon_link_event(self, message: DaemonLink.Event) -> None:
-        topic, payload = message.topic, message.payload
-        if topic == "pending":
-            item = payload.get("request")
-            if isinstance(item, dict) and "request_id" in item:
-                self.add_pending(item)
-                self._arrived(item)
-        elif topic == "decided":
-            self.request_left(str(payload.get("request_id", "")))
-        elif topic == "status":
-            # Either the whole daemon status, or only the watcher's part of it.
-            if isinstance(payload.get("status"), dict):
-                self.daemon_status = payload["status"]
-                error = (self.daemon_status.get("policy") or {}).get("error")
-                self.badges.set("policy", "policy.toml broken: last good kept" if error else "", "error")
-            elif isinstance(payload.get("watch"), dict):
-                self.daemon_status["watch"] = payload["watch"]
-            self.watch_monitor.status_changed(self.daemon_status)
-        elif topic == "watch":
-            self.watch_monitor.event(payload)
-        elif topic == "attention":
-            self._attention_changed(payload)
+    def on_daemon_link_events_refused(self, message: DaemonLink.EventsRefused) -> None:
+        """Events this console could not read (docs/protocol.md, "Events"): a pill with the
+        count on this connection, and a notification when a burst of them starts."""
+        n = message.total
+        self.pills.set(
+            "refused",
+            f"{n} daemon event{'s' if n != 1 else ''} refused (daemon of another version?)",
+            "warning",
+            short=f"{n} refused",
+        )
+        if message.first:
+            self.notify(
+                f"{message.count} event{'s' if message.count != 1 else ''} from the daemon did not "
+                "validate and were skipped: what the console shows may be out of date. Is the "
+                "daemon another version of agent-console? (restart it with this one's)",
+                title="daemon events refused",
+                severity="warning",
+                timeout=15,
+                markup=False,
+            )
+
+    @on(DaemonLink.PendingAdded)
+    def _pending_added(self, message: DaemonLink.PendingAdded) -> None:
+        item = message.event.request
+        if "request_id" in item:
+            self.add_pending(item)
+            self._arrived(item)
+
+    @on(DaemonLink.Decided)
+    def _decided(self, message: DaemonLink.Decided) -> None:
+        self.request_left(message.event.request_id)
+
+    @on(DaemonLink.StatusChanged)
+    def _status_changed(self, message: DaemonLink.StatusChanged) -> None:
+        self.daemon_status = MappingProxyType(dict(message.event.status))
+
+    @on(DaemonLink.WatchStatusChanged)
+    def _watch_status_changed(self, message: DaemonLink.WatchStatusChanged) -> None:
+        """Only the watcher's part of the status: the rest stays as it was."""
+        self.daemon_status = MappingProxyType({**self.daemon_status, "watch": message.event.watch})
+
+    def watch_daemon_status(self, status: Mapping[str, Any]) -> None:
+        """What the daemon says of itself changed: the watcher's, sandbox's and policy's pills."""
+        self.watch_monitor.status_changed(status)
+        error = (status.get("policy") or {}).get("error")
+        self.pills.set("policy", "policy.toml broken: last good kept" if error else "", "error")
+
+    def watch_connection(self, state: Connection) -> None:
+        label, variant = DAEMON_PILL[state]
+        self.pills.set("daemon", label, variant)
+
+    @on(DaemonLink.WatchBatch)
+    def _watch_batch(self, message: DaemonLink.WatchBatch) -> None:
+        self.watch_monitor.batch(message.event)
+
+    @on(DaemonLink.WatchAlert)
+    def _watch_alert(self, message: DaemonLink.WatchAlert) -> None:
+        self.watch_monitor.alert(message.event.summary)
+
+    @on(DaemonLink.TripwireRaised)
+    def _tripwire_raised(self, message: DaemonLink.TripwireRaised) -> None:
+        self.watch_monitor.tripwire(message.event.item)
+
+    @on(DaemonLink.TripwireResolved)
+    def _tripwire_resolved(self, message: DaemonLink.TripwireResolved) -> None:
+        self.watch_monitor.resolved(str(message.event.item.get("id", "")))
+
+    @on(DaemonLink.AttentionChanged)
+    def _attention(self, message: DaemonLink.AttentionChanged) -> None:
+        self._attention_changed(message.event)
+
+    @on(DaemonLink.DaemonEvent)
+    def _to_screens(self, message: DaemonLink.DaemonEvent[Any]) -> None:
+        """Every event, after the handlers above (Textual runs the most specific class's
+        first): a fresh copy to each running screen that listens for its class."""
+        kind = type(message)
         for screen in self._all_screens():
-            handler = getattr(screen, "daemon_event", None)
-            if handler is not None:
-                handler(topic, payload)
+            if screen.is_running and kind in getattr(screen, "DAEMON_EVENTS", ()):
+                screen.post_message(message.copy())
 
     def add_pending(self, item: Mapping[str, Any]) -> None:
         """A request (or a tripwire item) now waits for the operator."""
@@ -179,7 +262,7 @@ class ConsoleApp(App[None]):
         queue = self.views.get("queue")
         if first is not None and queue is not None:
             queue.pending_changed(first)  # type: ignore[attr-defined]
-        self._update_tabs()
+        self.pending_counts = (self.pending.total, self.pending.escalated())
 
     def describe(self, spec: ActionSpec) -> str:
         """An action's description as true for this console (the demo's quit ends its daemon)."""
@@ -193,32 +276,30 @@ class ConsoleApp(App[None]):
             seen.setdefault(id(s), s)
         return list(seen.values())
 
-    # ------------------------------------------------------------ badges and tabs
+    # ------------------------------------------------------------ status pills
 
-    def _update_tabs(self) -> None:
-        total, escalated = self.pending.total, self.pending.escalated()
+    def watch_pending_counts(self, counts: tuple[int, int]) -> None:
+        total, escalated = counts
         label = f"{total} pending" if total else "queue empty"
-        self.badges.set("pending", label, "warning" if total else "ok", short=f"{total}p" if total else "0")
-        self.badges.set(
+        self.pills.set("pending", label, "warning" if total else "ok", short=f"{total}p" if total else "0")
+        self.pills.set(
             "escalations", f"{escalated} escalated" if escalated else "", "error", short=f"{escalated} esc"
         )
 
-    def _waiting_badge(self, waiting: Any) -> None:
-        n = waiting if isinstance(waiting, int) and waiting > 0 else 0
-        self.badges.set(
+    def watch_waiting_agents(self, n: int) -> None:
+        self.pills.set(
             "attention",
             f"{n} agent{'s' if n != 1 else ''} waiting for you" if n else "",
             "warning",
             short=f"{n} waiting",
         )
 
-    def _attention_changed(self, payload: Mapping[str, Any]) -> None:
+    def _attention_changed(self, event: ev.AttentionChanged) -> None:
         """An agent's attention state changed (the daemon publishes real transitions only):
-        the badge follows the count; a transition into waiting notifies once."""
-        self._waiting_badge(payload.get("waiting"))
-        entry = payload.get("entry")
-        into_waiting = payload.get("previous") != "waiting"
-        if isinstance(entry, dict) and entry.get("state") == "waiting" and into_waiting:
+        the pill follows the count; a transition into waiting notifies once."""
+        self.waiting_agents = _count(event.waiting)
+        entry = event.entry
+        if entry.get("state") == "waiting" and event.previous != "waiting":
             who = inert(f"{entry.get('root_comm') or 'agent'} {entry.get('agent_id', '')}")[:40]
             said = inert(str(entry.get("message") or ""))[:120]
             self.notify(
@@ -228,7 +309,7 @@ class ConsoleApp(App[None]):
                 markup=False,
             )
 
-    def on_badge_bar_clicked(self, message: BadgeBar.Clicked) -> None:
+    def on_status_pills_clicked(self, message: StatusPills.Clicked) -> None:
         if message.key in ("pending", "escalations", "tripwire"):
             self.action_show("queue")
         elif message.key in ("watch", "watcher"):

@@ -3,9 +3,20 @@
 :meth:`DaemonLink.run` is the body of the app's single daemon worker: it connects to
 ``operator.sock``, subscribes, reads the whole pending queue (in pages: a listing of
 10,000 requests would not fit one frame), and then forwards every event as a Textual
-message to the app, in order. When the daemon goes away it says so and tries again,
+message to the app, in order: one message class per event kind (``DaemonLink.Decided``
+carries a :class:`console.protocol.events.Decided`, …), all subclasses of
+:class:`DaemonLink.DaemonEvent`. When the daemon goes away it says so and tries again,
 so a restarted daemon is picked up without restarting the console. Calls (decide,
 history, grants) share the connection; the daemon serves them concurrently.
+
+The event messages do not bubble: the app handles them, then posts a fresh copy to each
+running screen that lists the class in its ``DAEMON_EVENTS`` (:meth:`DaemonEvent.copy`),
+where an ``@on`` handler takes it (docs/architecture.md, "From the socket to the screen").
+
+An event the client refuses (it does not validate: a daemon of another version) never
+reaches the link as an event; the link looks at the client's ``refused_events`` count
+every :data:`REFUSED_CHECK_S` while connected and posts :class:`DaemonLink.EventsRefused`
+when it grew, so the operator learns of it (the app shows a pill and notifies once per burst).
 """
 
 from __future__ import annotations
@@ -14,19 +25,22 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
 from console.client import AsyncClient, DaemonUnreachable, RPCError
+from console.protocol import events as ev
 
 PAGE = 500
 TOPICS = ["pending", "decided", "grants", "status", "sessions", "watch", "outcomes", "attention"]
 RETRY_S = 1.0
 CONNECT_WAIT_S = 3.0  # how long a call waits for a (re)connection before saying the daemon is away
+REFUSED_CHECK_S = 1.0  # how often the link looks whether the client refused events
 
 Connect = Callable[[], Awaitable[AsyncClient]]
+E = TypeVar("E", bound=ev.Event)
 
 
 class DaemonLink:
@@ -48,13 +62,77 @@ class DaemonLink:
             super().__init__()
             self.reason = reason
 
-    class Event(Message):
-        """One daemon event: ``topic`` and its payload as docs/protocol.md describes them."""
+    class EventsRefused(Message):
+        """The client refused events on this connection (they did not validate and were
+        skipped): ``count`` since the last message, ``total`` on this connection; ``first``
+        when this starts a burst (the check before saw none)."""
 
-        def __init__(self, topic: str, payload: dict[str, Any]) -> None:
+        def __init__(self, count: int, total: int, first: bool) -> None:
             super().__init__()
-            self.topic = topic
-            self.payload = payload
+            self.count = count
+            self.total = total
+            self.first = first
+
+    class DaemonEvent(Message, Generic[E], bubble=False):
+        """One daemon event, typed: ``event`` as docs/protocol.md ("Events") describes it."""
+
+        KIND: ClassVar[type[ev.Event]]
+
+        def __init__(self, event: E) -> None:
+            super().__init__()
+            self.event: E = event
+
+        def copy(self) -> DaemonLink.DaemonEvent[E]:
+            """A fresh message with the same event, for another message pump (a message
+            is handled where it is posted; the event itself is immutable and shared)."""
+            return type(self)(self.event)
+
+    class PendingAdded(DaemonEvent[ev.PendingAdded], bubble=False):
+        KIND = ev.PendingAdded
+
+    class Decided(DaemonEvent[ev.Decided], bubble=False):
+        KIND = ev.Decided
+
+    class GrantAdded(DaemonEvent[ev.GrantAdded], bubble=False):
+        KIND = ev.GrantAdded
+
+    class GrantsUsed(DaemonEvent[ev.GrantsUsed], bubble=False):
+        KIND = ev.GrantsUsed
+
+    class GrantsRevoked(DaemonEvent[ev.GrantsRevoked], bubble=False):
+        KIND = ev.GrantsRevoked
+
+    class StatusChanged(DaemonEvent[ev.StatusChanged], bubble=False):
+        KIND = ev.StatusChanged
+
+    class WatchStatusChanged(DaemonEvent[ev.WatchStatusChanged], bubble=False):
+        KIND = ev.WatchStatusChanged
+
+    class SessionChanged(DaemonEvent[ev.SessionChanged], bubble=False):
+        KIND = ev.SessionChanged
+
+    class OutcomeFinished(DaemonEvent[ev.OutcomeFinished], bubble=False):
+        KIND = ev.OutcomeFinished
+
+    class WatchBatch(DaemonEvent[ev.WatchBatch], bubble=False):
+        KIND = ev.WatchBatch
+
+    class WatchAlert(DaemonEvent[ev.WatchAlert], bubble=False):
+        KIND = ev.WatchAlert
+
+    class TripwireRaised(DaemonEvent[ev.TripwireRaised], bubble=False):
+        KIND = ev.TripwireRaised
+
+    class TripwireResolved(DaemonEvent[ev.TripwireResolved], bubble=False):
+        KIND = ev.TripwireResolved
+
+    class AttentionChanged(DaemonEvent[ev.AttentionChanged], bubble=False):
+        KIND = ev.AttentionChanged
+
+    @staticmethod
+    def message(event: ev.Event) -> DaemonLink.DaemonEvent[Any]:
+        """The message that carries ``event``."""
+        return _MESSAGES[type(event)](event)
 
     def __init__(
         self, target: MessagePump, state_dir: str | os.PathLike[str] | None, *, connect: Connect | None = None
@@ -127,6 +205,35 @@ class DaemonLink:
         self.client = client
         self.connected.set()
         self.target.post_message(self.Connected(client.hello, subscribed.get("status", {}), pending))
-        async for event in client.events():
-            topic = str(event.get("topic", ""))
-            self.target.post_message(self.Event(topic, event))
+        checking = asyncio.create_task(self._check_refused(client))
+        try:
+            async for event in client.events():
+                self.target.post_message(self.message(event))
+        finally:
+            checking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await checking
+
+    async def _check_refused(self, client: AsyncClient) -> None:
+        """Say when the client's count of refused events grows: once per check, so a burst
+        of them is one message, and ``first`` when the check before saw none."""
+        seen = 0
+        quiet = True
+        while True:
+            await asyncio.sleep(REFUSED_CHECK_S)
+            # A stand-in client (the snapshot tests' replay) may not count refusals.
+            total = int(getattr(client, "refused_events", 0))
+            if total > seen:
+                self.target.post_message(self.EventsRefused(total - seen, total, quiet))
+                seen = total
+                quiet = False
+            else:
+                quiet = True
+
+
+_MESSAGES: dict[type[ev.Event], type[DaemonLink.DaemonEvent[Any]]] = {
+    m.KIND: m
+    for m in vars(DaemonLink).values()
+    if isinstance(m, type) and issubclass(m, DaemonLink.DaemonEvent) and m is not DaemonLink.DaemonEvent
+}
+assert set(_MESSAGES) == set(ev.KINDS), "one DaemonLink message per event kind"

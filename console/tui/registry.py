@@ -2,9 +2,13 @@
 
 Each entry becomes a Textual mode. Adding a view (issue 6's sessions with terminal
 panes, issue 7's watch panel) is one :func:`register` call plus an ``ActionSpec`` in
-:mod:`console.tui.settings.actions` for the key that shows it (``show('sessions')``). A screen
-that wants daemon events defines ``daemon_event(topic, payload)``; the app calls it for
-every event while the screen exists.
+:mod:`console.tui.settings.actions` for the key that shows it (``show('sessions')``).
+
+A screen that wants daemon events lists their message classes in ``DAEMON_EVENTS``
+(``(DaemonLink.Decided, DaemonLink.OutcomeFinished)``) and handles each with an
+``@on(DaemonLink.Decided)`` method: while the screen runs, the app posts it a copy of
+every such message after its own handlers (docs/architecture.md, "From the socket to
+the screen").
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The watch panel is one view among others, but what the watcher reports matters most
 when the operator is looking elsewhere: this object, made once by the app, keeps the
-recent events, counts the protected changes not yet seen (a header badge until the
-watch panel is viewed), shows a degraded watcher and the sandbox probe in the header,
+recent events, counts the protected changes not yet seen (a header pill until the
+watch panel is viewed), shows a degraded watcher and the sandbox probe in the header
+(as the app's ``daemon_status`` changes: its watcher calls :meth:`WatchMonitor.status_changed`),
 raises tripwire alerts as notifications (the console's notification settings), and
 keeps paused sessions' tripwire items in the approval queue — adding them as they
 arrive or on (re)connect, removing them when resolved here or by another operator.
@@ -18,6 +19,7 @@ from textual.screen import ModalScreen
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.protocol.events import WatchBatch
 from console.tui.desktop import sequence
 from console.tui.model.watch_model import WatchEvents, degraded_roots, sandbox_badge, tripwire_entry
 
@@ -48,13 +50,14 @@ class WatchMonitor:
 
     # ------------------------------------------------------------ from the app's handlers
 
-    def connected(self, status: Mapping[str, Any]) -> None:
-        """(Re)connected: the app has just replaced the pending queue, dropping our items."""
+    def connected(self) -> None:
+        """(Re)connected: the app has just replaced the pending queue, dropping our items;
+        the daemon's status comes through :meth:`status_changed`."""
         self.paused.clear()
-        self.status_changed(status)
         self.app.run_worker(self._load(), group="watch-load", exclusive=True, exit_on_error=False)
 
     def status_changed(self, status: Mapping[str, Any]) -> None:
+        """The app's ``daemon_status`` changed (a new connection, a status event)."""
         watch = status.get("watch")
         if isinstance(watch, Mapping):
             self._watch_status(watch)
@@ -64,10 +67,10 @@ class WatchMonitor:
             # cleared its marker and left the group (docs/tripwire.md).
             walk = sessions.get("pause_mode") != "cgroup freeze"
             label = f"tripwire pauses by {inert(str(sessions.get('pause_mode')))[:40]}" if walk else ""
-            self.app.badges.set("pause-mode", label, "warning", short="walk")
+            self.app.pills.set("pause-mode", label, "warning", short="walk")
         if "sandbox" in status:
             label, variant = sandbox_badge(status)
-            self.app.badges.set("sandbox", label, variant or "muted")
+            self.app.pills.set("sandbox", label, variant or "muted")
             if variant == "error" and label != self._warned_sandbox:
                 self._warned_sandbox = label
                 self.app.notify(
@@ -85,34 +88,31 @@ class WatchMonitor:
             first = degraded[0]
             more = f" (+{len(degraded) - 1} roots)" if len(degraded) > 1 else ""
             code = first.codes[0] if first.codes else "degraded"
-            self.app.badges.set("watcher", f"watcher DEGRADED: {code}{more}", "error")
+            self.app.pills.set("watcher", f"watcher DEGRADED: {code}{more}", "error")
         else:
-            self.app.badges.set("watcher", "")
+            self.app.pills.set("watcher", "")
         if self.on_status is not None:
             self.on_status()
 
-    def event(self, payload: Mapping[str, Any]) -> None:
-        change = payload.get("change")
-        if change == "events":
-            batch = [e for e in payload.get("events") or () if isinstance(e, Mapping)]
-            self.dropped += int(payload.get("dropped") or 0)
-            on_top, protected = self.events.add(batch)
-            if self.events.loud_added and not self.viewing():
-                self.unseen += self.events.loud_added
-                self._unseen_badge()
-            if self.on_added is not None and (on_top or payload.get("dropped")):
-                self.on_added(on_top, protected)
-        elif change == "alert":
-            self._alert(str(payload.get("summary", "")))
-        elif change == "tripwire":
-            item = payload.get("item")
-            if isinstance(item, Mapping) and item.get("state", "paused") == "paused":
-                self._add_item(item)
-                self._alert(f"{item.get('summary', '')} — session paused, answer it in the queue")
-        elif change == "tripwire_resolved":
-            item = payload.get("item")
-            if isinstance(item, Mapping):
-                self.resolved(str(item.get("id", "")))
+    def batch(self, event: WatchBatch) -> None:
+        """File events (the ``watch`` topic's ``events``)."""
+        self.dropped += event.dropped
+        on_top, protected = self.events.add(event.events)
+        if self.events.loud_added and not self.viewing():
+            self.unseen += self.events.loud_added
+            self._unseen_badge()
+        if self.on_added is not None and (on_top or event.dropped):
+            self.on_added(on_top, protected)
+
+    def alert(self, summary: str) -> None:
+        """A protected change raised by the daemon (an ``alert``)."""
+        self._alert(summary)
+
+    def tripwire(self, item: Mapping[str, Any]) -> None:
+        """A tripwire item: a paused session's goes to the queue (an exited writer's is only shown)."""
+        if item.get("state", "paused") == "paused":
+            self._add_item(item)
+            self._alert(f"{item.get('summary', '')} — session paused, answer it in the queue")
 
     # ------------------------------------------------------------ seen / unseen
 
@@ -127,7 +127,7 @@ class WatchMonitor:
 
     def _unseen_badge(self) -> None:
         n = self.unseen
-        self.app.badges.set("watch", f"{n} protected change{'s' if n != 1 else ''}" if n else "", "error")
+        self.app.pills.set("watch", f"{n} protected change{'s' if n != 1 else ''}" if n else "", "error")
 
     # ------------------------------------------------------------ tripwire items
 
@@ -147,7 +147,7 @@ class WatchMonitor:
 
     def _paused_badge(self) -> None:
         n = len(self.paused)
-        self.app.badges.set(
+        self.app.pills.set(
             "tripwire", f"{n} session{'s' if n != 1 else ''} paused by tripwire" if n else "", "error"
         )
 
@@ -180,7 +180,7 @@ class WatchMonitor:
             recent = await link.call("watch.recent", {"limit": RECENT_ON_CONNECT})
             items = await link.call("tripwire.list", {})
         except (RPCError, DaemonUnreachable) as exc:
-            self.app.badges.set("watcher", f"watcher unavailable: {inert(str(exc))[:60]}", "warning")
+            self.app.pills.set("watcher", f"watcher unavailable: {inert(str(exc))[:60]}", "warning")
             return
         self.events.replace(e for e in recent.get("events") or () if isinstance(e, Mapping))
         self.loaded = True

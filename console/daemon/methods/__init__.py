@@ -1,12 +1,33 @@
-"""The daemon's JSON-RPC methods, one module per area; docs/protocol.md documents them."""
+"""The daemon's JSON-RPC methods, one module per area; docs/protocol.md documents them.
+
+Each handler takes ``(ctx, args)``, ``args`` its method's params Struct
+(console/protocol/requests.py), which the dispatcher reads at the socket.
+"""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
+from typing import Any
 
-from console.daemon.connection import Method
+from console.daemon.connection import CallContext, Handler, Method
 from console.daemon.methods import approvals, attention, core, execute, history, sessions, watch, workspaces
 from console.daemon.methods.errors import mapped
+from console.protocol.requests import MethodParams, read_params
+
+
+def typed(handler: Handler, cls: type[MethodParams]) -> Handler:
+    """``handler``, also callable with its params as a mapping or a
+    :class:`~console.protocol.params.Params` (a test calling a method without a socket):
+    they are read into ``cls`` just as the dispatcher reads them."""
+
+    @functools.wraps(handler)
+    async def call(ctx: CallContext, args: Any) -> Any:
+        if not isinstance(args, cls):
+            args = read_params(args, cls)
+        return await handler(ctx, args)
+
+    return call
 
 
 def all_methods() -> dict[str, Method]:
@@ -16,5 +37,5 @@ def all_methods() -> dict[str, Method]:
     for module in (core, approvals, execute, history, sessions, watch, workspaces, attention):
         for name, method in module.METHODS.items():
             assert name not in table, name
-            table[name] = replace(method, handler=mapped(method.handler))
+            table[name] = replace(method, handler=mapped(typed(method.handler, method.params)))
     return table

@@ -11,22 +11,28 @@ from console.contract.operation import Mode, parse
 from console.contract.outcome import CONTENT_CHANGED
 from console.contract.problem import InvalidInput
 from console.daemon.admission import admitted
-from console.daemon.broker import Action
 from console.daemon.connection import CallContext, Method
 from console.daemon.errors import ServiceError
 from console.daemon.methods.history import bounded_detail
 from console.daemon.quotas import MAX_RESULT_BYTES
-from console.policy import Effect, Grant, GrantScope
-from console.protocol.ids import AGENT_ID, REQUEST_ID, read_id
+from console.policy import Grant, GrantScope
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
-from console.protocol.params import Params
-
-MAX_EXPIRY_S = 10 * 365 * 86400.0
+from console.protocol.requests import (
+    Decide,
+    DecideAction,
+    GrantsAdd,
+    GrantsList,
+    GrantsRevoke,
+    OperationCancel,
+    OperationSubmit,
+    PendingList,
+    RequestGet,
+)
 
 
 def parse_operation(ctx: CallContext, obj: dict[str, Any]) -> Any:
     try:
-        return parse(obj, ctx.daemon.host, ctx.daemon.workspaces.limits)
+        return parse(obj, ctx.services.host, ctx.services.workspaces.limits)
     except InvalidInput as exc:
         raise RPCError(
             INVALID_PARAMS, f"invalid operation: {exc.problem}", {"problem": exc.problem.to_dict()}
@@ -38,7 +44,7 @@ def watch_owner(ctx: CallContext) -> None:
     conn = ctx.conn
     if not conn.owns_requests:
         conn.owns_requests = True
-        conn.on_close.append(lambda: ctx.daemon.broker.connection_closed(conn.id))
+        conn.on_close.append(lambda: ctx.services.broker.connection_closed(conn.id))
 
 
 # How often one call submits its operation again because the bound content changed
@@ -54,7 +60,7 @@ async def submit_bound(
     fresh request naming the old one, at most :data:`MAX_RESUBMISSIONS` times."""
     for attempt in range(MAX_RESUBMISSIONS + 1):
         with admitted(ctx, op) as agent:
-            answer = await ctx.daemon.broker.submit(
+            answer = await ctx.services.broker.submit(
                 op,
                 owner=ctx.conn.id,
                 peer_pid=ctx.conn.peer.pid,
@@ -69,22 +75,18 @@ async def submit_bound(
     return op, answer
 
 
-async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
-    obj = p.obj("operation")
-    timeout = p.number("timeout_s", None, low=0.001, high=86_400)
-    cols = p.integer("cols", 120, low=2, high=1000)
-    rows = p.integer("rows", 40, low=2, high=1000)
-    p.done()
+async def submit(ctx: CallContext, args: OperationSubmit) -> dict[str, Any]:
+    obj, timeout, cols, rows = args.operation, args.timeout_s, args.cols, args.rows
     op = parse_operation(ctx, obj)
     watch_owner(ctx)
-    if ctx.daemon.workspaces.is_trusted(op.workspace_root):
+    if ctx.services.workspaces.is_trusted(op.workspace_root):
         # Only the operator's workspaces are watched before anyone approved anything.
-        ctx.daemon.watch.watch_soon(op.workspace_root)
+        ctx.services.watch.watch_soon(op.workspace_root)
     op, answer = await submit_bound(ctx, obj, op, timeout)
     if answer["verdict"] == "allow" and op.mode is not Mode.CAPTURED:
         # An approved interactive or durable operation is a session: the agent gets its id.
         try:
-            answer["session"] = ctx.daemon.sessions.start_for_operation(
+            answer["session"] = ctx.services.sessions.start_for_operation(
                 op, ctx.conn, cols, rows, request_id=answer["request_id"]
             )
         except ServiceError as exc:
@@ -93,12 +95,13 @@ async def submit(ctx: CallContext, p: Params) -> dict[str, Any]:
     return answer
 
 
-async def cancel(ctx: CallContext, p: Params) -> dict[str, Any]:
-    rid = read_id(p, "request_id", REQUEST_ID)
-    p.done()
+async def cancel(ctx: CallContext, args: OperationCancel) -> dict[str, Any]:
+    rid = args.request_id
     agent = None if ctx.conn.agent is None else ctx.conn.agent.id
     conn_owner = None if ctx.conn.role.value == "operator" else ctx.conn.id
-    if await ctx.daemon.broker.cancel(rid, owner=agent) or ctx.daemon.execution.cancel(rid, owner=conn_owner):
+    if await ctx.services.broker.cancel(rid, owner=agent) or ctx.services.execution.cancel(
+        rid, owner=conn_owner
+    ):
         return {"cancelled": rid}
     raise RPCError(NOT_FOUND, f"no pending or running request {rid} of yours")
 
@@ -114,13 +117,11 @@ def _wire_estimate(op: Any) -> int:
     )
 
 
-async def pending_list(ctx: CallContext, p: Params) -> dict[str, Any]:
+async def pending_list(ctx: CallContext, args: PendingList) -> dict[str, Any]:
     """Oldest first, in pages: a 10,000-request queue would not fit one frame, nor would
     a few huge requests (a page also stops at about 2 MiB)."""
-    limit = p.integer("limit", 200, low=1, high=1000)
-    after = p.text("after", "", max_len=64)
-    p.done()
-    items = ctx.daemon.broker.pending
+    limit, after = args.limit, args.after
+    items = ctx.services.broker.pending
     out: list[dict[str, Any]] = []
     rids = iter(items)
     if after:
@@ -139,65 +140,49 @@ async def pending_list(ctx: CallContext, p: Params) -> dict[str, Any]:
     return {"pending": out, "count": len(items), "next": None}
 
 
-async def request_get(ctx: CallContext, p: Params) -> dict[str, Any]:
-    rid = read_id(p, "request_id", REQUEST_ID)
-    p.done()
-    item = ctx.daemon.broker.pending.get(rid)
+async def request_get(ctx: CallContext, args: RequestGet) -> dict[str, Any]:
+    rid = args.request_id
+    item = ctx.services.broker.pending.get(rid)
     if item is not None:
         return {"pending": True, "request": item.to_wire()}
-    detail = await asyncio.to_thread(ctx.daemon.store.request_detail, rid)
+    detail = await asyncio.to_thread(ctx.services.store.request_detail, rid)
     if detail is None:
         raise RPCError(NOT_FOUND, f"no request {rid}")
     return {"pending": False, "detail": bounded_detail(detail)}
 
 
-def _expiry(p: Params) -> float | None:
-    value = p.number("expires_in_s", None, low=1, high=MAX_EXPIRY_S)
-    return float(value) if value is not None else None
-
-
-async def decide(ctx: CallContext, p: Params) -> dict[str, Any]:
-    target = p.text("target", max_len=64)
-    action = p.choice("action", Action)
-    scope = p.choice("scope", GrantScope, GrantScope.ONCE)
-    expires = _expiry(p)
-    note = p.text("note", "", max_len=4096)
-    reason = p.text("reason", "", max_len=1024)
-    always = p.flag("always", False)
-    p.done()
-    if action is Action.DENY and scope is not GrantScope.ONCE:
+async def decide(ctx: CallContext, args: Decide) -> dict[str, Any]:
+    target, action, scope, expires = args.target, args.action, args.scope, args.expires_in_s
+    note, reason, always = args.note, args.reason, args.always
+    if action is DecideAction.DENY and scope is not GrantScope.ONCE:
         raise RPCError(INVALID_PARAMS, "scope: applies to approvals; to deny every time use always=true")
-    return await ctx.daemon.broker.decide(
+    return await ctx.services.broker.decide(
         target, action, scope=scope, expires_in_s=expires, note=note, reason=reason, always=always
     )
 
 
-async def grants_list(ctx: CallContext, p: Params) -> dict[str, Any]:
-    include_inactive = p.flag("include_inactive", False)
-    p.done()
-    return {"grants": await asyncio.to_thread(ctx.daemon.store.grant_rows, include_inactive=include_inactive)}
+async def grants_list(ctx: CallContext, args: GrantsList) -> dict[str, Any]:
+    return {
+        "grants": await asyncio.to_thread(
+            ctx.services.store.grant_rows, include_inactive=args.include_inactive
+        )
+    }
 
 
-async def grants_add(ctx: CallContext, p: Params) -> dict[str, Any]:
+async def grants_add(ctx: CallContext, args: GrantsAdd) -> dict[str, Any]:
     """A standing grant or deny-rule without a pending request (e.g. from a past denial)."""
     try:
-        fingerprint = parse_fingerprint(p.text("fingerprint", max_len=64))
+        fingerprint = parse_fingerprint(args.fingerprint)
     except InvalidInput:
         raise RPCError(INVALID_PARAMS, "fingerprint: must be 64 lowercase hexadecimal digits") from None
-    scope = p.choice("scope", GrantScope, GrantScope.ALWAYS)
-    effect = p.choice("effect", Effect, Effect.ALLOW)
-    session_id = read_id(p, "session_id", AGENT_ID, "")
-    expires = _expiry(p)
-    note = p.text("note", "", max_len=4096)
-    tool = p.text("tool", "", max_len=128)
-    summary = p.text("summary", "", max_len=4096)
-    p.done()
+    scope, effect, session_id, expires = args.scope, args.effect, args.session_id, args.expires_in_s
+    note, tool, summary = args.note, args.tool, args.summary
     if scope is GrantScope.SESSION and not session_id:
         raise RPCError(
             INVALID_PARAMS,
             "session_id: a session grant needs the agent's identity (agent_id in pending.list)",
         )
-    now = ctx.daemon.broker.clock()
+    now = ctx.services.broker.clock()
     grant = Grant(
         id="g-" + secrets.token_hex(5),
         fingerprint=fingerprint,
@@ -208,23 +193,21 @@ async def grants_add(ctx: CallContext, p: Params) -> dict[str, Any]:
         expires_at=now + expires if expires else None,
         note=note,
     )
-    await ctx.daemon.broker.add_grant(grant, tool=tool, summary=summary)
+    await ctx.services.broker.add_grant(grant, tool=tool, summary=summary)
     return {"grant": grant.to_dict()}
 
 
-async def grants_revoke(ctx: CallContext, p: Params) -> dict[str, Any]:
-    target = p.text("target", max_len=64)
-    p.done()
-    return {"revoked": await ctx.daemon.broker.revoke(target)}
+async def grants_revoke(ctx: CallContext, args: GrantsRevoke) -> dict[str, Any]:
+    return {"revoked": await ctx.services.broker.revoke(args.target)}
 
 
 METHODS = {
-    "operation.submit": Method(submit),
-    "operation.cancel": Method(cancel),
-    "pending.list": Method(pending_list, operator_only=True),
-    "request.get": Method(request_get, operator_only=True),
-    "decide": Method(decide, operator_only=True),
-    "grants.list": Method(grants_list, operator_only=True),
-    "grants.add": Method(grants_add, operator_only=True),
-    "grants.revoke": Method(grants_revoke, operator_only=True),
+    "operation.submit": Method(submit, OperationSubmit),
+    "operation.cancel": Method(cancel, OperationCancel),
+    "pending.list": Method(pending_list, PendingList, operator_only=True),
+    "request.get": Method(request_get, RequestGet, operator_only=True),
+    "decide": Method(decide, Decide, operator_only=True),
+    "grants.list": Method(grants_list, GrantsList, operator_only=True),
+    "grants.add": Method(grants_add, GrantsAdd, operator_only=True),
+    "grants.revoke": Method(grants_revoke, GrantsRevoke, operator_only=True),
 }

@@ -10,37 +10,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.daemon.attention import MAX_KIND_CHARS, MAX_MESSAGE_CHARS, MAX_SESSION_CHARS, State
 from console.daemon.connection import CallContext, Method, Role
 from console.protocol.jsonrpc import FORBIDDEN, INVALID_PARAMS, RPCError
-from console.protocol.params import Params
+from console.protocol.requests import AgentAttention, AgentAttentionList, AttentionState
 
 KIND_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.:")
 
 
-async def attention(ctx: CallContext, p: Params) -> dict[str, Any]:
+async def attention(ctx: CallContext, args: AgentAttention) -> dict[str, Any]:
     agent = ctx.conn.agent
     if ctx.conn.role is not Role.AGENT or agent is None:
         raise RPCError(FORBIDDEN, "agent.attention: agent.sock only (an agent reports its own state)")
-    state = p.choice("state", State)
-    session = p.text("session_id", "", max_len=MAX_SESSION_CHARS)
-    message = p.text("message", "", max_len=MAX_MESSAGE_CHARS)
-    kind = p.text("kind", "", max_len=MAX_KIND_CHARS)
-    p.done()
+    state, session, message, kind = args.state, args.session_id, args.message, args.kind
     if not set(kind) <= KIND_CHARS:
         raise RPCError(
             INVALID_PARAMS,
             "kind: lowercase letters, digits and _-.: only (e.g. idle_prompt)",
             {"param": "kind"},
         )
-    table = ctx.daemon.attention
+    table = ctx.services.attention
     entry, changed = table.report(agent.id, session, state, message=message, kind=kind)
     return {"entry": table.wire(entry), "changed": changed}
 
 
-async def attention_list(ctx: CallContext, p: Params) -> dict[str, Any]:
-    p.done()
-    table = ctx.daemon.attention
+async def attention_list(ctx: CallContext, args: AgentAttentionList) -> dict[str, Any]:
+    table = ctx.services.attention
     if ctx.conn.role is Role.OPERATOR:
         entries = table.entries()
     else:
@@ -48,11 +42,11 @@ async def attention_list(ctx: CallContext, p: Params) -> dict[str, Any]:
         entries = table.entries(ctx.conn.agent.id)
     return {
         "agents": [table.wire(e) for e in entries],
-        "waiting": sum(1 for e in entries if e.state is State.WAITING),
+        "waiting": sum(1 for e in entries if e.state is AttentionState.WAITING),
     }
 
 
 METHODS = {
-    "agent.attention": Method(attention),
-    "agent.attention_list": Method(attention_list, inert=True),
+    "agent.attention": Method(attention, AgentAttention),
+    "agent.attention_list": Method(attention_list, AgentAttentionList, inert=True),
 }

@@ -10,25 +10,20 @@ from console.daemon import identity
 from console.daemon.connection import CallContext, Method, Role
 from console.daemon.events import Topic
 from console.protocol.jsonrpc import INVALID_PARAMS, UNAUTHORIZED, RPCError
-from console.protocol.params import Params
+from console.protocol.requests import DaemonStatus, DaemonStop, Hello, Subscribe, Unsubscribe
 
 PROTOCOL_VERSION = 2  # 2: agent identities (docs/protocol.md, "Identity")
 
 
-async def hello(ctx: CallContext, p: Params) -> dict[str, Any]:
-    token = p.text("token", "", max_len=256)
-    p.text("client", "", max_len=128)
-    label = p.text("session_id", "", max_len=256)
-    agent_id = p.text("agent_id", "", max_len=64)
-    secret = p.text("agent_secret", "", max_len=128)
-    agent_pid = p.integer("agent_pid", None, low=1, high=2**22)
-    p.done()
+async def hello(ctx: CallContext, args: Hello) -> dict[str, Any]:
+    token, label, agent_id, secret = args.token, args.session_id, args.agent_id, args.agent_secret
+    agent_pid = args.agent_pid
     conn = ctx.conn
     if conn.role is Role.OPERATOR:
         if agent_id or secret or agent_pid is not None:
             raise RPCError(INVALID_PARAMS, "agent_id, agent_secret, agent_pid: agent.sock only")
         if not conn.authenticated:
-            if not token or not _token_matches(token, ctx.daemon.token):
+            if not token or not _token_matches(token, ctx.services.token):
                 raise RPCError(
                     UNAUTHORIZED, "wrong or missing operator token (it is in operator.token in the state dir)"
                 )
@@ -36,7 +31,7 @@ async def hello(ctx: CallContext, p: Params) -> dict[str, Any]:
         return _greeting(ctx)
     if bool(agent_id) != bool(secret):
         raise RPCError(INVALID_PARAMS, "agent_id and agent_secret: give both to reconnect, or neither")
-    registry = ctx.daemon.agents
+    registry = ctx.services.agents
     if agent_id:
         agent, how = registry.by_secret(agent_id, secret), "secret"
     elif agent_pid is not None:
@@ -65,18 +60,17 @@ def _greeting(ctx: CallContext) -> dict[str, Any]:
     return {
         "protocol": PROTOCOL_VERSION,
         "role": conn.role.value,
-        "daemon_pid": ctx.daemon.pid,
-        "version": ctx.daemon.version,
+        "daemon_pid": ctx.services.pid,
+        "version": ctx.services.version,
         "peer_pid": conn.peer.pid,
     }
 
 
-async def status(ctx: CallContext, p: Params) -> dict[str, Any]:
-    p.done()
+async def status(ctx: CallContext, args: DaemonStatus) -> dict[str, Any]:
     if ctx.conn.role is Role.OPERATOR:
         # Rows start-up found past the head anchor, whose grants wait for `history accept`.
-        flagged = [list(r) for r in ctx.daemon.store.unaccepted_rows]
-        return {**ctx.daemon.status(), "history": {"unaccepted": flagged}}
+        flagged = [list(r) for r in ctx.services.store.unaccepted_rows]
+        return {**ctx.services.status(), "history": {"unaccepted": flagged}}
     return agent_status(ctx)
 
 
@@ -86,7 +80,7 @@ def agent_status(ctx: CallContext) -> dict[str, Any]:
     No watched roots, protected paths, state or runtime directories, other agents'
     requests or sessions: those are the operator's.
     """
-    daemon, agent = ctx.daemon, ctx.conn.agent
+    daemon, agent = ctx.services, ctx.conn.agent
     assert agent is not None
     config = daemon.policy().to_dict()
     mine = [i for i in daemon.sessions.manager.infos() if i.owner == agent.owner]
@@ -107,35 +101,31 @@ def agent_status(ctx: CallContext) -> dict[str, Any]:
     }
 
 
-async def subscribe(ctx: CallContext, p: Params) -> dict[str, Any]:
-    names = p.texts("topics", [t.value for t in Topic], max_items=16)
-    p.done()
+async def subscribe(ctx: CallContext, args: Subscribe) -> dict[str, Any]:
     try:
-        topics = frozenset(Topic(n) for n in names)
+        topics = frozenset(Topic(n) for n in args.topics)
     except ValueError:
         raise RPCError(-32602, "topics: each must be one of " + ", ".join(t.value for t in Topic)) from None
     conn = ctx.conn
-    ctx.daemon.events.subscribe(conn.id, topics, lambda event: conn.notify("event", event))
-    conn.on_close.append(lambda: ctx.daemon.events.unsubscribe(conn.id))
-    return {"topics": sorted(t.value for t in topics), "status": ctx.daemon.status()}
+    ctx.services.events.subscribe(conn.id, topics, lambda event: conn.notify("event", event))
+    conn.on_close.append(lambda: ctx.services.events.unsubscribe(conn.id))
+    return {"topics": sorted(t.value for t in topics), "status": ctx.services.status()}
 
 
-async def unsubscribe(ctx: CallContext, p: Params) -> dict[str, Any]:
-    p.done()
-    ctx.daemon.events.unsubscribe(ctx.conn.id)
+async def unsubscribe(ctx: CallContext, args: Unsubscribe) -> dict[str, Any]:
+    ctx.services.events.unsubscribe(ctx.conn.id)
     return {}
 
 
-async def stop(ctx: CallContext, p: Params) -> dict[str, Any]:
-    p.done()
-    ctx.daemon.request_stop()
-    return {"stopping": True, "pid": ctx.daemon.pid}
+async def stop(ctx: CallContext, args: DaemonStop) -> dict[str, Any]:
+    ctx.services.request_stop()
+    return {"stopping": True, "pid": ctx.services.pid}
 
 
 METHODS = {
-    "hello": Method(hello, before_auth=True),
-    "daemon.status": Method(status, inert=True),
-    "daemon.stop": Method(stop, operator_only=True),
-    "subscribe": Method(subscribe, operator_only=True),
-    "unsubscribe": Method(unsubscribe, operator_only=True),
+    "hello": Method(hello, Hello, before_auth=True),
+    "daemon.status": Method(status, DaemonStatus, inert=True),
+    "daemon.stop": Method(stop, DaemonStop, operator_only=True),
+    "subscribe": Method(subscribe, Subscribe, operator_only=True),
+    "unsubscribe": Method(unsubscribe, Unsubscribe, operator_only=True),
 }

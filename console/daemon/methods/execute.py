@@ -15,7 +15,7 @@ from console.daemon.connection import CallContext, Method
 from console.daemon.held import TicketError
 from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation, submit_bound, watch_owner
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
-from console.protocol.params import Params
+from console.protocol.requests import OperationExec, OperationHold, OperationRun
 
 
 def _captured(ctx: CallContext, obj: dict[str, Any]) -> Any:
@@ -38,18 +38,15 @@ async def _run(ctx: CallContext, op: Any, decision: dict[str, Any], stream: bool
 
     if not conn.owns_executions:
         conn.owns_executions = True
-        conn.on_close.append(lambda: ctx.daemon.execution.cancel_owner(conn.id))
-    record, _ = await ctx.daemon.execution.run(
+        conn.on_close.append(lambda: ctx.services.execution.cancel_owner(conn.id))
+    record, _ = await ctx.services.execution.run(
         decision["request_id"], op, decision["authorization"], conn.id, send
     )
     return record
 
 
-async def exec_(ctx: CallContext, p: Params) -> dict[str, Any]:
-    obj = p.obj("operation")
-    timeout = p.number("timeout_s", None, low=0.001, high=86_400)
-    stream = p.flag("stream", True)
-    p.done()
+async def exec_(ctx: CallContext, args: OperationExec) -> dict[str, Any]:
+    obj, timeout, stream = args.operation, args.timeout_s, args.stream
     op = _captured(ctx, obj)
     watch_owner(ctx)
     supersedes = ""
@@ -68,34 +65,29 @@ async def exec_(ctx: CallContext, p: Params) -> dict[str, Any]:
     return {"decision": decision, "result": record}
 
 
-async def hold(ctx: CallContext, p: Params) -> dict[str, Any]:
+async def hold(ctx: CallContext, args: OperationHold) -> dict[str, Any]:
     """Decide; when allowed, keep the operation and answer with its one-time ticket."""
-    obj = p.obj("operation")
-    timeout = p.number("timeout_s", None, low=0.001, high=86_400)
-    p.done()
+    obj, timeout = args.operation, args.timeout_s
     op = _captured(ctx, obj)
     watch_owner(ctx)
     op, decision = await submit_bound(ctx, obj, op, timeout)
-    ticket = ctx.daemon.held.hold(op, decision) if decision["verdict"] == "allow" else None
+    ticket = ctx.services.held.hold(op, decision) if decision["verdict"] == "allow" else None
     return {"decision": decision, "ticket": ticket}
 
 
-async def run(ctx: CallContext, p: Params) -> dict[str, Any]:
+async def run(ctx: CallContext, args: OperationRun) -> dict[str, Any]:
     """Run the operation a ticket holds, once. A file it runs that changed since the
     decision is not run (``content_changed``): the agent asks again."""
-    ticket = p.text("ticket", max_len=256)
-    stream = p.flag("stream", True)
-    p.done()
     try:
-        held = ctx.daemon.held.take(ticket)
+        held = ctx.services.held.take(args.ticket)
     except TicketError as exc:
         raise RPCError(NOT_FOUND, str(exc)) from None
-    record = await _run(ctx, held.operation, held.decision, stream)
+    record = await _run(ctx, held.operation, held.decision, args.stream)
     return {"decision": held.decision, "result": record}
 
 
 METHODS = {
-    "operation.exec": Method(exec_),
-    "operation.hold": Method(hold),
-    "operation.run": Method(run),
+    "operation.exec": Method(exec_, OperationExec),
+    "operation.hold": Method(hold, OperationHold),
+    "operation.run": Method(run, OperationRun),
 }

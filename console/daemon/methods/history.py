@@ -18,9 +18,14 @@ from console.daemon.connection import CallContext, Method
 from console.daemon.quotas import MAX_RESULT_BYTES, MAX_ROW_BYTES
 from console.protocol import jsonrpc
 from console.protocol.history import KINDS
-from console.protocol.ids import FINGERPRINT, REQUEST_ID, read_id
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
-from console.protocol.params import Params
+from console.protocol.requests import (
+    HistoryAccept,
+    HistoryDetail,
+    HistoryPrevious,
+    HistoryVerify,
+)
+from console.protocol.requests import HistoryQuery as HistoryQueryParams
 from console.store import HistoryQuery, Store
 
 # Rows read from the store at first, before their size is known.
@@ -129,74 +134,65 @@ def bounded_detail(detail: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def query(ctx: CallContext, p: Params) -> dict[str, Any]:
-    kinds = p.texts("kinds", ["decision"], max_items=len(KINDS))
-    if any(k not in KINDS for k in kinds):
+async def query(ctx: CallContext, args: HistoryQueryParams) -> dict[str, Any]:
+    if any(k not in KINDS for k in args.kinds):
         raise RPCError(-32602, "kinds: each must be one of " + ", ".join(KINDS))
     q = HistoryQuery(
-        kinds=tuple(kinds),
-        verdict=p.text("verdict", None, max_len=16),
-        source=p.text("source", None, max_len=32),
-        tool=p.text("tool", None, max_len=128),
-        session_id=p.text("session_id", None, max_len=256),
-        fingerprint=read_id(p, "fingerprint", FINGERPRINT, None),
-        request_id=read_id(p, "request_id", REQUEST_ID, None),
-        since=p.number("since", None, low=0, high=1e11),
-        until=p.number("until", None, low=0, high=1e11),
-        search=p.text("search", None, max_len=1024),
-        before_seq=p.integer("before_seq", None, low=0),
-        after_seq=p.integer("after_seq", None, low=0),
-        limit=p.integer("limit", 200, low=1, high=5000),
+        kinds=args.kinds,
+        verdict=args.verdict,
+        source=args.source,
+        tool=args.tool,
+        session_id=args.session_id,
+        fingerprint=args.fingerprint,
+        request_id=args.request_id,
+        since=args.since,
+        until=args.until,
+        search=args.search,
+        before_seq=args.before_seq,
+        after_seq=args.after_seq,
+        limit=args.limit,
     )
-    with_count = p.flag("count", False)
-    p.done()
-    result = await asyncio.to_thread(bounded_page, ctx.daemon.store, q)
-    if with_count:
-        result["count"] = await asyncio.to_thread(ctx.daemon.store.count, q)
+    result = await asyncio.to_thread(bounded_page, ctx.services.store, q)
+    if args.count:
+        result["count"] = await asyncio.to_thread(ctx.services.store.count, q)
     return result
 
 
-async def detail(ctx: CallContext, p: Params) -> dict[str, Any]:
-    rid = read_id(p, "request_id", REQUEST_ID)
-    p.done()
-    found = await asyncio.to_thread(ctx.daemon.store.request_detail, rid)
+async def detail(ctx: CallContext, args: HistoryDetail) -> dict[str, Any]:
+    rid = args.request_id
+    found = await asyncio.to_thread(ctx.services.store.request_detail, rid)
     if found is None:
         raise RPCError(NOT_FOUND, f"no request {rid} in the history")
     return bounded_detail(found)
 
 
-async def previous(ctx: CallContext, p: Params) -> dict[str, Any]:
-    tool = p.text("tool", max_len=128)
-    executable = p.text("executable", max_len=4096)
-    limit = p.integer("limit", 20, low=1, high=200)
-    p.done()
-    rows = await asyncio.to_thread(ctx.daemon.store.previous_decisions, tool, executable, limit)
+async def previous(ctx: CallContext, args: HistoryPrevious) -> dict[str, Any]:
+    rows = await asyncio.to_thread(
+        ctx.services.store.previous_decisions, args.tool, args.executable, args.limit
+    )
     return {"decisions": rows}
 
 
-async def verify(ctx: CallContext, p: Params) -> dict[str, Any]:
-    p.done()
-    report = await asyncio.to_thread(ctx.daemon.store.verify)
+async def verify(ctx: CallContext, args: HistoryVerify) -> dict[str, Any]:
+    report = await asyncio.to_thread(ctx.services.store.verify)
     return report.to_dict()
 
 
-async def accept(ctx: CallContext, p: Params) -> dict[str, Any]:
+async def accept(ctx: CallContext, args: HistoryAccept) -> dict[str, Any]:
     """The operator accepts rows start-up flagged past the head anchor, through a seq;
     their grants are honoured from now on."""
-    through = p.integer("through_seq", low=1, high=2**62)
-    note = p.text("note", "", max_len=1024)
-    p.done()
-    store = ctx.daemon.store
+    through, note = args.through_seq, args.note
+    store = ctx.services.store
     accepted = await asyncio.wrap_future(store.accept(through, time.time(), note))
     if accepted:
-        await ctx.daemon.broker.load()  # the grants created in them now count
+        await ctx.services.broker.load()  # the grants created in them now count
     return {"accepted": [list(r) for r in accepted], "unaccepted": [list(r) for r in store.unaccepted_rows]}
 
 
 METHODS = {
-    "history.query": Method(query, operator_only=True),
-    "history.detail": Method(detail, operator_only=True),
-    "history.previous": Method(previous, operator_only=True),
-    "history.verify": Method(verify, operator_only=True),
-    "history.accept": Method(accept, operator_only=True),
+    "history.query": Method(query, HistoryQueryParams, operator_only=True),
+    "history.detail": Method(detail, HistoryDetail, operator_only=True),
+    "history.previous": Method(previous, HistoryPrevious, operator_only=True),
+    "history.verify": Method(verify, HistoryVerify, operator_only=True),
+    "history.accept": Method(accept, HistoryAccept, operator_only=True),
 }

@@ -6,31 +6,38 @@ import os
 from typing import Any
 
 from console.daemon.connection import CallContext, Method
-from console.daemon.tripwire import TripwireAction
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
-from console.protocol.params import Params
+from console.protocol.requests import (
+    TripwireList,
+    TripwireResolve,
+    WatchAdd,
+    WatchDiff,
+    WatchRecent,
+    WatchRemove,
+    WatchStatus,
+)
 
 
-async def status(ctx: CallContext, p: Params) -> dict[str, Any]:
-    p.done()
-    return ctx.daemon.watch.status()
+async def status(ctx: CallContext, args: WatchStatus) -> dict[str, Any]:
+    return ctx.services.watch.status()
 
 
-async def recent(ctx: CallContext, p: Params) -> dict[str, Any]:
-    limit = p.integer("limit", 200, low=1, high=10_000)
-    protected_only = p.flag("protected_only", False)
-    session = p.text("session", "", max_len=64)
-    agent_session = p.text("agent_session", "", max_len=256)
-    p.done()
-    svc = ctx.daemon.watch
+async def recent(ctx: CallContext, args: WatchRecent) -> dict[str, Any]:
+    limit, protected_only, session, agent_session = (
+        args.limit,
+        args.protected_only,
+        args.session,
+        args.agent_session,
+    )
+    svc = ctx.services.watch
     wanted: set[tuple[str, str]] = {("session", session)} if session else set()
     if agent_session:
         # What the agent's terminals and executed operations did.
         # Sessions belong to agent identities; the agent's session id is their label.
         owners = {f"agent:{agent_session}"} | {
-            a.owner for a in ctx.daemon.agents.by_id.values() if a.label == agent_session
+            a.owner for a in ctx.services.agents.by_id.values() if a.label == agent_session
         }
-        wanted |= {("session", i.id) for i in ctx.daemon.sessions.manager.infos() if i.owner in owners}
+        wanted |= {("session", i.id) for i in ctx.services.sessions.manager.infos() if i.owner in owners}
         wanted |= {("operation", rid) for rid, s in svc.op_sessions.items() if s == agent_session}
         if not wanted:
             return {"events": []}
@@ -44,68 +51,58 @@ async def recent(ctx: CallContext, p: Params) -> dict[str, Any]:
     return {"events": out}
 
 
-async def diff(ctx: CallContext, p: Params) -> dict[str, Any]:
-    root = p.text("workspace_root", max_len=4096)
-    path = p.text("path", max_len=4096)
-    p.done()
+async def diff(ctx: CallContext, args: WatchDiff) -> dict[str, Any]:
+    root, path = args.workspace_root, args.path
     if path.startswith("/") or ".." in path.split("/"):
         raise RPCError(INVALID_PARAMS, "path: relative to the workspace root, without '..'")
-    text = ctx.daemon.watch.watcher.baseline_diff(root, path)
+    text = ctx.services.watch.watcher.baseline_diff(root, path)
     if text is None:
         raise RPCError(NOT_FOUND, "no baseline for that path (only small protected text files have one)")
     # When an answer to a tripwire made the change the baseline, say so, with that change.
-    accepted = ctx.daemon.watch.accepted.get((os.path.realpath(root), path)) or ctx.daemon.watch.accepted.get(
-        (root, path)
-    )
+    accepted = ctx.services.watch.accepted.get(
+        (os.path.realpath(root), path)
+    ) or ctx.services.watch.accepted.get((root, path))
     return {"diff": text, "accepted": accepted}
 
 
-async def add(ctx: CallContext, p: Params) -> dict[str, Any]:
-    root = p.text("workspace_root", max_len=4096)
-    p.done()
+async def add(ctx: CallContext, args: WatchAdd) -> dict[str, Any]:
+    root = args.workspace_root
     if not os.path.isabs(root) or not os.path.isdir(root):
         raise RPCError(INVALID_PARAMS, "workspace_root: an existing absolute directory")
-    await ctx.daemon.watch.ensure_root(os.path.realpath(root))
-    return ctx.daemon.watch.status()
+    await ctx.services.watch.ensure_root(os.path.realpath(root))
+    return ctx.services.watch.status()
 
 
-async def remove(ctx: CallContext, p: Params) -> dict[str, Any]:
-    root = p.text("workspace_root", max_len=4096)
-    p.done()
+async def remove(ctx: CallContext, args: WatchRemove) -> dict[str, Any]:
+    root = args.workspace_root
     if not os.path.isabs(root):
         raise RPCError(INVALID_PARAMS, "workspace_root: an absolute directory")
-    svc = ctx.daemon.watch
+    svc = ctx.services.watch
     real = os.path.realpath(root)
     if not (await svc.remove_root(real) or (real != root and await svc.remove_root(root))):
         raise RPCError(NOT_FOUND, "workspace_root: not watched (watch.status lists the roots)")
     return svc.status()
 
 
-async def tripwire_list(ctx: CallContext, p: Params) -> dict[str, Any]:
-    include_resolved = p.flag("include_resolved", False)
-    open_only = p.flag("open", False)  # paused, kept paused, and exited writers' items
-    p.done()
-    items = ctx.daemon.watch.tripwires.values()
-    if include_resolved:
+async def tripwire_list(ctx: CallContext, args: TripwireList) -> dict[str, Any]:
+    items = ctx.services.watch.tripwires.values()
+    if args.include_resolved:
         return {"items": [t.to_wire() for t in items]}
-    if open_only:
+    if args.open:  # paused, kept paused, and exited writers' items
         return {"items": [t.to_wire() for t in items if t.open or t.state == "kept"]}
     return {"items": [t.to_wire() for t in items if t.state == "paused"]}
 
 
-async def tripwire_resolve(ctx: CallContext, p: Params) -> dict[str, Any]:
-    item_id = p.text("id", max_len=32)
-    action = p.choice("action", TripwireAction)
-    p.done()
-    return {"item": await ctx.daemon.watch.resolve(item_id, action)}
+async def tripwire_resolve(ctx: CallContext, args: TripwireResolve) -> dict[str, Any]:
+    return {"item": await ctx.services.watch.resolve(args.id, args.action)}
 
 
 METHODS = {
-    "watch.status": Method(status, operator_only=True),
-    "watch.recent": Method(recent, operator_only=True),
-    "watch.diff": Method(diff, operator_only=True),
-    "watch.add": Method(add, operator_only=True),
-    "watch.remove": Method(remove, operator_only=True),
-    "tripwire.list": Method(tripwire_list, operator_only=True),
-    "tripwire.resolve": Method(tripwire_resolve, operator_only=True),
+    "watch.status": Method(status, WatchStatus, operator_only=True),
+    "watch.recent": Method(recent, WatchRecent, operator_only=True),
+    "watch.diff": Method(diff, WatchDiff, operator_only=True),
+    "watch.add": Method(add, WatchAdd, operator_only=True),
+    "watch.remove": Method(remove, WatchRemove, operator_only=True),
+    "tripwire.list": Method(tripwire_list, TripwireList, operator_only=True),
+    "tripwire.resolve": Method(tripwire_resolve, TripwireResolve, operator_only=True),
 }

@@ -5,29 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from console.daemon.connection import CallContext, Method
-from console.protocol.params import Params
+from console.protocol.requests import WorkspacesAdd, WorkspacesList, WorkspacesRemove
 
 
-async def workspaces_list(ctx: CallContext, p: Params) -> dict[str, Any]:
-    p.done()
-    return {"workspaces": ctx.daemon.workspaces.to_list()}
+async def workspaces_list(ctx: CallContext, args: WorkspacesList) -> dict[str, Any]:
+    return {"workspaces": ctx.services.workspaces.to_list()}
 
 
-async def workspaces_add(ctx: CallContext, p: Params) -> dict[str, Any]:
-    root = p.text("workspace_root", max_len=4096)
-    note = p.text("note", "", max_len=1024)
-    p.done()
-    return await ctx.daemon.workspaces.add(root, source="operator", note=note)
+async def workspaces_add(ctx: CallContext, args: WorkspacesAdd) -> dict[str, Any]:
+    return await ctx.services.workspaces.add(args.workspace_root, source="operator", note=args.note)
 
 
-async def workspaces_remove(ctx: CallContext, p: Params) -> dict[str, Any]:
-    root = p.text("workspace_root", max_len=4096)
-    p.done()
-    return await ctx.daemon.workspaces.remove(root)
+async def workspaces_remove(ctx: CallContext, args: WorkspacesRemove) -> dict[str, Any]:
+    return await ctx.services.workspaces.remove(args.workspace_root)
 
 
 METHODS = {
-    "workspaces.list": Method(workspaces_list, operator_only=True),
-    "workspaces.add": Method(workspaces_add, operator_only=True),
-    "workspaces.remove": Method(workspaces_remove, operator_only=True),
+    "workspaces.list": Method(workspaces_list, WorkspacesList, operator_only=True),
+    "workspaces.add": Method(workspaces_add, WorkspacesAdd, operator_only=True),
+    "workspaces.remove": Method(workspaces_remove, WorkspacesRemove, operator_only=True),
 }

@@ -76,10 +76,11 @@ def key_bytes(encoder: KeyEncoder, key: str, character: str | None) -> bytes:
 
 @dataclass(frozen=True)
 class PaneKeys:
-    """The pane's keys in force: ``live`` work while the program has the keys (the
-    prefix, scrolling back), ``after_prefix`` is what the key after the prefix may mean
-    (pane commands first, then the sessions view's, then the app's), ``scrolling`` the
-    keys of scroll mode, ``copying`` copy mode's tables by name (vi, emacs)."""
+    """The pane's keys in force, by tmux's table names: ``live`` is the ``root`` table
+    (while the program has the keys: the prefix, scrolling back), ``after_prefix`` the
+    ``prefix`` table (pane commands first, then the sessions view's, then the app's),
+    ``scrolling`` the ``copy-mode`` table (scrolled back), ``copying`` copy mode's cursor
+    tables by name (vi, emacs)."""
 
     prefix: frozenset[str]
     live: Mapping[str, ActionSpec]
@@ -98,13 +99,13 @@ class PaneKeys:
                             out.setdefault(k, spec)
             return out
 
-        live = table("pane-live")
+        live = table("root")
         prefix = frozenset(k for k, spec in live.items() if spec.id == "pane-prefix")
         return cls(
             prefix,
             live,
-            table("pane", "sessions", "app"),
-            table("pane-scroll", "pane-live"),
+            table("prefix", "sessions", "app"),
+            table("copy-mode", "root"),
             {name: table(copy_keys.scope(name)) for name in copy_keys.TABLES},
         )
 

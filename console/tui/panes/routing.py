@@ -93,7 +93,7 @@ class KeyRouting(PaneView):
             # Nothing can be typed here: pane commands still work without the prefix,
             # everything else is the console's (q, 1-5, ?, the sessions keys).
             spec = keys.after_prefix.get(key)
-            if spec is not None and spec.scope == "pane":
+            if spec is not None and spec.scope == "prefix":
                 event.stop()
                 event.prevent_default()
                 await self.run_spec(spec)
@@ -136,9 +136,9 @@ class KeyRouting(PaneView):
         name = spec.action.split("(", 1)[0]
         if spec.scope == "app":
             await self.app.run_action(spec.action)
-        elif (
-            spec.scope in ("pane", "pane-live", "pane-scroll") or spec.scope.startswith("copy-")
-        ) and hasattr(self, f"action_{name}"):
+        elif (spec.scope in ("prefix", "root") or spec.scope.startswith("copy-")) and hasattr(
+            self, f"action_{name}"
+        ):
             await self.app.run_action(spec.action, self)
         else:
             await self.app.run_action(spec.action, self.screen)
@@ -146,7 +146,7 @@ class KeyRouting(PaneView):
     def prefix_help(self, keys: PaneKeys) -> str:
         seen: dict[str, list[str]] = {}
         for k, spec in keys.after_prefix.items():
-            if spec.scope == "pane":
+            if spec.scope == "prefix":
                 seen.setdefault(spec.label or spec.description.split(" (")[0], []).append(k)
         shown = " · ".join(
             f"{self.app.get_key_display(Binding(ks[0], ''))} {label}" for label, ks in seen.items()

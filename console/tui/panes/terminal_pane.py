@@ -36,7 +36,7 @@ class TerminalPane(KeyRouting, PasteConfirm, MouseInput, can_focus=True):
 
     ALLOW_SELECT = False
     # Shown in the footer; the pane runs them itself (it takes every key first).
-    BINDINGS: ClassVar[list[BindingType]] = bindings("pane-live")
+    BINDINGS: ClassVar[list[BindingType]] = bindings("root")
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "terminal-pane--cursor",
         "terminal-pane--selection",

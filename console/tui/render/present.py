@@ -218,6 +218,49 @@ def text_findings(item: Mapping[str, Any]) -> set[Finding]:
     return found
 
 
+class _Detail:
+    """A request's detail as it is written: the text so far, the styles, and whether any
+    agent text was cut (then the approval keys wait until the operator expands it)."""
+
+    def __init__(self, styles: Styles, options: DetailOptions) -> None:
+        self.out = Text(end="")
+        self.styles = styles
+        self.options = options
+        self.limit = 10**9 if options.expanded else options.max_chars
+        self.truncated = False
+
+    def agent(self, text: str, base: Style | str = "", *, limit: int | None = None) -> Text:
+        """Agent text, inert, cut at ``limit`` (by default the detail's own)."""
+        piece, cut = agent_text(text, self.styles, base, limit=self.limit if limit is None else limit)
+        self.truncated |= cut
+        return piece
+
+    def put(self, text: str, base: Style | str = "", *, limit: int | None = None) -> None:
+        self.out.append_text(self.agent(text, base, limit=limit))
+
+    def block(self, text: str) -> Shown:
+        o = self.options
+        shown = block(text, max_chars=o.max_chars, max_lines=o.max_lines, expanded=o.expanded)
+        self.truncated |= shown.truncated
+        return shown
+
+    def section(self, title: str, extra: str = "") -> None:
+        _section(self.out, title, self.styles, extra)
+
+    def field(self, label: str, value: Text | str) -> None:
+        field(self.out, label, value, self.styles)
+
+
+_OPERATORS = {
+    "\n": "⏎ next line, whatever the result",
+    "&": "& (background)",
+    ";": "; next, whatever the result",
+    "|": "| pipe into",
+    "&&": "&& if it succeeds",
+    "||": "|| if it fails",
+}
+
+
 def render_request(
     item: Mapping[str, Any],
     badges: Sequence[Badge],
@@ -230,25 +273,53 @@ def render_request(
     now = time.time() if now is None else now
     op = item.get("operation") or {}
     ev = item.get("evaluation") or {}
-    limit = 10**9 if options.expanded else options.max_chars
-    truncated = False
     argv = [op.get("executable", ""), *op.get("args", [])]
-    out = Text(end="")
+    script = shell_script(argv)
+    chain = chain_for(*script) if script is not None else None
 
-    if options.with_target:
+    head = _Detail(styles, options)
+    _head(head, item, badges, argv, chain)
+    # The banner about cut text goes in the head, once the body says whether anything was cut.
+    d = _Detail(styles, options)
+    d.truncated = head.truncated
+    _command(d, argv)
+    if script is not None and chain is not None:
+        _shell(d, script[0], script[1], chain)
+    _content(d, item)
+    _proposed(d, item)
+    _escalations(d, ev)
+    _justification(d, op)
+    if options.with_previous:
+        d.section("Previous decisions", "of the same command")
+        d.out.append_text(render_previous(argv, previous, styles, now))
+    _context(d, item, op, now)
+    _ceiling(d, ev)
+    out = head.out
+    if d.truncated:
+        out.append("\n")
+        out.append(
+            "✂ parts of this request are cut short — press x to expand; approval keys wait until you do",
+            styles["marker"],
+        )
+    out.append_text(d.out)
+    return Rendered(out, d.truncated)
+
+
+def _head(
+    d: _Detail, item: Mapping[str, Any], badges: Sequence[Badge], argv: Sequence[str], chain: Any
+) -> None:
+    """Whose detail this is, the program and its badges, and the warnings about its text."""
+    out, styles = d.out, d.styles
+    if d.options.with_target:
         # Whose detail this is: the keys act on this request, not on the row under the cursor.
         out.append(str(item.get("request_id", "")), styles["label"])
         out.append("  approve / deny act on this request\n", styles["dim"])
-    # Title: the program and its badges.
-    title, cut = agent_text(argv[0].rsplit("/", 1)[-1], styles, styles["program"], limit=80)
-    truncated |= cut
-    out.append_text(title)
+    d.put(argv[0].rsplit("/", 1)[-1], styles["program"], limit=80)
     if badges:
         out.append("  ")
         out.append_text(badge_text(badges, styles))
     else:
         out.append("  within the sandbox", styles["within"])
-
     found = text_findings(item)
     if found:
         out.append("\n")
@@ -256,247 +327,122 @@ def render_request(
             "⚠ the agent's text contains " + ", ".join(sorted(f.value for f in found)), styles["warning"]
         )
         out.append(" — shown escaped and highlighted", styles["dim"])
-    script = shell_script(argv)
-    chain = chain_for(*script) if script is not None else None
     if chain is not None and chain.uncertain:
         out.append("\n")
         out.append(
             "⚠ the command split below may be incomplete: " + "; ".join(chain.uncertain), styles["warning"]
         )
         out.append(" — read the raw script", styles["warning"])
-    # The banner about cut text goes here, once the body below says whether anything was cut.
-    head, out = out, Text(end="")
 
-    _section(out, "Command", styles)
-    out.append("  ")
-    cmd, cut = quoted_argv(argv, styles, 10**9 if options.expanded else options.max_arg_chars)
-    truncated |= cut
-    out.append_text(cmd)
-    out.append("\n")
 
-    if script is not None and chain is not None:
-        shell, body = script
-        if chain.uncertain:
-            # The split may not be what runs: the script itself, every line, is what to read.
-            # Cut, it counts as truncated, so the approval keys wait until it is expanded.
-            raw = block(
-                body, max_chars=options.max_chars, max_lines=options.max_lines, expanded=options.expanded
-            )
-            truncated |= raw.truncated
-            _section(out, f"Raw script ({shell} -c)", styles, "what runs, exactly as sent")
-            out.append_text(agent_block(raw, styles))
-            out.append("\n")
-        if chain.is_compound or chain.uncertain:
-            _section(
-                out,
-                f"Shell chain ({shell} -c)",
-                styles,
-                f"{len(chain.commands)} command{'s' if len(chain.commands) != 1 else ''}"
-                + ("" if not chain.uncertain else " as split here — may be incomplete, see the raw script"),
-            )
-            number = 0
-            for part in chain.parts:
-                pad = "  " + "    " * part.depth
-                if part.kind is PartKind.COMMAND:
-                    number += 1
-                    out.append(f"{pad}{number:>2} ", styles["label"])
-                    piece, cut = agent_text(part.text, styles, limit=limit)
-                    truncated |= cut
-                    out.append_text(piece)
-                elif part.kind is PartKind.OPERATOR:
-                    shown = {
-                        "\n": "⏎ next line, whatever the result",
-                        "&": "& (background)",
-                        ";": "; next, whatever the result",
-                        "|": "| pipe into",
-                        "&&": "&& if it succeeds",
-                        "||": "|| if it fails",
-                    }.get(part.text, part.text)
-                    out.append(f"{pad}   {shown}", styles["operator"])
-                elif part.kind is PartKind.REDIRECT:
-                    out.append(f"{pad}   redirect ", styles["redirect"])
-                    piece, cut = agent_text(part.text, styles, styles["redirect"], limit=limit)
-                    truncated |= cut
-                    out.append_text(piece)
-                elif part.kind is PartKind.SUBSTITUTION:
-                    out.append(f"{pad}↳ runs first, output substituted: {part.text}", styles["substitution"])
-                else:
-                    out.append(f"{pad}   comment ", styles["dim"])
-                    piece, cut = agent_text(part.text, styles, styles["dim"], limit=limit)
-                    truncated |= cut
-                    out.append_text(piece)
-                out.append("\n")
-            if chain.missed:
-                out.append("  ⚠ a shell parser also reads these commands, missing above:", styles["warning"])
-                out.append("\n")
-                for missed in chain.missed:
-                    out.append("     ")
-                    piece, cut = agent_text(missed, styles, styles["warning"], limit=limit)
-                    truncated |= cut
-                    out.append_text(piece)
-                    out.append("\n")
+def _command(d: _Detail, argv: Sequence[str]) -> None:
+    o = d.options
+    d.section("Command")
+    d.out.append("  ")
+    cmd, cut = quoted_argv(argv, d.styles, 10**9 if o.expanded else o.max_arg_chars)
+    d.truncated |= cut
+    d.out.append_text(cmd)
+    d.out.append("\n")
 
-    truncated |= _render_content(out, item, styles, limit)
-    truncated |= _render_proposed(out, item, styles, options, limit)
 
-    escalations = ev.get("escalations") or []
-    _section(
-        out,
-        f"Escalations ({len(escalations)})" if escalations else "No escalations",
-        styles,
-        "beyond the sandbox — what approving grants"
-        if escalations
-        else "everything stays within the ceiling",
+def _shell(d: _Detail, shell: str, body: str, chain: Any) -> None:
+    """A ``sh -c`` script: the raw script when the split is uncertain, and the chain of
+    commands, operators and redirects as the shell will run them."""
+    out, styles = d.out, d.styles
+    if chain.uncertain:
+        # The split may not be what runs: the script itself, every line, is what to read.
+        # Cut, it counts as truncated, so the approval keys wait until it is expanded.
+        raw = d.block(body)
+        d.section(f"Raw script ({shell} -c)", "what runs, exactly as sent")
+        out.append_text(agent_block(raw, styles))
+        out.append("\n")
+    if not (chain.is_compound or chain.uncertain):
+        return
+    d.section(
+        f"Shell chain ({shell} -c)",
+        f"{len(chain.commands)} command{'s' if len(chain.commands) != 1 else ''}"
+        + ("" if not chain.uncertain else " as split here — may be incomplete, see the raw script"),
     )
-    for e in escalations:
-        out.append("  ✖ ", styles["escalation"])
-        label = e.get("kind", "?") + (f"({e['scope']})" if e.get("scope") else "")
-        piece, cut = agent_text(label, styles, styles["escalation"], limit=limit)
-        truncated |= cut
+    number = 0
+    for part in chain.parts:
+        pad = "  " + "    " * part.depth
+        if part.kind is PartKind.COMMAND:
+            number += 1
+            out.append(f"{pad}{number:>2} ", styles["label"])
+            d.put(part.text)
+        elif part.kind is PartKind.OPERATOR:
+            out.append(f"{pad}   {_OPERATORS.get(part.text, part.text)}", styles["operator"])
+        elif part.kind is PartKind.REDIRECT:
+            out.append(f"{pad}   redirect ", styles["redirect"])
+            d.put(part.text, styles["redirect"])
+        elif part.kind is PartKind.SUBSTITUTION:
+            out.append(f"{pad}↳ runs first, output substituted: {part.text}", styles["substitution"])
+        else:
+            out.append(f"{pad}   comment ", styles["dim"])
+            d.put(part.text, styles["dim"])
+        out.append("\n")
+    if chain.missed:
+        out.append("  ⚠ a shell parser also reads these commands, missing above:", styles["warning"])
+        out.append("\n")
+        for missed in chain.missed:
+            out.append("     ")
+            d.put(missed, styles["warning"])
+            out.append("\n")
+
+
+def _content(d: _Detail, item: Mapping[str, Any]) -> None:
+    """The files the fingerprint binds, what it could not bind, and whether this request
+    replaces one whose content changed while it waited."""
+    out, styles = d.out, d.styles
+    content = item.get("content") or []
+    unbound = item.get("unbound") or []
+    supersedes = item.get("supersedes") or ""
+    if supersedes:
+        out.append("\n")
+        piece = d.agent(str(supersedes), styles["warning"], limit=80)
+        out.append("⚠ changed since shown; decide again — this replaces ", styles["warning"])
         out.append_text(piece)
-        out.append(" — " + str(e.get("reason", "")), styles["escalation"])
+        out.append(", whose content changed before it could run\n", styles["warning"])
+    if not content and not unbound:
+        return
+    d.section("Content", "the bytes an approval is bound to")
+    for pair in content:
+        path, digest = [*list(pair), "", ""][:2]
+        out.append("  ")
+        d.put(str(path))
+        out.append(
+            f"  {str(digest)[:12]}" if digest else "  (absent: creating it changes the fingerprint)",
+            styles["dim"],
+        )
         out.append("\n")
-    lifted = ev.get("lifted") or []
-    if lifted:
-        _section(
-            out,
-            "Approving lifts the whole sandbox",
-            styles,
-            "it runs outside, with every power of your account",
-        )
-        for f in lifted:
-            out.append("  ✖ ", styles["escalation"])
-            out.append(str(f.get("reason", "")), styles["escalation"])
-            out.append("\n")
-    justification = op.get("justification", "")
-    _section(out, "Justification", styles, "the agent's words; not part of any decision")
-    if justification:
-        shown_block = block(
-            justification, max_chars=options.max_chars, max_lines=options.max_lines, expanded=options.expanded
-        )
-        truncated |= shown_block.truncated
-        out.append_text(agent_block(shown_block, styles))
+    for reason in unbound:
+        out.append("  ⚠ ", styles["warning"])
+        d.put(str(reason), styles["warning"])
         out.append("\n")
-    else:
-        out.append("  (none given)\n", styles["dim"])
-
-    if options.with_previous:
-        _section(out, "Previous decisions", styles, "of the same command")
-        out.append_text(render_previous(argv, previous, styles, now))
-    _section(out, "Context", styles)
-    for label, key in (("cwd", "cwd"), ("workspace", "workspace_root")):
-        piece, cut = agent_text(str(op.get(key, "")), styles, limit=limit)
-        truncated |= cut
-        field(out, label, piece, styles)
-    env = op.get("env") or {}
-    if env:
-        for i, (name, value) in enumerate(sorted(env.items())):
-            piece, cut = agent_text(f"{name}={value}", styles, limit=limit)
-            truncated |= cut
-            field(out, "env" if i == 0 else "", piece, styles)
-    else:
-        field(out, "env", Text("no overrides", styles["dim"]), styles)
-    stdin_b64 = op.get("stdin", "") or ""
-    field(
-        out,
-        "stdin",
-        f"{len(stdin_b64) * 3 // 4 - stdin_b64.count('=')} bytes" if stdin_b64 else "none",
-        styles,
-    )
-    field(out, "timeout", f"{op.get('timeout_ms', 0) / 1000:g} s", styles)
-    limits = op.get("output") or {}
-    field(
-        out,
-        "output",
-        f"keep {byte_size(int(limits.get('capture_bytes', 0)))}, "
-        f"stop at {byte_size(int(limits.get('max_bytes', 0)))}",
-        styles,
-    )
-    if op.get("write_dirs"):
-        for i, d in enumerate(op["write_dirs"]):
-            piece, cut = agent_text(d, styles, limit=limit)
-            truncated |= cut
-            field(out, "write dir" if i == 0 else "", piece, styles)
-    field(
-        out,
-        "access",
-        f"workspace {op.get('workspace_access', '?')}, network {op.get('network', '?')}",
-        styles,
-    )
-    field(
-        out,
-        "origin",
-        f"{op.get('origin', '?')}, mode {op.get('mode', '?')}, kind {op.get('kind', '?')}",
-        styles,
-    )
-    piece, cut = agent_text(op.get("tool", ""), styles, limit=limit)
-    truncated |= cut
-    field(out, "tool", piece, styles)
-    session, cut = agent_text(item.get("session_id", "") or "-", styles, limit=limit)
-    truncated |= cut
-    field(out, "session", session, styles)
-    deadline = item.get("deadline")
-    left = f", denied automatically in {max(0, int(deadline - now))} s" if deadline else ""
-    field(out, "request", f"{item.get('request_id', '?')} from pid {item.get('peer_pid', '?')}{left}", styles)
-    fp = str(item.get("fingerprint", ""))
-    field(
-        out,
-        "fingerprint",
-        fp if options.full_fingerprint or options.expanded else f"{fp[:16]}…",
-        styles,
-    )
-
-    within = ev.get("within") or []
-    if within:
-        _section(out, "Within the ceiling", styles)
-        for w in within:
-            out.append("  ✔ ", styles["within"])
-            piece, cut = agent_text(
-                w.get("kind", "?") + (f"({w['scope']})" if w.get("scope") else ""), styles, limit=limit
-            )
-            truncated |= cut
-            out.append_text(piece)
-            out.append(" — " + str(w.get("reason", "")), styles["dim"])
-            out.append("\n")
-    forbidden = ev.get("forbidden") or []
-    if forbidden:
-        _section(out, "Still forbidden by the sandbox", styles, "approval does not lift these")
-        for f in forbidden:
-            out.append("  ⊘ ", styles["forbidden"])
-            out.append(str(f.get("kind", "?")))
-            out.append(" — " + str(f.get("reason", "")), styles["dim"])
-            out.append("\n")
-    if truncated:
-        head.append("\n")
-        head.append(
-            "✂ parts of this request are cut short — press x to expand; approval keys wait until you do",
-            styles["marker"],
-        )
-    head.append_text(out)
-    return Rendered(head, truncated)
+    if unbound:
+        out.append("    a standing grant is refused for it: approve once\n", styles["dim"])
 
 
-def _render_proposed(out: Text, item: Mapping[str, Any], styles: Styles, options: Any, limit: int) -> bool:
+def _proposed(d: _Detail, item: Mapping[str, Any]) -> None:
     """What a file-writing tool call will write, as the daemon's diff against the file
-    (console/daemon/proposed.py); True when it was cut, so approving waits for expanding."""
+    (console/daemon/proposed.py)."""
     change = item.get("proposed")
     if not isinstance(change, Mapping):
-        return False
+        return
+    out, styles = d.out, d.styles
     old, new = int(change.get("old_bytes", 0)), int(change.get("new_bytes", 0))
     what = "a new file" if change.get("new_file") else f"{byte_size(old)} → {byte_size(new)}"
-    _section(out, "Proposed change", styles, f"{what}; the grant binds exactly this content")
+    d.section("Proposed change", f"{what}; the grant binds exactly this content")
     out.append("  ")
-    piece, truncated = agent_text(str(change.get("path", "")), styles, limit=limit)
-    out.append_text(piece)
+    d.put(str(change.get("path", "")))
     out.append("\n")
     note = str(change.get("note") or "")
     if note:
         out.append("  ⚠ " + note + "\n", styles["warning"])
     diff = str(change.get("diff") or "")
     if not diff:
-        return truncated
-    shown = block(diff, max_chars=options.max_chars, max_lines=options.max_lines, expanded=options.expanded)
-    for line in shown.lines:
+        return
+    for line in d.block(diff).lines:
         style: Style | str = ""
         if line.text.startswith(("+", "-")) and not line.text.startswith(("+++", "---")):
             style = styles["added"] if line.text.startswith("+") else styles["removed"]
@@ -505,46 +451,95 @@ def _render_proposed(out: Text, item: Mapping[str, Any], styles: Styles, options
         out.append("  ")
         out.append_text(line_text(line, styles, style))
         out.append("\n")
-    return truncated or shown.truncated
 
 
-def _render_content(out: Text, item: Mapping[str, Any], styles: Styles, limit: int) -> bool:
-    """The files the fingerprint binds, what it could not bind, and whether this request
-    replaces one whose content changed while it waited; True when a path was cut."""
-    content = item.get("content") or []
-    unbound = item.get("unbound") or []
-    supersedes = item.get("supersedes") or ""
-    truncated = False
-    if supersedes:
+def _escalations(d: _Detail, ev: Mapping[str, Any]) -> None:
+    """What approving grants beyond the sandbox, and whether it lifts the sandbox whole."""
+    out, styles = d.out, d.styles
+    escalations = ev.get("escalations") or []
+    d.section(
+        f"Escalations ({len(escalations)})" if escalations else "No escalations",
+        "beyond the sandbox — what approving grants"
+        if escalations
+        else "everything stays within the ceiling",
+    )
+    for e in escalations:
+        out.append("  ✖ ", styles["escalation"])
+        d.put(e.get("kind", "?") + (f"({e['scope']})" if e.get("scope") else ""), styles["escalation"])
+        out.append(" — " + str(e.get("reason", "")), styles["escalation"])
         out.append("\n")
-        piece, cut = agent_text(str(supersedes), styles, styles["warning"], limit=80)
-        truncated |= cut
-        out.append("⚠ changed since shown; decide again — this replaces ", styles["warning"])
-        out.append_text(piece)
-        out.append(", whose content changed before it could run\n", styles["warning"])
-    if not content and not unbound:
-        return truncated
-    _section(out, "Content", styles, "the bytes an approval is bound to")
-    for pair in content:
-        path, digest = [*list(pair), "", ""][:2]
-        out.append("  ")
-        piece, cut = agent_text(str(path), styles, limit=limit)
-        truncated |= cut
-        out.append_text(piece)
-        out.append(
-            f"  {str(digest)[:12]}" if digest else "  (absent: creating it changes the fingerprint)",
-            styles["dim"],
-        )
-        out.append("\n")
-    for reason in unbound:
-        out.append("  ⚠ ", styles["warning"])
-        piece, cut = agent_text(str(reason), styles, styles["warning"], limit=limit)
-        truncated |= cut
-        out.append_text(piece)
-        out.append("\n")
-    if unbound:
-        out.append("    a standing grant is refused for it: approve once\n", styles["dim"])
-    return truncated
+    lifted = ev.get("lifted") or []
+    if lifted:
+        d.section("Approving lifts the whole sandbox", "it runs outside, with every power of your account")
+        for f in lifted:
+            out.append("  ✖ ", styles["escalation"])
+            out.append(str(f.get("reason", "")), styles["escalation"])
+            out.append("\n")
+
+
+def _justification(d: _Detail, op: Mapping[str, Any]) -> None:
+    justification = op.get("justification", "")
+    d.section("Justification", "the agent's words; not part of any decision")
+    if justification:
+        d.out.append_text(agent_block(d.block(justification), d.styles))
+        d.out.append("\n")
+    else:
+        d.out.append("  (none given)\n", d.styles["dim"])
+
+
+def _context(d: _Detail, item: Mapping[str, Any], op: Mapping[str, Any], now: float) -> None:
+    """Where and how it runs, and which request it is."""
+    styles = d.styles
+    d.section("Context")
+    for label, key in (("cwd", "cwd"), ("workspace", "workspace_root")):
+        d.field(label, d.agent(str(op.get(key, ""))))
+    env = op.get("env") or {}
+    if env:
+        for i, (name, value) in enumerate(sorted(env.items())):
+            d.field("env" if i == 0 else "", d.agent(f"{name}={value}"))
+    else:
+        d.field("env", Text("no overrides", styles["dim"]))
+    stdin_b64 = op.get("stdin", "") or ""
+    d.field("stdin", f"{len(stdin_b64) * 3 // 4 - stdin_b64.count('=')} bytes" if stdin_b64 else "none")
+    d.field("timeout", f"{op.get('timeout_ms', 0) / 1000:g} s")
+    limits = op.get("output") or {}
+    d.field(
+        "output",
+        f"keep {byte_size(int(limits.get('capture_bytes', 0)))}, "
+        f"stop at {byte_size(int(limits.get('max_bytes', 0)))}",
+    )
+    for i, path in enumerate(op.get("write_dirs") or ()):
+        d.field("write dir" if i == 0 else "", d.agent(path))
+    d.field("access", f"workspace {op.get('workspace_access', '?')}, network {op.get('network', '?')}")
+    d.field("origin", f"{op.get('origin', '?')}, mode {op.get('mode', '?')}, kind {op.get('kind', '?')}")
+    d.field("tool", d.agent(op.get("tool", "")))
+    d.field("session", d.agent(item.get("session_id", "") or "-"))
+    deadline = item.get("deadline")
+    left = f", denied automatically in {max(0, int(deadline - now))} s" if deadline else ""
+    d.field("request", f"{item.get('request_id', '?')} from pid {item.get('peer_pid', '?')}{left}")
+    fp = str(item.get("fingerprint", ""))
+    d.field("fingerprint", fp if d.options.full_fingerprint or d.options.expanded else f"{fp[:16]}…")
+
+
+def _ceiling(d: _Detail, ev: Mapping[str, Any]) -> None:
+    """What stays within the sandbox's ceiling, and what approving does not lift."""
+    out, styles = d.out, d.styles
+    within = ev.get("within") or []
+    if within:
+        d.section("Within the ceiling")
+        for w in within:
+            out.append("  ✔ ", styles["within"])
+            d.put(w.get("kind", "?") + (f"({w['scope']})" if w.get("scope") else ""))
+            out.append(" — " + str(w.get("reason", "")), styles["dim"])
+            out.append("\n")
+    forbidden = ev.get("forbidden") or []
+    if forbidden:
+        d.section("Still forbidden by the sandbox", "approval does not lift these")
+        for f in forbidden:
+            out.append("  ⊘ ", styles["forbidden"])
+            out.append(str(f.get("kind", "?")))
+            out.append(" — " + str(f.get("reason", "")), styles["dim"])
+            out.append("\n")
 
 
 def command_head(argv: Sequence[str]) -> tuple[str, ...]:

@@ -2,42 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.screen import Screen
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.tui.screens.base import ConsoleScreen
 from console.tui.settings.bindings import bindings
-from console.tui.widgets.badge_bar import BadgeBar
 from console.tui.widgets.entry_view import EntryView
-from console.tui.widgets.footer_bar import FooterBar
-from console.tui.widgets.status_line import StatusLine
-
-if TYPE_CHECKING:
-    from console.tui.app import ConsoleApp
 
 
-class EntryScreen(Screen[None]):
+class EntryScreen(ConsoleScreen):
     CONTEXT = "entry"
     BINDINGS: ClassVar[list[BindingType]] = [*bindings("entry")]
-    DEFAULT_CSS = "EntryScreen EntryView { height: 1fr; }"
-
-    app: ConsoleApp
+    CSS_PATH = "entry.tcss"
 
     def __init__(self, request_id: str) -> None:
         super().__init__()
         self.request_id = request_id
         self.detail: dict[str, Any] | None = None
 
-    def compose(self) -> ComposeResult:
-        yield BadgeBar(id="badges")
+    def compose_body(self) -> ComposeResult:
         yield EntryView(max_chars=self.app.config.max_chars, max_lines=self.app.config.max_lines, id="entry")
-        yield StatusLine(id="status")
-        yield FooterBar()
 
     def on_mount(self) -> None:
         self.query_one(EntryView).focus()
@@ -48,10 +37,10 @@ class EntryScreen(Screen[None]):
         try:
             self.detail = await self.app.link.call("history.detail", {"request_id": self.request_id})
         except (RPCError, DaemonUnreachable) as exc:
-            self.query_one(StatusLine).say(f"{self.request_id}: {inert(str(exc))}", "error")
+            self.say(f"{self.request_id}: {inert(str(exc))}", "error")
             return
         self.query_one(EntryView).show(self.detail)
-        self.query_one(StatusLine).say(f"{self.request_id} — o: outcome, g: grant, escape: back")
+        self.say(f"{self.request_id} — o: outcome, g: grant, escape: back")
 
     def action_close(self) -> None:
         self.dismiss()

@@ -2,51 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.tui.link import DaemonLink
+from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt
 from console.tui.settings.bindings import bindings
-from console.tui.widgets.badge_bar import BadgeBar
-from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.grants_view import HEADER, GrantsView
-from console.tui.widgets.status_line import StatusLine
-
-if TYPE_CHECKING:
-    from console.tui.app import ConsoleApp
 
 
-class GrantsScreen(Screen[None]):
+class GrantsScreen(ConsoleScreen):
     CONTEXT = "grants"
     BINDINGS: ClassVar[list[BindingType]] = bindings("grants")
-    DEFAULT_CSS = """
-    GrantsScreen #grants-header { height: 1; background: $panel; color: $text-muted; text-style: bold; }
-    GrantsScreen GrantsView { height: 1fr; }
-    """
-
-    app: ConsoleApp
+    CSS_PATH = "grants.tcss"
 
     def __init__(self) -> None:
         super().__init__(id="grants")
         self.include_inactive = False
         self._live: Timer | None = None
 
-    def compose(self) -> ComposeResult:
-        yield BadgeBar(id="badges")
+    def compose_body(self) -> ComposeResult:
         yield Static(Text(HEADER, no_wrap=True, overflow="crop"), id="grants-header")
         yield GrantsView(clock=self.app.clock, id="grants-list")
-        yield StatusLine(id="status")
-        yield FooterBar()
 
     def on_mount(self) -> None:
         self.query_one(GrantsView).focus()
@@ -54,9 +40,6 @@ class GrantsScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.reload()
-
-    def say(self, message: str, severity: str = "info") -> None:
-        self.query_one(StatusLine).say(message, severity)
 
     def reload(self) -> None:
         self._load(self.include_inactive)
@@ -76,9 +59,20 @@ class GrantsScreen(Screen[None]):
         what = "all grants, including expired and revoked" if include_inactive else "active grants"
         self.say(f"{len(rows)} {what} — r: revoke, i: {'hide' if include_inactive else 'show'} inactive")
 
-    def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
+    DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (
+        DaemonLink.GrantAdded,
+        DaemonLink.GrantsUsed,
+        DaemonLink.GrantsRevoked,
+    )
+
+    @on(DaemonLink.GrantAdded)
+    @on(DaemonLink.GrantsUsed)
+    @on(DaemonLink.GrantsRevoked)
+    def _grants_changed(
+        self, message: DaemonLink.GrantAdded | DaemonLink.GrantsUsed | DaemonLink.GrantsRevoked
+    ) -> None:
         """Grants change (added, used, revoked): reload, at most twice a second."""
-        if topic == "grants" and self.is_mounted and self._live is None:
+        if self.is_mounted and self._live is None:
             self._live = self.set_timer(0.5, self._catch_up)
 
     def _catch_up(self) -> None:

@@ -27,9 +27,9 @@ SCOPE_TITLES = {
     "grants": "Grants",
     "watch": "Watch panel",
     "sessions": "Sessions",
-    "pane": "Terminal pane, after the prefix key",
-    "pane-live": "Terminal pane",
-    "pane-scroll": "Terminal pane, scrolled back",
+    "prefix": "Terminal pane, after the prefix key",
+    "root": "Terminal pane",
+    "copy-mode": "Terminal pane, scrolled back",
     "copy-vi": "Copy mode (vi keys)",
     "copy-emacs": "Copy mode (emacs keys)",
     "record": "History record",
@@ -42,11 +42,7 @@ SCOPE_TITLES = {
 class HelpScreen(ModalScreen[None]):
     CONTEXT = "help"
     BINDINGS: ClassVar[list[BindingType]] = [*bindings("modal"), *bindings("help")]
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; background: $background 60%; }
-    HelpScreen > VerticalScroll { width: 96; max-width: 95%; height: 90%; border: thick $primary; background: $surface;
-                                  padding: 0 1; }
-    """
+    CSS_PATH = "help.tcss"
 
     app: ConsoleApp
 

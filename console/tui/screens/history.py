@@ -8,47 +8,38 @@ the rows themselves.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.history import SOURCES, VERDICTS
+from console.tui.link import DaemonLink
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
+from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.entry import EntryScreen
 from console.tui.screens.prompts import ConfirmPrompt
 from console.tui.screens.watch import RecordScreen
 from console.tui.settings.bindings import bindings
-from console.tui.widgets.badge_bar import BadgeBar
-from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.history_view import HistoryView
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.status_line import StatusLine
-
-if TYPE_CHECKING:
-    from console.tui.app import ConsoleApp
 
 PAGE = 200
 DEBOUNCE_S = 0.12
 LIVE_S = 0.5
 
 
-class HistoryScreen(Screen[None]):
+class HistoryScreen(ConsoleScreen):
     CONTEXT = "history"
     BINDINGS: ClassVar[list[BindingType]] = bindings("history")
-    DEFAULT_CSS = """
-    HistoryScreen #history-search { height: 3; margin: 0 0; }
-    HistoryScreen HistoryView { height: 1fr; }
-    """
-
-    app: ConsoleApp
+    CSS_PATH = "history.tcss"
 
     def __init__(self) -> None:
         super().__init__(id="history")
@@ -58,8 +49,7 @@ class HistoryScreen(Screen[None]):
         self.last_query_ms: float | None = None
         self._live: Timer | None = None
 
-    def compose(self) -> ComposeResult:
-        yield BadgeBar(id="badges")
+    def compose_body(self) -> ComposeResult:
         yield Input(
             placeholder="search…  filters: verdict:deny source:timeout tool:NAME session:ID since:2h until:DATE",
             id="history-search",
@@ -67,8 +57,6 @@ class HistoryScreen(Screen[None]):
         )
         yield StatusLine(id="history-summary")
         yield HistoryView(id="history-list")
-        yield StatusLine(id="status")
-        yield FooterBar()
 
     def on_mount(self) -> None:
         self.query_one(HistoryView).focus()
@@ -81,9 +69,6 @@ class HistoryScreen(Screen[None]):
     @property
     def search_box(self) -> Input:
         return self.query_one("#history-search", Input)
-
-    def say(self, message: str, severity: str = "info") -> None:
-        self.query_one("#status", StatusLine).say(message, severity)
 
     def summary(self, message: str, severity: str = "info") -> None:
         self.query_one("#history-summary", StatusLine).say(message, severity)
@@ -158,13 +143,20 @@ class HistoryScreen(Screen[None]):
         if generation == self._generation:
             self.view.append_rows(page.get("rows", []), page.get("older"))
 
-    def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
+    DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (
+        DaemonLink.Decided,
+        DaemonLink.OutcomeFinished,
+    )
+
+    @on(DaemonLink.Decided)
+    @on(DaemonLink.OutcomeFinished)
+    def _new_rows(self, message: DaemonLink.Decided | DaemonLink.OutcomeFinished) -> None:
         """New decisions show up on top while the operator watches the newest rows.
 
         A busy daemon decides many times a second; the history catches up at most twice a
         second, with one query for everything new.
         """
-        if topic in ("decided", "outcomes") and self.is_mounted and self._live is None:
+        if self.is_mounted and self._live is None:
             self._live = self.set_timer(LIVE_S, self._catch_up)
 
     def _catch_up(self) -> None:
@@ -230,9 +222,9 @@ class HistoryScreen(Screen[None]):
         grant_from_record(self, row)
 
 
-def grant_from_record(screen: Screen[Any], row: Mapping[str, Any]) -> None:
+def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
     """Ask, then add a standing allow grant for the fingerprint of a past decision."""
-    app: ConsoleApp = screen.app  # type: ignore[assignment]
+    app = screen.app
     fingerprint = str(row.get("fingerprint", ""))
     if len(fingerprint) != 64:
         screen.notify("this row has no fingerprint to grant", severity="warning", markup=False)

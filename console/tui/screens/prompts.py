@@ -14,25 +14,13 @@ from textual.widgets import Button, Input, Label, Static
 
 from console.tui.settings.bindings import bindings
 
-PROMPT_CSS = """
-TextPrompt, ConfirmPrompt { align: center middle; background: $background 60%; }
-TextPrompt > Vertical, ConfirmPrompt > Vertical {
-    width: 72; height: auto; max-height: 80%; border: thick $primary; background: $surface; padding: 1 2;
-}
-TextPrompt .prompt-title, ConfirmPrompt .prompt-title { text-style: bold; color: $primary; }
-TextPrompt .prompt-help, ConfirmPrompt .prompt-help { color: $text-muted; margin-bottom: 1; }
-TextPrompt .prompt-error { color: $error; height: auto; }
-ConfirmPrompt Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
-ConfirmPrompt Button { margin-left: 2; }
-"""
-
 
 class TextPrompt(ModalScreen[str | None]):
     CONTEXT = "modal"
     """One line of input; ``check`` returns an error message or None. Escape cancels."""
 
     BINDINGS: ClassVar[list[BindingType]] = bindings("modal")
-    DEFAULT_CSS = PROMPT_CSS
+    CSS_PATH = "prompts.tcss"
 
     def __init__(
         self,
@@ -72,7 +60,7 @@ class TextPrompt(ModalScreen[str | None]):
 class ConfirmPrompt(ModalScreen[bool]):
     CONTEXT = "confirm"
     BINDINGS: ClassVar[list[BindingType]] = [*bindings("modal"), *bindings("confirm")]
-    DEFAULT_CSS = PROMPT_CSS
+    CSS_PATH = "prompts.tcss"
 
     def __init__(self, title: str, help_text: Text | str, yes: str = "Yes") -> None:
         super().__init__()

@@ -8,36 +8,31 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
+from console.tui.link import DaemonLink
 from console.tui.model.badges import confirmation
 from console.tui.model.guard import TypeAheadGuard
 from console.tui.model.pending import Entry
 from console.tui.model.timefmt import parse_duration
 from console.tui.model.watch_model import ANSWERS, is_tripwire, sessions_of
 from console.tui.render.watch_text import answered
+from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import TextPrompt
 from console.tui.settings.bindings import bindings
-from console.tui.widgets.badge_bar import BadgeBar
-from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.queue_view import QueueView
 from console.tui.widgets.request_detail import RequestDetail
-from console.tui.widgets.status_line import StatusLine
-
-if TYPE_CHECKING:
-    from console.tui.app import ConsoleApp
 
 
 def _check_expiry(text: str) -> str | None:
@@ -50,20 +45,10 @@ def _check_expiry(text: str) -> str | None:
     return None
 
 
-class QueueScreen(Screen[None]):
+class QueueScreen(ConsoleScreen):
     CONTEXT = "queue"
     BINDINGS: ClassVar[list[BindingType]] = bindings("queue")
-    DEFAULT_CSS = """
-    QueueScreen { layout: vertical; }
-    QueueScreen #queue-pane { height: 38%; min-height: 6; border-bottom: solid $primary 40%; }
-    QueueScreen #queue-filter { display: none; height: 1; border: none; padding: 0 1; }
-    QueueScreen #queue-filter.-active { display: block; }
-    QueueScreen QueueView { height: 1fr; border-left: tall $panel; }
-    QueueScreen RequestDetail { height: 1fr; border-left: tall $panel; }
-    QueueScreen QueueView:focus, QueueScreen RequestDetail:focus { border-left: tall $accent; }
-    """
-
-    app: ConsoleApp
+    CSS_PATH = "queue.tcss"
 
     def __init__(self) -> None:
         super().__init__(id="queue")
@@ -76,9 +61,8 @@ class QueueScreen(Screen[None]):
         self._tripwire_shown = False
         self._changes_timer: Timer | None = None
 
-    def compose(self) -> ComposeResult:
+    def compose_body(self) -> ComposeResult:
         cfg = self.app.config
-        yield BadgeBar(id="badges")
         with Vertical(id="queue-pane"):
             yield Input(
                 placeholder="filter: words in the command, tool, session, fingerprint; NET, PROTECTED…",
@@ -89,8 +73,6 @@ class QueueScreen(Screen[None]):
         yield RequestDetail(
             max_chars=cfg.max_chars, max_lines=cfg.max_lines, clock=self.app.clock, id="detail"
         )
-        yield StatusLine(id="status")
-        yield FooterBar()
 
     def on_mount(self) -> None:
         self.guard = TypeAheadGuard(self.app.config.guard_idle_s, clock=self.app.monotonic)
@@ -110,9 +92,6 @@ class QueueScreen(Screen[None]):
         if self._detail is None:
             self._detail = self.query_one(RequestDetail)
         return self._detail
-
-    def say(self, message: str, severity: str = "info") -> None:
-        self.query_one(StatusLine).say(message, severity)
 
     def current(self) -> Entry | None:
         view = self.view
@@ -196,9 +175,12 @@ class QueueScreen(Screen[None]):
             return
         self.detail.set_changes(request_id, result.get("events", []))
 
-    def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
+    DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (DaemonLink.WatchBatch,)
+
+    @on(DaemonLink.WatchBatch)
+    def _session_changes(self, message: DaemonLink.WatchBatch) -> None:
         """New changes by a terminal session: the shown request's list follows, twice a second at most."""
-        if topic != "watch" or payload.get("change") != "events" or not self.is_mounted:
+        if not self.is_mounted:
             return
         if (
             self.detail.item is None
@@ -206,7 +188,7 @@ class QueueScreen(Screen[None]):
             or self._changes_timer is not None
         ):
             return
-        if any(sessions_of(e) for e in payload.get("events") or ()):
+        if any(sessions_of(e) for e in message.event.events):
             self._changes_timer = self.set_timer(0.5, self._reload_changes)
 
     def _reload_changes(self) -> None:

@@ -19,34 +19,30 @@ import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.protocol.events import SessionChanged
+from console.tui.link import DaemonLink
 from console.tui.model import layout_file
 from console.tui.panes.pane_area import DOWN, RIGHT, Layout, Node, PaneArea, PaneFrame, Split
 from console.tui.panes.pane_link import Connect, PaneLink, connector
 from console.tui.panes.state import PaneState
 from console.tui.panes.terminal_pane import TerminalPane
+from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt, TextPrompt
 from console.tui.settings.bindings import bindings
-from console.tui.widgets.badge_bar import BadgeBar
-from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.sessions_view import HEADER, SessionsView, command_line
-from console.tui.widgets.status_line import StatusLine
-
-if TYPE_CHECKING:
-    from console.tui.app import ConsoleApp
 
 POLL_S = 2.0  # CPU and memory are sampled by the daemon about once a second
 EVENT_COALESCE_S = 0.3
@@ -55,23 +51,11 @@ ALIVE = ("running", "idle")  # a session a restored pane re-attaches to; the oth
 SESSION_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor"}
 
 
-class SessionsScreen(Screen[None]):
+class SessionsScreen(ConsoleScreen):
     CONTEXT = "sessions"
     BINDINGS: ClassVar[list[BindingType]] = bindings("sessions")
     ESCAPE_TO_MINIMIZE = False  # escape belongs to the program in a zoomed pane
-    ALLOW_IN_MAXIMIZED_VIEW = "BadgeBar, StatusLine, FooterBar"
-    DEFAULT_CSS = """
-    SessionsScreen { layout: vertical; }
-    SessionsScreen #sessions-top { height: 1fr; }
-    SessionsScreen.-panes #sessions-top { height: auto; max-height: 30%; }
-    SessionsScreen #sessions-header { height: 1; background: $panel; color: $text-muted; text-style: bold; }
-    SessionsScreen SessionsView { height: 1fr; }
-    SessionsScreen.-panes SessionsView { height: auto; max-height: 9; min-height: 2; }
-    SessionsScreen #panes { height: 1fr; display: none; }
-    SessionsScreen.-panes #panes { display: block; }
-    """
-
-    app: ConsoleApp
+    CSS_PATH = "sessions.tcss"
 
     def __init__(self) -> None:
         super().__init__(id="sessions")
@@ -91,14 +75,11 @@ class SessionsScreen(Screen[None]):
 
     # ------------------------------------------------------------ parts
 
-    def compose(self) -> ComposeResult:
-        yield BadgeBar(id="badges")
+    def compose_body(self) -> ComposeResult:
         with Vertical(id="sessions-top"):
             yield Static(Text(HEADER, no_wrap=True, overflow="crop"), id="sessions-header")
             yield SessionsView(clock=self.app.clock, id="sessions-list")
         yield PaneArea(self.layout_tree, id="panes")
-        yield StatusLine(id="status")
-        yield FooterBar()
 
     @property
     def view(self) -> SessionsView:
@@ -107,10 +88,6 @@ class SessionsScreen(Screen[None]):
     @property
     def area(self) -> PaneArea:
         return self.query_one(PaneArea)
-
-    def say(self, message: str, severity: str = "info") -> None:
-        """``message`` must already be inert."""
-        self.query_one(StatusLine).say(message, severity)
 
     def on_mount(self) -> None:
         self.view.focus()
@@ -165,27 +142,41 @@ class SessionsScreen(Screen[None]):
         if self.is_mounted:
             self.view.set_rows(self.sessions, attached)
         waiting = sum(1 for s in self.sessions if s.get("status_text") == "awaiting approval")
-        self.app.badges.set(
+        self.app.pills.set(
             "sessions",
             f"{waiting} session{'s' if waiting != 1 else ''} awaiting approval" if waiting else "",
             "warning",
         )
 
-    def daemon_event(self, topic: str, payload: Mapping[str, Any]) -> None:
-        """Sessions come, change and go; a pending request changes its agent's sessions' status."""
-        if topic not in ("sessions", "pending", "decided"):
-            return
-        if topic == "sessions":
-            self._apply(payload)
+    DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (
+        DaemonLink.SessionChanged,
+        DaemonLink.PendingAdded,
+        DaemonLink.Decided,
+    )
+
+    @on(DaemonLink.SessionChanged)
+    def _session_changed(self, message: DaemonLink.SessionChanged) -> None:
+        """Sessions come, change and go."""
+        self._apply(message.event)
+        self._coalesce()
+
+    @on(DaemonLink.PendingAdded)
+    @on(DaemonLink.Decided)
+    def _queue_changed(self, message: DaemonLink.PendingAdded | DaemonLink.Decided) -> None:
+        """A pending request changes its agent's sessions' status ("awaiting approval")."""
+        self._coalesce()
+
+    def _coalesce(self) -> None:
         if self.is_mounted and self._live is None:
             self._live = self.set_timer(EVENT_COALESCE_S, self._catch_up)
 
-    def _apply(self, payload: Mapping[str, Any]) -> None:
-        session = payload.get("session")
-        if not isinstance(session, dict) or "id" not in session:
+    def _apply(self, event: SessionChanged) -> None:
+        session = event.session
+        if "id" not in session:
             return
+        removed = event.change == "removed"
         rows = [s for s in self.sessions if s.get("id") != session["id"]]
-        if payload.get("change") != "removed":
+        if not removed:
             for i, s in enumerate(self.sessions):
                 if s.get("id") == session["id"]:
                     rows.insert(i, session)
@@ -194,7 +185,7 @@ class SessionsScreen(Screen[None]):
                 rows.append(session)
         self.sessions = rows
         for state in self.layout_tree.panes():  # a pane shows its session's own state
-            if state.session_id == session["id"] and payload.get("change") != "removed":
+            if state.session_id == session["id"] and not removed:
                 state.link.info = session
                 state.link.on_update()
 

@@ -12,54 +12,39 @@ request of its own to open.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.screen import Screen
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
 from console.tui.model.watch_model import degraded_roots
-from console.tui.render.outcome_text import render_record
-from console.tui.render.present import ROLES
 from console.tui.render.watch_text import DIFF_NONE
+from console.tui.screens.base import ConsoleScreen
 from console.tui.settings.bindings import bindings
-from console.tui.widgets.badge_bar import BadgeBar
-from console.tui.widgets.footer_bar import FooterBar
 from console.tui.widgets.line_list import LineList
+from console.tui.widgets.record_view import RecordView
 from console.tui.widgets.status_line import StatusLine
-from console.tui.widgets.text_view import TextView
 from console.tui.widgets.watch_detail import WatchDetail
 from console.tui.widgets.watch_list import WatchList
 
-if TYPE_CHECKING:
-    from console.tui.app import ConsoleApp
 
-
-class WatchScreen(Screen[None]):
+class WatchScreen(ConsoleScreen):
     CONTEXT = "watch"
     BINDINGS: ClassVar[list[BindingType]] = bindings("watch")
-    DEFAULT_CSS = """
-    WatchScreen WatchList { height: 55%; min-height: 6; border-bottom: solid $primary 40%; }
-    WatchScreen WatchDetail { height: 1fr; }
-    """
-
-    app: ConsoleApp
+    CSS_PATH = "watch.tcss"
 
     def __init__(self) -> None:
         super().__init__(id="watch")
         self._ready = False  # composed: the monitor's calls may draw (is_mounted is False in on_mount)
 
-    def compose(self) -> ComposeResult:
-        yield BadgeBar(id="badges")
+    def compose_body(self) -> ComposeResult:
         yield StatusLine(id="watch-banner")
         yield WatchList(self.app.watch_monitor.events, id="watch-list")
         yield WatchDetail(clock=self.app.clock, id="watch-detail")
-        yield StatusLine(id="status")
-        yield FooterBar()
 
     def on_mount(self) -> None:
         monitor = self.app.watch_monitor
@@ -89,10 +74,6 @@ class WatchScreen(Screen[None]):
     @property
     def detail(self) -> WatchDetail:
         return self.query_one(WatchDetail)
-
-    def say(self, message: str, severity: str = "info") -> None:
-        """``message`` must be inert."""
-        self.query_one("#status", StatusLine).say(message, severity)
 
     def selected(self) -> Mapping[str, Any] | None:
         model = self.app.watch_monitor.events
@@ -207,45 +188,19 @@ class WatchScreen(Screen[None]):
         self.say("reloading recent changes…")
 
 
-class RecordView(TextView):
-    COMPONENT_CLASSES: ClassVar[set[str]] = {f"record-view--{role}" for role in ROLES}
-    DEFAULT_CSS = WatchDetail.DEFAULT_CSS.replace("WatchDetail", "RecordView").replace(
-        "watch-detail--", "record-view--"
-    )
-
-    def __init__(self, record: Mapping[str, Any], *, limit: int, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.record = record
-        self.limit = limit
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.watch(self.app, "theme", lambda _: self.refresh_record(), init=False)
-        self.refresh_record()
-
-    def refresh_record(self) -> None:
-        styles = {role: self.get_component_rich_style(f"record-view--{role}") for role in ROLES}
-        self.set_text(render_record(self.record, styles, self.limit))
-
-
-class RecordScreen(Screen[None]):
+class RecordScreen(ConsoleScreen):
     """A file event or tripwire record of the history, in full."""
 
     CONTEXT = "record"
     BINDINGS: ClassVar[list[BindingType]] = bindings("record")
-    DEFAULT_CSS = "RecordScreen RecordView { height: 1fr; }"
-
-    app: ConsoleApp
+    CSS_PATH = "watch.tcss"
 
     def __init__(self, record: Mapping[str, Any]) -> None:
         super().__init__()
         self.record = record
 
-    def compose(self) -> ComposeResult:
-        yield BadgeBar(id="badges")
+    def compose_body(self) -> ComposeResult:
         yield RecordView(self.record, limit=self.app.config.max_chars, id="record")
-        yield StatusLine(id="status")
-        yield FooterBar()
 
     def on_mount(self) -> None:
         self.query_one(RecordView).focus()

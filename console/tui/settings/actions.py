@@ -190,10 +190,10 @@ ACTIONS: list[ActionSpec] = [
         "Adopt an agent's session (it outlives the agent)",
         label="adopt",
     ),
-    # a terminal pane while the program has the keys
+    # a terminal pane while the program has the keys (tmux's root table)
     ActionSpec(
         "pane-prefix",
-        "pane-live",
+        "root",
         "ctrl+b",
         "prefix",
         "Prefix: the next key is a console command (twice: send it)",
@@ -202,7 +202,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "pane-scroll-up",
-        "pane-live",
+        "root",
         "shift+pageup",
         "scroll_pages(-1)",
         "Scroll back a page",
@@ -211,17 +211,17 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "pane-scroll-down",
-        "pane-live",
+        "root",
         "shift+pagedown",
         "scroll_pages(1)",
         "Scroll forward a page",
         show=False,
         palette=False,
     ),
-    # a terminal pane: the key after the prefix
+    # a terminal pane: the key after the prefix (tmux's prefix table)
     ActionSpec(
         "pane-split-right",
-        "pane",
+        "prefix",
         "percent_sign",
         "split('right')",
         "Split: a new shell beside this pane",
@@ -230,17 +230,17 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "pane-split-down",
-        "pane",
+        "prefix",
         "quotation_mark",
         "split('down')",
         "Split: a new shell below this pane",
         palette=False,
         label="split down",
     ),
-    ActionSpec("pane-next", "pane", "o", "next_pane", "Focus the next pane", palette=False, label="next"),
+    ActionSpec("pane-next", "prefix", "o", "next_pane", "Focus the next pane", palette=False, label="next"),
     ActionSpec(
         "pane-left",
-        "pane",
+        "prefix",
         "left",
         "focus_pane('left')",
         "Focus the pane to the left",
@@ -249,7 +249,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "pane-right",
-        "pane",
+        "prefix",
         "right",
         "focus_pane('right')",
         "Focus the pane to the right",
@@ -257,14 +257,20 @@ ACTIONS: list[ActionSpec] = [
         label="move",
     ),
     ActionSpec(
-        "pane-up", "pane", "up", "focus_pane('up')", "Focus the pane above", palette=False, label="move"
+        "pane-up", "prefix", "up", "focus_pane('up')", "Focus the pane above", palette=False, label="move"
     ),
     ActionSpec(
-        "pane-down", "pane", "down", "focus_pane('down')", "Focus the pane below", palette=False, label="move"
+        "pane-down",
+        "prefix",
+        "down",
+        "focus_pane('down')",
+        "Focus the pane below",
+        palette=False,
+        label="move",
     ),
     ActionSpec(
         "pane-zoom",
-        "pane",
+        "prefix",
         "z",
         "zoom",
         "Zoom this pane (again: back to the split)",
@@ -273,7 +279,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "pane-detach",
-        "pane",
+        "prefix",
         "d,x",
         "detach",
         "Close this pane: detach (the session keeps running)",
@@ -282,7 +288,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "pane-scroll-mode",
-        "pane",
+        "prefix",
         "left_square_bracket",
         "scroll_mode",
         "Copy mode: move, search, select and yank through the scrollback",
@@ -290,11 +296,11 @@ ACTIONS: list[ActionSpec] = [
         label="copy",
     ),
     ActionSpec(
-        "pane-search", "pane", "slash", "search", "Search the scrollback", palette=False, label="search"
+        "pane-search", "prefix", "slash", "search", "Search the scrollback", palette=False, label="search"
     ),
     ActionSpec(
         "pane-copy",
-        "pane",
+        "prefix",
         "y",
         "copy",
         "Copy the selection (or the screen) to the clipboard",
@@ -303,18 +309,19 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "pane-paste",
-        "pane",
+        "prefix",
         "right_square_bracket",
         "paste_copied",
         "Paste what the console copied last",
         palette=False,
         label="paste",
     ),
-    ActionSpec("pane-list", "pane", "s", "to_list", "Go to the session list", palette=False, label="list"),
-    # a terminal pane scrolled back (prefix [, shift+pageup, the wheel, a search)
+    ActionSpec("pane-list", "prefix", "s", "to_list", "Go to the session list", palette=False, label="list"),
+    # a terminal pane scrolled back (prefix [, shift+pageup, the wheel, a search): tmux's
+    # copy-mode table; the cursor keys of copy mode are copy_keys.py's copy-vi and copy-emacs
     ActionSpec(
         "scroll-up",
-        "pane-scroll",
+        "copy-mode",
         "up,k",
         "scroll_lines(-1)",
         "Scroll back a line",
@@ -323,7 +330,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "scroll-down",
-        "pane-scroll",
+        "copy-mode",
         "down,j",
         "scroll_lines(1)",
         "Scroll forward a line",
@@ -332,7 +339,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "scroll-page-up",
-        "pane-scroll",
+        "copy-mode",
         "pageup,b",
         "scroll_pages(-1)",
         "Scroll back a page",
@@ -341,7 +348,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "scroll-page-down",
-        "pane-scroll",
+        "copy-mode",
         "pagedown,space",
         "scroll_pages(1)",
         "Scroll forward a page",
@@ -349,17 +356,17 @@ ACTIONS: list[ActionSpec] = [
         palette=False,
     ),
     ActionSpec(
-        "scroll-top", "pane-scroll", "home,g", "scroll_top", "The oldest line", show=False, palette=False
+        "scroll-top", "copy-mode", "home,g", "scroll_top", "The oldest line", show=False, palette=False
     ),
     ActionSpec(
-        "scroll-bottom", "pane-scroll", "end,G", "scroll_bottom", "The newest line", show=False, palette=False
+        "scroll-bottom", "copy-mode", "end,G", "scroll_bottom", "The newest line", show=False, palette=False
     ),
     ActionSpec(
-        "scroll-search", "pane-scroll", "slash", "search", "Search the scrollback", show=False, palette=False
+        "scroll-search", "copy-mode", "slash", "search", "Search the scrollback", show=False, palette=False
     ),
     ActionSpec(
         "scroll-next-match",
-        "pane-scroll",
+        "copy-mode",
         "n",
         "search_next(-1)",
         "Next (older) match",
@@ -368,7 +375,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "scroll-previous-match",
-        "pane-scroll",
+        "copy-mode",
         "N",
         "search_next(1)",
         "Previous (newer) match",
@@ -377,7 +384,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "scroll-copy",
-        "pane-scroll",
+        "copy-mode",
         "y",
         "copy",
         "Copy the selection (or the screen)",
@@ -386,7 +393,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec(
         "scroll-exit",
-        "pane-scroll",
+        "copy-mode",
         "escape,q",
         "leave_scroll",
         "Back to the program",
@@ -456,10 +463,13 @@ CONTEXTS: dict[str, tuple[str, ...]] = {
     "confirm": ("modal", "confirm"),
     "help": ("modal", "help"),
     "sessions": ("app", "list", "sessions"),
-    # after the prefix in a pane: its commands, then the view's, then the app's
-    "pane": ("app", "sessions", "pane"),
-    "pane-live": ("pane-live",),
-    "pane-scroll": ("pane-live", "pane-scroll"),
+    # A terminal pane's tables, named as tmux names them: "root" while the program has the
+    # keys, "prefix" after the prefix key (its commands, then the view's, then the app's),
+    # "copy-mode" scrolled back. Keymap files may still say pane-live, pane and pane-scroll
+    # (keymaps.OLD_TABLES).
+    "prefix": ("app", "sessions", "prefix"),
+    "root": ("root",),
+    "copy-mode": ("root", "copy-mode"),
 }
 
 

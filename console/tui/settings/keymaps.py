@@ -7,6 +7,15 @@ A keymap file names only the bindings it changes::
     [keys]
     cursor-down = "j,down"
     cursor-first = ["g", "home"]
+    [keys.root]              # optional: the bindings of one key table, as tmux's bind -T
+    pane-prefix = "ctrl+a"
+
+Every binding id is unique, so a table only groups (and is checked: a binding in the
+wrong table is an error). A terminal pane's tables have tmux's names: ``root`` (the
+program has the keys), ``prefix`` (the key after the prefix), ``copy-mode`` (scrolled
+back). Their old names (``pane-live``, ``pane``, ``pane-scroll``: :data:`OLD_TABLES`)
+still work, with one notice per file saying what to write instead (:attr:`Keymap.notices`,
+shown by the console when it starts).
 
 The keys in force are the defaults of :data:`console.tui.settings.actions.ACTIONS`, then the
 chosen keymap, then the config file's ``[keys]``. A key bound to two actions that are
@@ -24,7 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from console.tui.settings import copy_keys  # noqa: F401  (registers copy mode's tables first)
-from console.tui.settings.actions import by_id, contexts, default_keys
+from console.tui.settings.actions import ACTIONS, by_id, contexts, default_keys
+
+# A terminal pane's key tables as they were named before they took tmux's names.
+OLD_TABLES = {"pane-live": "root", "pane": "prefix", "pane-scroll": "copy-mode"}
 
 # The spelling Textual uses for punctuation keys; keys are compared in this form.
 _PUNCTUATION = {
@@ -75,6 +87,7 @@ class Keymap:
     description: str = ""
     keys: Mapping[str, str] = field(default_factory=dict)
     path: Path | None = None
+    notices: tuple[str, ...] = ()  # old names the file still uses, and what to write instead
 
 
 def normalize_key(key: str) -> str:
@@ -119,6 +132,43 @@ def check_ids(mapping: Mapping[str, Any], where: str) -> None:
             raise KeymapError(f"{where}: unknown binding id {binding_id!r}{hint}")
 
 
+def expand_tables(keys: Mapping[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+    """``[keys]`` with its tables (``[keys.root]``…) made flat, binding id → keys, and the
+    deprecation notice (at most one) if a table has an old name (:data:`OLD_TABLES`)."""
+    table_of = {spec.id: spec.scope for spec in ACTIONS}
+    tables = set(table_of.values())
+    flat: dict[str, Any] = {}
+    old: list[str] = []
+    for name, value in keys.items():
+        if not isinstance(value, dict):
+            flat[name] = value
+            continue
+        table = OLD_TABLES.get(name, name)
+        if name in OLD_TABLES:
+            old.append(name)
+        if table not in tables:
+            raise KeymapError(
+                f"{where}: [keys.{name}] is not a key table; the tables are {', '.join(sorted(tables))}"
+            )
+        check_ids(value, f"{where}: [keys.{name}]")
+        for binding_id, keys_of in value.items():
+            if table_of[binding_id] != table:
+                raise KeymapError(
+                    f"{where}: [keys.{name}]: {binding_id} is in the {table_of[binding_id]} table, not {table}"
+                )
+            if binding_id in flat:
+                raise KeymapError(f"{where}: {binding_id} is given twice ([keys.{name}] and elsewhere)")
+            flat[binding_id] = keys_of
+    notices = []
+    if old:
+        renamed = ", ".join(f"[keys.{n}] is now [keys.{OLD_TABLES[n]}]" for n in old)
+        notices.append(
+            f"{where}: {renamed} (the key tables took tmux's names); the old "
+            f"name{'s still work' if len(old) > 1 else ' still works'} for now, please rename"
+        )
+    return flat, notices
+
+
 def parse_keymap(text: str, name: str, path: Path | None = None) -> Keymap:
     where = str(path) if path else name
     try:
@@ -133,6 +183,7 @@ def parse_keymap(text: str, name: str, path: Path | None = None) -> Keymap:
     keys = data.get("keys", {})
     if not isinstance(keys, dict):
         raise KeymapError(f"{where}: [keys] must be a table of binding id = keys")
+    keys, notices = expand_tables(keys, where)
     check_ids(keys, where)
     normalized = {k: normalize_keys(v, f"{where}: keys.{k}") for k, v in keys.items()}
     description = data.get("description", "")
@@ -141,7 +192,7 @@ def parse_keymap(text: str, name: str, path: Path | None = None) -> Keymap:
     declared = data.get("name", name)
     if declared != name:
         raise KeymapError(f"{where}: name = {declared!r} but the file is {name}.toml; make them match")
-    return Keymap(name, description, normalized, path)
+    return Keymap(name, description, normalized, path, tuple(notices))
 
 
 def load_keymap_file(path: Path) -> Keymap:
@@ -183,13 +234,22 @@ def clashes(keys: Mapping[str, str]) -> list[str]:
 
 
 def resolve(
-    keymap: Keymap | None, overrides: Mapping[str, Any] | None = None, where: str = "config"
+    keymap: Keymap | None,
+    overrides: Mapping[str, Any] | None = None,
+    where: str = "config",
+    notices: list[str] | None = None,
 ) -> dict[str, str]:
-    """The keys in force: defaults, then the keymap, then overrides; clashes are an error."""
+    """The keys in force: defaults, then the keymap, then overrides; clashes are an error.
+    The keymap's and the overrides' deprecation notices are added to ``notices``."""
     keys = {k: normalize_keys(v, f"defaults: {k}") for k, v in default_keys().items()}
     if keymap is not None:
         keys.update(keymap.keys)
+        if notices is not None:
+            notices.extend(keymap.notices)
     if overrides:
+        overrides, found = expand_tables(overrides, f"{where}: [keys]")
+        if notices is not None:
+            notices.extend(found)
         check_ids(overrides, f"{where}: [keys]")
         keys.update({k: normalize_keys(v, f"{where}: keys.{k}") for k, v in overrides.items()})
     problems = clashes(keys)

@@ -30,6 +30,8 @@ class Settings:
     keymaps: dict[str, Path]
     keymap: str
     keys: dict[str, str] = field(default_factory=dict)
+    # Old names a keymap or the config still uses (each once), for the console to show.
+    notices: list[str] = field(default_factory=list)
 
     def keymap_keys(self, name: str) -> dict[str, str]:
         """The keys in force with keymap ``name`` and the config's overrides."""
@@ -38,7 +40,10 @@ class Settings:
             raise SettingsError(f"no keymap {name!r}; available: {', '.join(sorted(self.keymaps))}")
         keymap: Keymap = load_keymap_file(path)
         where = str(self.config.path) if self.config.path else "config"
-        return resolve(keymap, self.config.keys, where)
+        found: list[str] = []
+        keys = resolve(keymap, self.config.keys, where, found)
+        self.notices.extend(n for n in found if n not in self.notices)
+        return keys
 
 
 def search_dirs(config: Config, kind: str) -> list[Path]:
@@ -69,7 +74,7 @@ def prepare(config: Config, *, theme: str | None = None, keymap: str | None = No
         settings.keys = (
             settings.keymap_keys(keymap_name)
             if keymap_name in keymaps
-            else resolve(None, config.keys, str(config.path or "config"))
+            else resolve(None, config.keys, str(config.path or "config"), settings.notices)
         )
     except KeymapError as exc:
         raise SettingsError(str(exc)) from None

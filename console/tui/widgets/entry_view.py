@@ -4,33 +4,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
-from rich.style import Style
 from rich.text import Text
 
 from console.tui.model.badges import badges
 from console.tui.render.outcome_text import render_files, render_outcome
 from console.tui.render.present import (
-    ROLES,
     DetailOptions,
     item_from_request_record,
     render_decision,
     render_request,
 )
-from console.tui.widgets.request_detail import RequestDetail
-from console.tui.widgets.text_view import TextView
+from console.tui.widgets.text_view import DetailView
 
 
-class EntryView(TextView):
-    COMPONENT_CLASSES: ClassVar[set[str]] = {f"entry-view--{role}" for role in ROLES}
-    # The same look as the queue's detail, under this widget's own names.
-    DEFAULT_CSS = "EntryView { background: $surface; padding: 0 1; }\n" + "\n".join(
-        line.replace("RequestDetail > .request-detail--", "EntryView > .entry-view--")
-        for line in RequestDetail.DEFAULT_CSS.splitlines()
-        if "RequestDetail > .request-detail--" in line
-    )
-
+class EntryView(DetailView):
     def __init__(self, *, max_chars: int = 2000, max_lines: int = 40, id: str | None = None) -> None:
         super().__init__(id=id)
         self.options = DetailOptions(
@@ -39,12 +28,10 @@ class EntryView(TextView):
         self.detail: Mapping[str, Any] | None = None
 
     def on_mount(self) -> None:
-        super().on_mount()
         self.set_text(Text("Loading…"))
-        self.watch(self.app, "theme", lambda _: self.refresh_entry(), init=False)
 
-    def styles_map(self) -> dict[str, Style]:
-        return {role: self.get_component_rich_style(f"entry-view--{role}") for role in ROLES}
+    def refresh_view(self) -> None:
+        self.refresh_entry()
 
     def show(self, detail: Mapping[str, Any]) -> None:
         self.detail = detail

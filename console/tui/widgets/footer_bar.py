@@ -20,11 +20,7 @@ ALWAYS = ("help", "quit")
 
 
 class FooterBar(Horizontal):
-    DEFAULT_CSS = """
-    FooterBar { dock: bottom; height: 1; background: $footer-background; }
-    FooterBar Footer { width: 1fr; dock: none; }
-    FooterBar > .footer-bar--always { width: auto; padding: 0 1; background: $footer-background; }
-    """
+    """Docked at the bottom (its look is in console/tui/console.tcss)."""
 
     def compose(self) -> ComposeResult:
         yield Footer(show_command_palette=False)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.strip import Strip
 
 from console.tui.model.timefmt import age, clock_time
 from console.tui.render.present import agent_text
+from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
 HEADER = (
@@ -23,23 +24,10 @@ def _minute(ts: float | None) -> str:
 
 
 class GrantsView(LineList):
-    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "grants-view--allow",
-        "grants-view--deny",
-        "grants-view--inactive",
-        "grants-view--escape",
-        "grants-view--lookalike",
-        "grants-view--header",
-        "grants-view--empty",
-    }
-    DEFAULT_CSS = """
-    GrantsView > .grants-view--allow { color: $success; text-style: bold; }
-    GrantsView > .grants-view--deny { color: $error; text-style: bold; }
-    GrantsView > .grants-view--inactive { color: $text-muted; text-style: strike; }
-    GrantsView > .grants-view--escape { color: $error; text-style: reverse; }
-    GrantsView > .grants-view--lookalike { color: $warning; text-style: underline reverse; }
-    GrantsView > .grants-view--empty { color: $text-muted; text-style: italic; }
-    """
+    # An effect's look, and a grant that no longer applies (role text, settings/roles.py).
+    EFFECTS: ClassVar[dict[str, str]] = {"allow": role_class("ok-bold"), "deny": role_class("error-bold")}
+    INACTIVE = role_class("struck")
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {*EFFECTS.values(), INACTIVE}
 
     def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -72,24 +60,19 @@ class GrantsView(LineList):
     def render_line(self, y: int) -> Strip:
         if not self.rows and y == 1:
             width = self.scrollable_content_region.width
-            text = Text(f"  {self.empty_message}", self.component_style("grants-view--empty"))
+            text = Text(f"  {self.empty_message}", self.component_style(role_class("note")))
             return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
         return super().render_line(y)
 
     def render_row(self, index: int, width: int, selected: bool) -> Strip:
         g = self.rows[index]
         get = self.component_style
-        styles = {
-            "escape": get("grants-view--escape"),
-            "lookalike": get("grants-view--lookalike"),
-            "marker": get("line-list--dim"),
-            "dim": get("line-list--dim"),
-        }
+        styles = self.agent_styles()
         active = self._active(g)
         row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
         row.append(f" {str(g.get('id', ''))[:13]:<13} ")
         effect = str(g.get("effect", ""))
-        row.append(f"{effect:<6} ", get(f"grants-view--{effect}") if effect in ("allow", "deny") else None)
+        row.append(f"{effect:<6} ", get(self.EFFECTS[effect]) if effect in self.EFFECTS else None)
         scope = str(g.get("scope", ""))
         row.append(f"{scope:<8} ")
         row.append(f"{_minute(g.get('created_at')):<16} ")
@@ -99,13 +82,13 @@ class GrantsView(LineList):
         last = g.get("last_used_at")
         row.append(f"{age(self.clock() - float(last)) + ' ago' if last else 'never':<9} ")
         if not active:
-            row.append("revoked " if g.get("revoked_at") else "expired ", get("grants-view--inactive"))
+            row.append("revoked " if g.get("revoked_at") else "expired ", get(self.INACTIVE))
         what = str(g.get("summary") or "") or f"fingerprint {str(g.get('fingerprint', ''))[:16]}…"
         if g.get("session_id"):
             what = f"[session {g['session_id']}] {what}"
         room = max(8, width - row.cell_len)
         piece, _ = agent_text(what, styles, limit=room)
         if not active:
-            piece.stylize(get("grants-view--inactive"))
+            piece.stylize(get(self.INACTIVE))
         row.append_text(piece)
         return Strip(list(row.render(self.app.console))).crop(0, width)

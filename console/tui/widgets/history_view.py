@@ -7,9 +7,8 @@ far and asks for the next (``NeedMore``) when the cursor nears the end of what i
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
-from rich.style import Style
 from rich.text import Text
 from textual.message import Message
 from textual.strip import Strip
@@ -17,32 +16,22 @@ from textual.strip import Strip
 from console.tui.model.timefmt import clock_time
 from console.tui.render.outcome_text import RECORD_KINDS, record_row
 from console.tui.render.present import agent_text
+from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
 PREFETCH = 40  # ask for more when the cursor is this close to the end of what is loaded
 
 
 class HistoryView(LineList):
-    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "history-view--time",
-        "history-view--allow",
-        "history-view--deny",
-        "history-view--source",
-        "history-view--tool",
-        "history-view--escape",
-        "history-view--lookalike",
-        "history-view--empty",
+    # The columns' looks (role text, console/tui/settings/roles.py).
+    LOOKS: ClassVar[dict[str, str]] = {
+        "time": role_class("muted"),
+        "allow": role_class("ok-bold"),
+        "deny": role_class("error-bold"),
+        "source": role_class("secondary"),
+        "tool": role_class("accent"),
     }
-    DEFAULT_CSS = """
-    HistoryView > .history-view--time { color: $text-muted; }
-    HistoryView > .history-view--allow { color: $success; text-style: bold; }
-    HistoryView > .history-view--deny { color: $error; text-style: bold; }
-    HistoryView > .history-view--source { color: $secondary; }
-    HistoryView > .history-view--tool { color: $accent; }
-    HistoryView > .history-view--escape { color: $error; text-style: reverse; }
-    HistoryView > .history-view--lookalike { color: $warning; text-style: underline reverse; }
-    HistoryView > .history-view--empty { color: $text-muted; text-style: italic; }
-    """
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | set(LOOKS.values())
 
     class NeedMore(Message):
         """The cursor is near the end of the loaded rows: load the page before ``older``."""
@@ -120,47 +109,37 @@ class HistoryView(LineList):
     def render_line(self, y: int) -> Strip:
         if not self.rows and y == 1:
             width = self.scrollable_content_region.width
-            text = Text(f"  {self.empty_message}", self.component_style("history-view--empty"))
+            text = Text(f"  {self.empty_message}", self.component_style(role_class("note")))
             return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
         return super().render_line(y)
-
-    def _styles(self) -> dict[str, Style]:
-        get = self.component_style
-        return {
-            "escape": get("history-view--escape"),
-            "lookalike": get("history-view--lookalike"),
-            "marker": get("line-list--dim"),
-            "dim": get("line-list--dim"),
-        }
 
     def render_row(self, index: int, width: int, selected: bool) -> Strip:
         r = self.rows[index]
         get = self.component_style
-        styles = self._styles()
+        styles = self.agent_styles()
         row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
         kind = str(r.get("kind", ""))
         if kind in RECORD_KINDS:
-            roles = ("time", "allow", "deny", "source", "tool")
-            row.append_text(record_row(r, {**styles, **{k: get(f"history-view--{k}") for k in roles}}))
+            row.append_text(record_row(r, {**styles, **{k: get(look) for k, look in self.LOOKS.items()}}))
             return Strip(list(row.render(self.app.console))).crop(0, width)
-        row.append(f" {clock_time(r.get('at'))} ", get("history-view--time"))
+        row.append(f" {clock_time(r.get('at'))} ", get(self.LOOKS["time"]))
         verdict = str(r.get("verdict", "")) or kind
         row.append(
             f"{verdict[:8]:<6} ",
             get(
-                "history-view--allow"
+                self.LOOKS["allow"]
                 if verdict == "allow"
-                else "history-view--deny"
+                else self.LOOKS["deny"]
                 if verdict == "deny"
-                else "line-list--dim"
+                else role_class("muted")
             ),
         )
         source = f"{r.get('source', '')}/{r.get('scope', '')}" if r.get("scope") else str(r.get("source", ""))
-        row.append(f"{source[:16]:<16} ", get("history-view--source"))
-        reason, _ = agent_text(str(r.get("reason", "")), styles, get("line-list--dim"), limit=22)
+        row.append(f"{source[:16]:<16} ", get(self.LOOKS["source"]))
+        reason, _ = agent_text(str(r.get("reason", "")), styles, get(role_class("muted")), limit=22)
         reason.pad_right(23 - reason.cell_len)
         row.append_text(reason)
-        tool, _ = agent_text(str(r.get("tool", "")), styles, get("history-view--tool"), limit=16)
+        tool, _ = agent_text(str(r.get("tool", "")), styles, get(self.LOOKS["tool"]), limit=16)
         tool.pad_right(17 - tool.cell_len)
         row.append_text(tool)
         room = max(8, width - row.cell_len)

@@ -26,6 +26,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from console.tui.settings.bindings import bindings
+from console.tui.settings.roles import role_class, roles
 
 
 def set_virtual_size(view: ScrollView, size: Size) -> None:
@@ -45,12 +46,16 @@ def set_virtual_size(view: ScrollView, size: Size) -> None:
 
 class LineList(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = bindings("list")
+    # The list's own parts (the cursor row), then the role text (settings/roles.py, styled
+    # in console/tui/console.tcss) every list draws: muted, an empty list's note, and the
+    # marks of hostile text. A subclass adds the looks of its columns.
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "line-list--cursor",
         "line-list--row",
-        "line-list--dim",
         "line-list--cursor-blurred",
+        *roles("muted", "note", "escape", "lookalike"),
     }
+    # A reusable widget's own defaults: how it scrolls, and a cursor that shows in any theme.
     DEFAULT_CSS = """
     LineList {
         background: $surface;
@@ -60,7 +65,6 @@ class LineList(ScrollView, can_focus=True):
     LineList > .line-list--cursor { background: $primary; color: $background; text-style: bold; }
     LineList > .line-list--cursor-blurred { background: $primary 40%; text-style: bold; }
     LineList > .line-list--row { }
-    LineList > .line-list--dim { color: $text-muted; }
     """
 
     # No repaint of its own: a cursor move repaints the two rows it touches (watch_cursor),
@@ -112,6 +116,18 @@ class LineList(ScrollView, can_focus=True):
         if style is None:
             style = self._style_lookup[name] = self.get_component_rich_style(name)
         return style
+
+    def agent_styles(self) -> dict[str, Style]:
+        """What :func:`console.tui.render.present.agent_text` needs to mark hostile text
+        in a row: escapes, look-alikes, and its muted markers."""
+        get = self.component_style
+        muted = get(role_class("muted"))
+        return {
+            "escape": get(role_class("escape")),
+            "lookalike": get(role_class("lookalike")),
+            "marker": muted,
+            "dim": muted,
+        }
 
     def row_style(self, selected: bool) -> Style:
         if not selected:

@@ -15,36 +15,12 @@ from console.tui.model.timefmt import age
 from console.tui.model.watch_model import is_tripwire
 from console.tui.render.present import agent_text, badge_text
 from console.tui.render.watch_text import tripwire_row
+from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_class, roles
 from console.tui.widgets.line_list import LineList
-
-BADGE_ROLES = ("unrestricted", "protected", "workspace", "outside", "network", "environment", "other")
 
 
 class QueueView(LineList):
-    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "queue-view--age",
-        "queue-view--session",
-        "queue-view--tool",
-        "queue-view--escape",
-        "queue-view--lookalike",
-        "queue-view--empty",
-        *(f"queue-view--badge-{role}" for role in BADGE_ROLES),
-    }
-    DEFAULT_CSS = """
-    QueueView > .queue-view--age { color: $text-muted; }
-    QueueView > .queue-view--session { color: $secondary; }
-    QueueView > .queue-view--tool { color: $accent; }
-    QueueView > .queue-view--escape { color: $error; text-style: reverse; }
-    QueueView > .queue-view--lookalike { color: $warning; text-style: underline reverse; }
-    QueueView > .queue-view--empty { color: $text-muted; text-style: italic; }
-    QueueView > .queue-view--badge-unrestricted { background: $error; color: $background; text-style: bold; }
-    QueueView > .queue-view--badge-protected { background: $error; color: $background; text-style: bold; }
-    QueueView > .queue-view--badge-workspace { background: $error 70%; color: $background; text-style: bold; }
-    QueueView > .queue-view--badge-outside { background: $warning; color: $background; text-style: bold; }
-    QueueView > .queue-view--badge-network { background: $warning; color: $background; text-style: bold; }
-    QueueView > .queue-view--badge-environment { background: $accent; color: $background; }
-    QueueView > .queue-view--badge-other { background: $secondary; color: $foreground; }
-    """
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | roles("secondary", "accent") | BADGE_CLASSES
 
     def __init__(
         self, model: PendingQueue, *, clock: Callable[[], float] = time.time, id: str | None = None
@@ -70,21 +46,14 @@ class QueueView(LineList):
 
     def _styles(self) -> dict[str, Style]:
         get = self.component_style
-        styles = {f"badge-{r}": get(f"queue-view--badge-{r}") for r in BADGE_ROLES}
-        styles.update(
-            escape=get("queue-view--escape"),
-            lookalike=get("queue-view--lookalike"),
-            marker=get("line-list--dim"),
-            dim=get("line-list--dim"),
-        )
-        return styles
+        return {**self.agent_styles(), **{f"badge-{kind}": get(badge_class(kind)) for kind in BADGES}}
 
     def render_line(self, y: int) -> Strip:
         if self.row_count() == 0 and y == 1:
             width = self.scrollable_content_region.width
             message = "  No pending requests. New ones appear here as the agent asks."
             return Strip(
-                [*Text(message, self.component_style("queue-view--empty")).render(self.app.console)]
+                [*Text(message, self.component_style(role_class("note"))).render(self.app.console)]
             ).adjust_cell_length(width, self.rich_style)
         return super().render_line(y)
 
@@ -95,14 +64,14 @@ class QueueView(LineList):
         base = self.row_style(selected)
         get = self.component_style
         row = Text(style=base, no_wrap=True, overflow="crop", end="")
-        row.append(f" {age(self.clock() - item.get('submitted_at', 0)):>4} ", get("queue-view--age"))
+        row.append(f" {age(self.clock() - item.get('submitted_at', 0)):>4} ", get(role_class("muted")))
         session, _ = agent_text(
-            item.get("session_id", "") or "-", styles, get("queue-view--session"), limit=12
+            item.get("session_id", "") or "-", styles, get(role_class("secondary")), limit=12
         )
         session.pad_right(13 - session.cell_len)
         row.append_text(session)
         tool, _ = agent_text(
-            (item.get("operation") or {}).get("tool", ""), styles, get("queue-view--tool"), limit=18
+            (item.get("operation") or {}).get("tool", ""), styles, get(role_class("accent")), limit=18
         )
         if is_tripwire(item):
             row.append_text(tripwire_row(item, styles, max(8, width - row.cell_len)))

@@ -10,50 +10,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from rich.style import Style
 from rich.text import Text
 from textual.message import Message
 
 from console.tui.model.badges import Badge
 from console.tui.model.watch_model import is_tripwire
-from console.tui.render.present import ROLES, DetailOptions, render_request
+from console.tui.render.present import DetailOptions, render_request
 from console.tui.render.watch_text import changes_warning, render_session_changes, render_tripwire
-from console.tui.widgets.text_view import TextView
+from console.tui.settings.roles import role_class
+from console.tui.widgets.text_view import DetailView
 
 
-class RequestDetail(TextView):
-    COMPONENT_CLASSES: ClassVar[set[str]] = {f"request-detail--{role}" for role in ROLES}
-    DEFAULT_CSS = """
-    RequestDetail { background: $surface; padding: 0 1; scrollbar-size-vertical: 1; }
-    RequestDetail > .request-detail--heading { color: $primary; text-style: bold; }
-    RequestDetail > .request-detail--label { color: $text-muted; }
-    RequestDetail > .request-detail--dim { color: $text-muted; }
-    RequestDetail > .request-detail--program { color: $foreground; text-style: bold underline; }
-    RequestDetail > .request-detail--escape { color: $error; text-style: reverse; }
-    RequestDetail > .request-detail--lookalike { color: $warning; text-style: reverse underline; }
-    RequestDetail > .request-detail--marker { color: $accent; text-style: italic; }
-    RequestDetail > .request-detail--escalation { color: $error; text-style: bold; }
-    RequestDetail > .request-detail--within { color: $success; }
-    RequestDetail > .request-detail--forbidden { color: $text-muted; }
-    RequestDetail > .request-detail--warning { color: $warning; text-style: bold; }
-    RequestDetail > .request-detail--added { color: $success; text-style: bold; }
-    RequestDetail > .request-detail--removed { color: $error; text-style: bold; }
-    RequestDetail > .request-detail--operator { color: $accent; text-style: bold; }
-    RequestDetail > .request-detail--redirect { color: $warning; }
-    RequestDetail > .request-detail--substitution { color: $warning; text-style: bold; }
-    RequestDetail > .request-detail--allow { color: $success; }
-    RequestDetail > .request-detail--deny { color: $error; }
-    RequestDetail > .request-detail--badge-unrestricted { background: $error; color: $background; text-style: bold; }
-    RequestDetail > .request-detail--badge-protected { background: $error; color: $background; text-style: bold; }
-    RequestDetail > .request-detail--badge-workspace { background: $error 70%; color: $background; text-style: bold; }
-    RequestDetail > .request-detail--badge-outside { background: $warning; color: $background; text-style: bold; }
-    RequestDetail > .request-detail--badge-network { background: $warning; color: $background; text-style: bold; }
-    RequestDetail > .request-detail--badge-environment { background: $accent; color: $background; }
-    RequestDetail > .request-detail--badge-other { background: $secondary; color: $foreground; }
-    """
-
+class RequestDetail(DetailView):
     class Shown(Message):
         """The detail now shows ``key`` (None: nothing); ``truncated``: something is cut."""
 
@@ -78,14 +48,8 @@ class RequestDetail(TextView):
         self.previous: Sequence[Mapping[str, Any]] | None = None
         self.changes: Sequence[Mapping[str, Any]] | None = None  # watch events of the agent session
         self.truncated = False
-        self._styles: dict[str, Style] | None = None
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.watch(self.app, "theme", lambda _: self._restyle(), init=False)
-
-    def _restyle(self) -> None:
-        self._styles = None
+    def refresh_view(self) -> None:
         self.refresh_detail()
 
     @property
@@ -98,11 +62,6 @@ class RequestDetail(TextView):
         if self.item is None:
             return None
         return f"{self.request_id}:{'expanded' if self.options.expanded else 'bounded'}"
-
-    def styles_map(self) -> dict[str, Style]:
-        if self._styles is None:
-            self._styles = {role: self.get_component_rich_style(f"request-detail--{role}") for role in ROLES}
-        return self._styles
 
     def show(
         self,
@@ -143,7 +102,7 @@ class RequestDetail(TextView):
         if self.item is None:
             self.truncated = False
             self.set_text(
-                Text("No request selected.", style=self.get_component_rich_style("request-detail--dim"))
+                Text("No request selected.", style=self.get_component_rich_style(role_class("muted")))
             )
         elif is_tripwire(self.item):
             rendered = render_tripwire(self.item, self.styles_map(), self.options, now=self.clock())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.strip import Strip
@@ -17,6 +17,7 @@ from textual.strip import Strip
 from console.protocol.sessions import recording_note
 from console.tui.model.timefmt import age
 from console.tui.render.present import agent_text
+from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
 HEADER = f" {'ID':<10} {'STATUS':<18} {'AGE':>5} {'CPU':>6} {'MEM':>7} {'OUTPUT':>7}  {'OWNER':<16} TITLE / COMMAND"
@@ -38,28 +39,16 @@ def command_line(session: Mapping[str, Any]) -> str:
 
 
 class SessionsView(LineList):
-    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {
-        "sessions-view--running",
-        "sessions-view--idle",
-        "sessions-view--awaiting",
-        "sessions-view--ended",
-        "sessions-view--escape",
-        "sessions-view--lookalike",
-        "sessions-view--empty",
-        "sessions-view--attached",
-        "sessions-view--recording",
+    # A status's look, and the marks beside a row (role text, settings/roles.py).
+    LOOKS: ClassVar[dict[str, str]] = {
+        "running": role_class("ok"),
+        "idle": role_class("muted"),
+        "awaiting": role_class("warning-bold"),
+        "ended": role_class("note"),
+        "attached": role_class("primary-bold"),
+        "recording": role_class("warning"),
     }
-    DEFAULT_CSS = """
-    SessionsView > .sessions-view--running { color: $success; }
-    SessionsView > .sessions-view--idle { color: $text-muted; }
-    SessionsView > .sessions-view--awaiting { color: $warning; text-style: bold; }
-    SessionsView > .sessions-view--ended { color: $text-muted; text-style: italic; }
-    SessionsView > .sessions-view--escape { color: $error; text-style: reverse; }
-    SessionsView > .sessions-view--lookalike { color: $warning; text-style: underline reverse; }
-    SessionsView > .sessions-view--empty { color: $text-muted; text-style: italic; }
-    SessionsView > .sessions-view--attached { color: $primary; text-style: bold; }
-    SessionsView > .sessions-view--recording { color: $warning; }
-    """
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | set(LOOKS.values())
 
     def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -119,19 +108,14 @@ class SessionsView(LineList):
     def render_line(self, y: int) -> Strip:
         if not self.rows and y == 1:
             width = self.scrollable_content_region.width
-            text = Text(f"  {self.empty_message}", self.component_style("sessions-view--empty"))
+            text = Text(f"  {self.empty_message}", self.component_style(role_class("note")))
             return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
         return super().render_line(y)
 
     def render_row(self, index: int, width: int, selected: bool) -> Strip:
         s = self.rows[index]
         get = self.component_style
-        styles = {
-            "escape": get("sessions-view--escape"),
-            "lookalike": get("sessions-view--lookalike"),
-            "marker": get("line-list--dim"),
-            "dim": get("line-list--dim"),
-        }
+        styles = self.agent_styles()
         now = self.clock()
         status_text = str(s.get("status_text") or s.get("status") or "")
         status = str(s.get("status") or "")
@@ -152,9 +136,9 @@ class SessionsView(LineList):
         note = recording_note(s)
         full, width = width, max(8, width - len(note) - 2) if note else width
         marker = "▶" if sid in self.attached else " "
-        row.append(marker, get("sessions-view--attached"))
+        row.append(marker, get(self.LOOKS["attached"]))
         row.append(f"{sid[:10]:<10} ")
-        row.append(f"{status_text[:18]:<18} ", get(f"sessions-view--{look}"))
+        row.append(f"{status_text[:18]:<18} ", get(self.LOOKS[look]))
         row.append(f"{age(now - float(s.get('created_at') or now)):>5} ")
         row.append(f"{cpu:>6} {mem:>7} {output:>7}  ")
         owner, _ = agent_text(str(s.get("owner", "")), styles, limit=16)
@@ -168,15 +152,15 @@ class SessionsView(LineList):
             row.append("  ")
             room = max(8, width - row.cell_len)
         piece, _ = agent_text(command_line(s), styles, limit=room)
-        piece.stylize(get("line-list--dim") if title else "")
+        piece.stylize(get(role_class("muted")) if title else "")
         row.append_text(piece)
         terminal_title = str(s.get("terminal_title") or "")
         if terminal_title and width - row.cell_len > 8:
-            row.append("  — ", get("line-list--dim"))
+            row.append("  — ", get(role_class("muted")))
             piece, _ = agent_text(terminal_title, styles, limit=max(4, width - row.cell_len))
             row.append_text(piece)
         if note:  # it ends the row whatever the command's length
             row.truncate(width, pad=True)
             row.append("  ")
-            row.append(note, get("sessions-view--recording"))
+            row.append(note, get(self.LOOKS["recording"]))
         return Strip(list(row.render(self.app.console))).crop(0, full)

@@ -13,19 +13,21 @@ from rich.text import Text
 from textual.timer import Timer
 from textual.widget import Widget
 
+from console.tui.settings.roles import role_class
+
 SEVERITIES = ("info", "ok", "warning", "error")
+# A severity's look (role text, settings/roles.py; the line itself is styled in console.tcss).
+LOOKS = {
+    "info": role_class("muted"),
+    "ok": role_class("ok"),
+    "warning": role_class("warning-bold"),
+    "error": role_class("error-bold"),
+}
 EXPIRE_S = 8.0
 
 
 class StatusLine(Widget):
-    COMPONENT_CLASSES: ClassVar[set[str]] = {f"status-line--{s}" for s in SEVERITIES}
-    DEFAULT_CSS = """
-    StatusLine { height: 1; background: $panel; padding: 0 1; }
-    StatusLine > .status-line--info { color: $text-muted; }
-    StatusLine > .status-line--ok { color: $success; }
-    StatusLine > .status-line--warning { color: $warning; text-style: bold; }
-    StatusLine > .status-line--error { color: $error; text-style: bold; }
-    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(LOOKS.values())
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -52,7 +54,7 @@ class StatusLine(Widget):
     def render(self) -> Text:
         return Text(
             self.message,
-            self.get_component_rich_style(f"status-line--{self.severity}"),
+            self.get_component_rich_style(LOOKS[self.severity]),
             no_wrap=True,
             overflow="ellipsis",
             end="",

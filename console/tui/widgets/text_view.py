@@ -9,6 +9,7 @@ first line so a view can jump to one (the outcome of a history entry).
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -17,10 +18,12 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from console.tui.settings.roles import DETAIL_LOOKS
 from console.tui.widgets.line_list import set_virtual_size
 
 
 class TextView(ScrollView, can_focus=True):
+    # A reusable widget's own defaults: a padded surface that scrolls vertically only.
     DEFAULT_CSS = """
     TextView { background: $surface; padding: 0 1; overflow-x: hidden; overflow-y: auto; scrollbar-size-vertical: 1; }
     """
@@ -106,6 +109,39 @@ class TextView(ScrollView, can_focus=True):
         line = self._anchors.get(name)
         if line is not None:
             self.scroll_to(y=line, animate=False, immediate=True)
+
+
+class DetailView(TextView):
+    """A text view of render/'s roles (``render.present.ROLES``) in their looks.
+
+    The request detail, the history entry, the watch detail and a history record all
+    draw the same roles; the looks are role text (``settings/roles.py``, styled in
+    ``console.tcss``), so the four share one look. A subclass draws its text in
+    :meth:`refresh_view` from :meth:`styles_map`; a theme change draws it again.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(DETAIL_LOOKS.values())
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._styles: dict[str, Style] | None = None
+
+    def on_mount(self) -> None:
+        super().on_mount()  # first: the lines are re-wrapped before the text is restyled
+        self.watch(self.app, "theme", lambda _: self._restyle(), init=False)
+
+    def _restyle(self) -> None:
+        self._styles = None
+        self.refresh_view()
+
+    def styles_map(self) -> dict[str, Style]:
+        """Each role's style in the current theme."""
+        if self._styles is None:
+            self._styles = {role: self.get_component_rich_style(look) for role, look in DETAIL_LOOKS.items()}
+        return self._styles
+
+    def refresh_view(self) -> None:
+        """Draw the text again (a subclass says how)."""
 
 
 def _drawn(text: Text, width: int, base: Style) -> Hashable:

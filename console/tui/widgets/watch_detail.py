@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
-from rich.style import Style
-
-from console.tui.render.present import ROLES
 from console.tui.render.watch_text import DIFF_NOT_LOADED, event_detail
-from console.tui.widgets.request_detail import RequestDetail
-from console.tui.widgets.text_view import TextView
+from console.tui.widgets.text_view import DetailView
 
 
-class WatchDetail(TextView):
-    COMPONENT_CLASSES: ClassVar[set[str]] = {f"watch-detail--{role}" for role in ROLES}
-    # The queue detail's look, under this widget's own names.
-    DEFAULT_CSS = "WatchDetail { background: $surface; padding: 0 1; }\n" + "\n".join(
-        line.replace("RequestDetail > .request-detail--", "WatchDetail > .watch-detail--")
-        for line in RequestDetail.DEFAULT_CSS.splitlines()
-        if "RequestDetail > .request-detail--" in line
-    )
-
+class WatchDetail(DetailView):
     def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
         super().__init__(id=id)
         self.clock = clock
@@ -30,21 +18,12 @@ class WatchDetail(TextView):
         self.diff: str | None = DIFF_NOT_LOADED
         self.accepted: Mapping[str, Any] | None = None
         self.watch_status: Mapping[str, Any] | None = None
-        self._styles: dict[str, Style] | None = None
 
     def on_mount(self) -> None:
-        super().on_mount()
-        self.watch(self.app, "theme", lambda _: self._restyle(), init=False)
         self.refresh_detail()
 
-    def _restyle(self) -> None:
-        self._styles = None
+    def refresh_view(self) -> None:
         self.refresh_detail()
-
-    def styles_map(self) -> dict[str, Style]:
-        if self._styles is None:
-            self._styles = {role: self.get_component_rich_style(f"watch-detail--{role}") for role in ROLES}
-        return self._styles
 
     def show(self, event: Mapping[str, Any] | None) -> None:
         if event is not self.event:

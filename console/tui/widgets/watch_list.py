@@ -16,20 +16,22 @@ from textual.strip import Strip
 
 from console.tui.model.watch_model import WatchEvents
 from console.tui.render.watch_text import event_row
+from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
-ROW_ROLES = (
-    "time",
-    "protected",
-    "pattern",
-    "flag",
-    "added",
-    "removed",
-    "modified",
-    "label",
-    "escape",
-    "lookalike",
-)
+# The roles of a row (render/watch_text.py's event_row) and their looks (settings/roles.py).
+ROW_LOOKS = {
+    "time": role_class("muted"),
+    "protected": role_class("error-bold"),
+    "pattern": role_class("alarm"),
+    "flag": role_class("warning-bold"),
+    "added": role_class("ok"),
+    "removed": role_class("warning"),
+    "modified": role_class("accent"),
+    "label": role_class("muted"),
+    "escape": role_class("escape"),
+    "lookalike": role_class("lookalike"),
+}
 
 
 def _foreground(style: Style) -> Style:
@@ -38,22 +40,7 @@ def _foreground(style: Style) -> Style:
 
 
 class WatchList(LineList):
-    COMPONENT_CLASSES = (
-        LineList.COMPONENT_CLASSES | {f"watch-list--{r}" for r in ROW_ROLES} | {"watch-list--empty"}
-    )
-    DEFAULT_CSS = """
-    WatchList > .watch-list--time { color: $text-muted; }
-    WatchList > .watch-list--protected { color: $error; text-style: bold; }
-    WatchList > .watch-list--pattern { background: $error; color: $background; text-style: bold; }
-    WatchList > .watch-list--flag { color: $warning; text-style: bold; }
-    WatchList > .watch-list--added { color: $success; }
-    WatchList > .watch-list--removed { color: $warning; }
-    WatchList > .watch-list--modified { color: $accent; }
-    WatchList > .watch-list--label { color: $text-muted; }
-    WatchList > .watch-list--escape { color: $error; text-style: reverse; }
-    WatchList > .watch-list--lookalike { color: $warning; text-style: underline reverse; }
-    WatchList > .watch-list--empty { color: $text-muted; text-style: italic; }
-    """
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | set(ROW_LOOKS.values())
 
     def __init__(self, model: WatchEvents, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -70,16 +57,17 @@ class WatchList(LineList):
 
     def _styles(self) -> dict[str, Style]:
         get = self.component_style
-        styles = {role: _foreground(get(f"watch-list--{role}")) for role in ROW_ROLES}
+        styles = {role: _foreground(get(look)) for role, look in ROW_LOOKS.items()}
         for role in ("pattern", "escape", "lookalike"):  # badges keep their background
-            styles[role] = get(f"watch-list--{role}")
-        styles.update(marker=_foreground(get("line-list--dim")), dim=_foreground(get("line-list--dim")))
+            styles[role] = get(ROW_LOOKS[role])
+        muted = _foreground(get(role_class("muted")))
+        styles.update(marker=muted, dim=muted)
         return styles
 
     def render_line(self, y: int) -> Strip:
         if self.row_count() == 0 and y == 1:
             width = self.scrollable_content_region.width
-            text = Text(f"  {self.empty_message}", self.component_style("watch-list--empty"))
+            text = Text(f"  {self.empty_message}", self.component_style(role_class("note")))
             return Strip(list(text.render(self.app.console))).adjust_cell_length(width, self.rich_style)
         return super().render_line(y)
 

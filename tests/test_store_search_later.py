@@ -1,0 +1,155 @@
+"""Decisions answered before their search entries are written (``search_later``).
+
+The answer waits only for the rows' own commit; the writer indexes them right after. No
+search may miss an answered row, a crash after the answer loses nothing (opening indexes
+what the index lacks), and verify reads a history with entries still to come as intact.
+Real daemon, real SQLite, a real kill -9.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from support.daemon import operation, workspace
+from support.store import ev, raw
+
+from console.store import HistoryQuery, Store
+from console.store import writer as writer_module
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_a_search_right_after_a_daemon_decision_finds_it(daemon):
+    ws = workspace()
+    with daemon.agent() as agent, daemon.operator() as op:
+        for i in range(20):
+            needle = f"needle-{i}-in-history"
+            answer = agent.submit(operation(ws, args=[needle]))
+            assert answer["verdict"] == "allow"
+            rows = op.call("history.query", {"search": needle})["rows"]
+            assert [r["request_id"] for r in rows] == [answer["request_id"]], needle
+            assert op.call("history.query", {"search": needle, "count": True})["count"] == 1
+        report = op.call("history.verify")
+    assert report["ok"], report
+
+
+@pytest.fixture
+def slow_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer left to index only when asked: rows stay unindexed until a search."""
+    monkeypatch.setattr(writer_module, "INDEX_DELAY_S", 3600.0)
+    monkeypatch.setattr(writer_module, "INDEX_EVERY_ROWS", 1 << 30)
+
+
+def test_a_search_waits_for_entries_still_to_be_written(tmp_path: Path, slow_index: None):
+    db = tmp_path / "history.db"
+    with Store.open(db) as store:
+        store.append(*[ev(i, command=f"echo later-{i}") for i in range(1, 6)], search_later=True).result()
+        # Committed, answered, not yet in the index ...
+        assert raw(db).execute("SELECT count(*) FROM events_fts_docsize").fetchone()[0] == 0
+        # ... yet every search of the store finds them.
+        found = store.history(HistoryQuery(search="later-3"))
+        assert [r.seq for r in found.records] == [3]
+        assert store.count(HistoryQuery(search="echo later")) == 5
+        assert raw(db).execute("SELECT count(*) FROM events_fts_docsize").fetchone()[0] == 5
+        assert store.verify().ok
+
+
+def test_verify_beside_a_writer_with_entries_still_to_come_reads_an_intact_history(
+    tmp_path: Path, slow_index: None
+):
+    db = tmp_path / "history.db"
+    with Store.open(db) as store:
+        store.append(*[ev(i) for i in range(1, 4)]).result()
+        store.append(*[ev(i) for i in range(4, 9)], search_later=True).result()
+        beside = Store.open_readonly(db)
+        try:
+            report = beside.verify()
+        finally:
+            beside.close()
+        assert report.ok, report.message
+        # The rows the index already covers are still held to it.
+        conn = raw(db)
+        r = conn.execute(
+            "SELECT command, cwd, justification, reason, note FROM events WHERE seq = 2"
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO events_fts(events_fts, rowid, command, cwd, justification, reason, note) "
+            "VALUES ('delete', 2, ?, ?, ?, ?, ?)",
+            r,
+        )
+        conn.close()
+        beside = Store.open_readonly(db)
+        try:
+            report = beside.verify()
+        finally:
+            beside.close()
+        assert (report.ok, report.what, report.first_bad_seq) == (False, "search_index", 2), report.message
+
+
+def test_the_writing_process_does_not_take_a_lowered_indexed_seq_for_an_excuse(tmp_path: Path):
+    db = tmp_path / "history.db"
+    with Store.open(db) as store:
+        store.append(*[ev(i) for i in range(1, 6)]).result()
+        conn = raw(db)
+        conn.execute("UPDATE meta SET value = '0' WHERE key = 'indexed_seq'")
+        r = conn.execute(
+            "SELECT command, cwd, justification, reason, note FROM events WHERE seq = 3"
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO events_fts(events_fts, rowid, command, cwd, justification, reason, note) "
+            "VALUES ('delete', 3, ?, ?, ?, ?, ?)",
+            r,
+        )
+        conn.close()
+        report = store.verify()
+        assert (report.ok, report.what, report.first_bad_seq) == (False, "search_index", 3), report.message
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from console.store import Event, Store
+    store = Store.open(sys.argv[1])
+    i = 0
+    while True:
+        rid = f"r{i}"
+        seq, = store.append(Event(kind="decision", at=float(i), request_id=rid, verdict="allow",
+                                  command=f"cmd needle{i}x"), search_later=True).result()
+        print(seq, i, flush=True)
+        i += 1
+    """
+)
+
+
+@pytest.mark.parametrize("acks", [30, 600])
+def test_rows_answered_before_a_kill_9_are_found_by_search_after_it(tmp_path: Path, acks: int):
+    db = tmp_path / "history.db"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    acked: dict[int, int] = {}
+    assert child.stdout is not None
+    for line in child.stdout:
+        seq, i = line.split()
+        acked[int(seq)] = int(i)
+        if len(acked) >= acks:
+            break
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    child.stdout.close()
+    with Store.open(db) as store:
+        for seq, i in acked.items():
+            found = store.history(HistoryQuery(search=f"needle{i}x"))
+            assert [r.seq for r in found.records] == [seq], i
+        report = store.verify()
+        assert report.ok, report.message
