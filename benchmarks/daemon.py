@@ -9,7 +9,9 @@
 2. The same at a fixed offered load of 1,000 requests/s (open loop, 50 clients):
    targets p50 <= 1 ms, p99 <= 5 ms. Latency counts from when each request was due, and
    asyncio's epoll loop wakes the driver on whole milliseconds, so a request goes out up
-   to 1 ms late: that is most of the echo floor's p50 (about 0.65 ms), in both rows.
+   to 1 ms late: that is most of the echo floor's p50 (about 0.65 ms), in both rows. Each
+   row also says the same counted from when the request was sent, which leaves out the
+   driver's own lateness (not the daemon's queueing: the sends do not wait for answers).
 3. 10,000 requests pending at once: submit, list and decide, with the per-request cost
    of the first and the last thousand side by side (it must not grow with the queue).
 4. Abuse, on a fresh daemon: the quota cases of issue 11 at once (40 connections
@@ -109,18 +111,23 @@ async def closed_loop(
 
 async def open_loop(
     path: str, frame: bytes, rate: float, seconds: float, clients: int = 50
-) -> tuple[list[float], float]:
+) -> tuple[list[float], list[float], float]:
+    """Latencies counted from when each request was due, and from when it was sent."""
     conns = [await RawConn.open(path) for _ in range(clients)]
     free: asyncio.Queue[RawConn] = asyncio.Queue()
     for c in conns:
         free.put_nowait(c)
     latencies: list[float] = []
+    from_send: list[float] = []
     tasks = []
 
     async def one(scheduled: float) -> None:
         c = await free.get()
+        sent = time.perf_counter()
         await c.roundtrip(frame)
-        latencies.append(time.perf_counter() - scheduled)  # includes any queueing: honest open loop
+        done = time.perf_counter()
+        latencies.append(done - scheduled)  # includes any queueing: honest open loop
+        from_send.append(done - sent)
         free.put_nowait(c)
 
     start = time.perf_counter()
@@ -135,7 +142,13 @@ async def open_loop(
     elapsed = time.perf_counter() - start
     for c in conns:
         c.close()
-    return latencies, n / elapsed
+    return latencies, from_send, n / elapsed
+
+
+def sent_line(lat: list[float]) -> None:
+    print(
+        f"  {'  the same, from when it was sent':34} p50 {pct(lat, 0.5):7.3f} ms   p99 {pct(lat, 0.99):7.3f} ms"
+    )
 
 
 def report(
@@ -552,12 +565,13 @@ async def main_async(args: argparse.Namespace) -> None:
             )
 
         print("\nfixed offered load 1,000 req/s, 50 clients (open loop)")
-        lat, tput = await open_loop(echo_path, frame, 1000, args.seconds)
+        lat, sent, tput = await open_loop(echo_path, frame, 1000, args.seconds)
         report("floor: bare asyncio echo", lat, tput)
+        sent_line(sent)
         commits = commit_floor(base / "commit-floor.db", min(args.seconds, 3.0))
         report("floor: one SQLite commit (FULL)", commits, len(commits) / min(args.seconds, 3.0))
         cpu0, mine = cpu_seconds(daemon.pid), time.process_time()
-        lat, tput = await open_loop(str(loc.agent_socket), frame, 1000, args.seconds)
+        lat, sent, tput = await open_loop(str(loc.agent_socket), frame, 1000, args.seconds)
         report(
             "daemon: grant-settled decision",
             lat,
@@ -565,8 +579,13 @@ async def main_async(args: argparse.Namespace) -> None:
             cpu_since(daemon.pid, cpu0),
             time.process_time() - mine,
         )
+        sent_line(sent)
         ok = pct(lat, 0.5) <= 1 and pct(lat, 0.99) <= 5
-        print(f"  target p50 <= 1 ms and p99 <= 5 ms at 1,000 req/s: {'met' if ok else 'missed'}")
+        ok_sent = pct(sent, 0.5) <= 1 and pct(sent, 0.99) <= 5
+        print(
+            f"  target p50 <= 1 ms and p99 <= 5 ms at 1,000 req/s, from when due: {'met' if ok else 'missed'}"
+        )
+        print(f"  the same target, from when sent: {'met' if ok_sent else 'missed'}")
         if args.only == "grant":
             return
 

@@ -221,8 +221,7 @@ class DaemonLink:
         quiet = True
         while True:
             await asyncio.sleep(REFUSED_CHECK_S)
-            # A stand-in client (the snapshot tests' replay) may not count refusals.
-            total = int(getattr(client, "refused_events", 0))
+            total = client.refused_events
             if total > seen:
                 self.target.post_message(self.EventsRefused(total - seen, total, quiet))
                 seen = total

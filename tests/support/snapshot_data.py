@@ -164,6 +164,7 @@ class ReplayClient:
         self.hello = {"protocol": 1, "role": "operator", "daemon_pid": 1, "version": "0.1.0", "peer_pid": 2}
         self._closed = asyncio.Event()
         self._reader_task = asyncio.get_running_loop().create_future()
+        self.refused_events = 0  # as AsyncClient: the replay sends no event, good or bad
 
     async def subscribe(self, topics: list[str] | None = None) -> dict[str, Any]:
         return {"topics": topics or [], "status": {}}
