@@ -322,3 +322,22 @@ async def test_screens_hear_the_events_they_listen_for(daemon):
         await asyncio.to_thread(add)
         view = grants.query_one(GrantsView)
         await until(pilot, lambda: any(g["fingerprint"] == fingerprint for g in view.rows))
+
+
+def test_the_blocking_client_refuses_malformed_events_too(caplog):
+    """`agent-console watch` reads events with the blocking client: a malformed one is
+    skipped and counted there as well, never indexed into unchecked."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    bad = [{"topic": "watch", "change": "events", "events": [], "dropped": "many"}, {"topic": "nonsense"}]
+    theirs.sendall(b"".join(jsonrpc.encode(jsonrpc.notification("event", p)) for p in [*bad, DECIDED]))
+    client = Client(ours, "operator")
+    try:
+        with caplog.at_level(logging.WARNING, logger="agent-console.client"):
+            assert client.next_event() == DECIDED
+        assert client.refused_events == 2
+        assert sum(r.getMessage().startswith("refused an event") for r in caplog.records) == 2
+    finally:
+        ours.close()
+        theirs.close()

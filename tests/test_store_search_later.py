@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ import pytest
 from support.daemon import operation, workspace
 from support.store import ev, raw
 
-from console.store import HistoryQuery, Store
+from console.store import HistoryQuery, Store, StoreUnavailable
 from console.store import writer as writer_module
 
 ROOT = Path(__file__).parent.parent
@@ -151,5 +152,56 @@ def test_rows_answered_before_a_kill_9_are_found_by_search_after_it(tmp_path: Pa
         for seq, i in acked.items():
             found = store.history(HistoryQuery(search=f"needle{i}x"))
             assert [r.seq for r in found.records] == [seq], i
+        report = store.verify()
+        assert report.ok, report.message
+
+
+class _CommitThenFail:
+    """A connection whose next COMMIT lands and then reports an I/O error, as a disk can
+    (the fault that makes a batch "uncertain"); everything else is the real connection."""
+
+    def __init__(self, conn) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+    def execute(self, sql, *args):
+        result = self._conn.execute(sql, *args)
+        if sql == "COMMIT":
+            raise sqlite3.OperationalError("disk I/O error")
+        return result
+
+
+def test_an_uncertain_commit_is_indexed_even_when_the_first_reindex_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A batch whose COMMIT reached the disk but reported failure is picked up by the
+    next connection, which indexes its rows; if that indexing fails too (the same full
+    disk), the connection after must try again, or the rows stay out of every search and
+    verify cries tampering over a history nobody touched."""
+    db = tmp_path / "history.db"
+    with Store.open(db) as store:
+        store.append(ev(0, command="before")).result(timeout=10)
+        writer = store._writer
+        writer._conn = _CommitThenFail(writer._conn)
+        with pytest.raises(StoreUnavailable):
+            store.append(ev(1, command="uncertain needle"), search_later=True).result(timeout=10)
+        real = writer_module.index_missing
+        calls = []
+
+        def fails_once(conn):
+            calls.append(1)
+            if len(calls) == 1:
+                raise sqlite3.OperationalError("database or disk is full")
+            return real(conn)
+
+        monkeypatch.setattr(writer_module, "index_missing", fails_once)
+        with pytest.raises(StoreUnavailable):
+            store.append(ev(2, command="after")).result(timeout=10)
+        store.append(ev(3, command="later")).result(timeout=10)
+        assert len(calls) == 2, "the next connection tries the index again"
+        found = store.history(HistoryQuery(search="needle")).records
+        assert [r.event.request_id for r in found] == ["r1"]
         report = store.verify()
         assert report.ok, report.message

@@ -6,7 +6,7 @@ from console.tui.model.watch_model import (
     WatchEvents,
     degraded_roots,
     is_tripwire,
-    sandbox_badge,
+    sandbox_pill,
     tripwire_entry,
 )
 from console.tui.render.outcome_text import record_row, render_outcome
@@ -44,20 +44,20 @@ def test_a_reload_keeps_what_arrived_live_while_it_was_on_its_way():
 
 
 def test_sandbox_and_degraded_badges():
-    assert sandbox_badge({}) == ("", "")
+    assert sandbox_pill({}) == ("", "")
     ok = {
         "sandbox": {
             "summary": "bubblewrap 0.8.0, network isolated",
             "probe": {"available": True, "network_isolated": True},
         }
     }
-    assert sandbox_badge(ok) == ("sandbox: bubblewrap 0.8.0, network isolated", "muted")
+    assert sandbox_pill(ok) == ("sandbox: bubblewrap 0.8.0, network isolated", "muted")
     leaky = {"sandbox": {"summary": "bubblewrap 0.8.0, network NOT isolated", "probe": {"available": True}}}
-    assert sandbox_badge(leaky)[1] == "warning"
+    assert sandbox_pill(leaky)[1] == "warning"
     gone = {
         "sandbox": {"summary": "UNAVAILABLE: no bwrap", "probe": {"available": False, "reason": "no bwrap"}}
     }
-    assert sandbox_badge(gone) == ("SANDBOX UNAVAILABLE: no bwrap", "error")
+    assert sandbox_pill(gone) == ("SANDBOX UNAVAILABLE: no bwrap", "error")
     status = {
         "roots": [
             {"root": "/a", "state": "ok"},

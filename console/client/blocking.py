@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import socket
 import time
@@ -13,8 +14,11 @@ from typing import Any
 from console.client.errors import DaemonUnreachable, check_peer, socket_for
 from console.locations import Locations
 from console.protocol import jsonrpc
+from console.protocol.events import EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
 from console.protocol.requests import MethodParams, to_params
+
+log = logging.getLogger("agent-console.client")
 
 
 class Client:
@@ -27,6 +31,7 @@ class Client:
         self._buf = bytearray()
         self._ids = itertools.count(1)
         self._events: deque[dict[str, Any]] = deque()
+        self.refused_events = 0  # event notifications that were no event of the protocol
         self.hello: dict[str, Any] = {}
 
     @classmethod
@@ -149,7 +154,7 @@ class Client:
                 if isinstance(msg, Request) and on_notification is not None:
                     on_notification(msg.method, msg.params)
                 elif isinstance(msg, Request) and msg.method == "event":
-                    self._events.append(msg.params)
+                    self._event(msg.params)
                 elif isinstance(msg, Response) and msg.id == msg_id:
                     if msg.error is not None:
                         raise RPCError(
@@ -161,13 +166,25 @@ class Client:
                 elif not isinstance(msg, Request | Response):
                     raise RPCError(msg.error.code, msg.error.message)
 
+    def _event(self, params: Any) -> None:
+        """Validated here, at the socket, as :class:`AsyncClient` does: what is no event of
+        the protocol is logged, counted and skipped; the events after it still arrive."""
+        try:
+            decode_event(params)
+        except EventError as exc:
+            self.refused_events += 1
+            log.warning("refused an event from the daemon: %s", exc)
+            return
+        self._events.append(params)
+
     def next_event(self) -> dict[str, Any]:
-        """The next event after :meth:`subscribe` (blocks)."""
+        """The next event after :meth:`subscribe` (blocks), as sent, once it validated
+        against its type (console/protocol/events.py)."""
         while not self._events:
             messages, _ = jsonrpc.decode_message(self._read_frame())
             for msg in messages:
                 if isinstance(msg, Request) and msg.method == "event":
-                    self._events.append(msg.params)
+                    self._event(msg.params)
         return self._events.popleft()
 
     def submit(self, operation: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:

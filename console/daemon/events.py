@@ -34,9 +34,6 @@ class EventHub:
     def unsubscribe(self, key: int) -> None:
         self._subscribers.pop(key, None)
 
-    def has_subscribers(self, topic: Topic) -> bool:
-        return any(topic in topics for topics, _ in self._subscribers.values())
-
     def publish(self, event: Event) -> None:
         if not self._subscribers:
             return

@@ -262,7 +262,12 @@ def decode_event(params: Any) -> Event:
         event: Event = msgspec.convert(params, kind)
     except msgspec.ValidationError as exc:
         change = params.get("change")
-        what = f"{topic}/{str(change)[:64]}" if isinstance(change, str) else str(topic)
+        if isinstance(change, str):
+            # A name as the protocol writes them goes as is; anything else quoted, escaped.
+            shown = change if change.isidentifier() and len(change) <= 32 else repr(change[:64])
+            what = f"{topic}/{shown}"
+        else:
+            what = str(topic)
         raise EventError(f"malformed {what} event: {exc}") from None
     return event
 

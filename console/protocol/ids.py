@@ -35,7 +35,6 @@ _HINTS = {
 # (console/protocol/requests.py): a field so annotated is read with :func:`read_id`.
 RequestId = Annotated[str, msgspec.Meta(pattern=REQUEST_ID.pattern)]
 SessionId = Annotated[str, msgspec.Meta(pattern=SESSION_ID.pattern)]
-GrantId = Annotated[str, msgspec.Meta(pattern=GRANT_ID.pattern)]
 TripwireId = Annotated[str, msgspec.Meta(pattern=TRIPWIRE_ID.pattern)]
 AgentId = Annotated[str, msgspec.Meta(pattern=AGENT_ID.pattern)]
 Fingerprint = Annotated[str, msgspec.Meta(pattern=FINGERPRINT.pattern)]
@@ -58,7 +57,3 @@ def read_id(p: Params, name: str, fmt: re.Pattern[str], default: Any = _MISSING)
     if not isinstance(value, str) or not fmt.match(value):
         raise bad(name, f"must be {_HINTS[fmt]}")
     return value
-
-
-def is_id(value: object, fmt: re.Pattern[str]) -> bool:
-    return isinstance(value, str) and fmt.match(value) is not None

@@ -45,6 +45,7 @@ from console.protocol.ids import (
     Fingerprint,
     RequestId,
     SessionId,
+    TripwireId,
     id_format,
     read_id,
 )
@@ -79,7 +80,7 @@ class AttentionState(StrEnum):
 
 
 class TripwireResolution(StrEnum):
-    """``tripwire.resolve``'s action (console/daemon/tripwire.py ``TripwireAction``)."""
+    """``tripwire.resolve``'s action (the watcher's ``TripwireAction``)."""
 
     RESUME = "resume"
     KILL = "kill"
@@ -347,7 +348,7 @@ class TripwireList(MethodParams, frozen=True, kw_only=True):
 
 
 class TripwireResolve(MethodParams, frozen=True, kw_only=True):
-    id: Annotated[str, Meta(max_length=32)]
+    id: TripwireId
     action: TripwireResolution
 
 

@@ -184,7 +184,6 @@ class Checkpointer:
         self._stopping = False
         self.running = False  # from kick() until the checkpoint it asked for has ended
         self.ended = False  # a checkpoint ended since the writer last finished one
-        self.checkpoints = 0
         self._thread = threading.Thread(target=self._loop, name="store-checkpoint", daemon=True)
         self._thread.start()
 
@@ -222,7 +221,6 @@ class Checkpointer:
             log.warning("history checkpoint failed: %s", exc)
             self._drop()
             return
-        self.checkpoints += 1
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -460,9 +458,11 @@ class Writer:
                     # A commit reported failure yet reached the disk: those callers were told
                     # "unavailable" (fail closed); the rows are real, so continue after them.
                     log.warning("a history batch reported as failed was committed (seq %d)", tail[0])
-                    self.seq, self.hash = tail
-                    # Its rows were never queued for the search index: index what lacks it.
+                    # Its rows were never queued for the search index: index what lacks it,
+                    # and only then take its tail as ours, so a failure here (the same full
+                    # disk) leaves the batch uncertain and the next connection tries again.
                     index_missing(conn)
+                    self.seq, self.hash = tail
                 else:
                     raise StoreUnavailable(
                         "corrupt",

@@ -34,7 +34,7 @@ from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.protocol import events as ev
 
 PAGE = 500
-TOPICS = ["pending", "decided", "grants", "status", "sessions", "watch", "outcomes", "attention"]
+TOPICS = [t.value for t in ev.Topic]  # every topic: the console shows them all
 RETRY_S = 1.0
 CONNECT_WAIT_S = 3.0  # how long a call waits for a (re)connection before saying the daemon is away
 REFUSED_CHECK_S = 1.0  # how often the link looks whether the client refused events

@@ -21,7 +21,7 @@ from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.events import WatchBatch
 from console.tui.desktop import sequence
-from console.tui.model.watch_model import WatchEvents, degraded_roots, sandbox_badge, tripwire_entry
+from console.tui.model.watch_model import WatchEvents, degraded_roots, sandbox_pill, tripwire_entry
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp
@@ -69,7 +69,7 @@ class WatchMonitor:
             label = f"tripwire pauses by {inert(str(sessions.get('pause_mode')))[:40]}" if walk else ""
             self.app.pills.set("pause-mode", label, "warning", short="walk")
         if "sandbox" in status:
-            label, variant = sandbox_badge(status)
+            label, variant = sandbox_pill(status)
             self.app.pills.set("sandbox", label, variant or "muted")
             if variant == "error" and label != self._warned_sandbox:
                 self._warned_sandbox = label
@@ -100,7 +100,7 @@ class WatchMonitor:
         on_top, protected = self.events.add(event.events)
         if self.events.loud_added and not self.viewing():
             self.unseen += self.events.loud_added
-            self._unseen_badge()
+            self._unseen_pill()
         if self.on_added is not None and (on_top or event.dropped):
             self.on_added(on_top, protected)
 
@@ -123,9 +123,9 @@ class WatchMonitor:
     def seen(self) -> None:
         """The operator is looking at the watch panel."""
         self.unseen = 0
-        self._unseen_badge()
+        self._unseen_pill()
 
-    def _unseen_badge(self) -> None:
+    def _unseen_pill(self) -> None:
         n = self.unseen
         self.app.pills.set("watch", f"{n} protected change{'s' if n != 1 else ''}" if n else "", "error")
 
@@ -137,15 +137,15 @@ class WatchMonitor:
             return
         self.paused[ident] = item
         self.app.add_pending(tripwire_entry(item))
-        self._paused_badge()
+        self._paused_pill()
 
     def resolved(self, ident: str) -> None:
         """Resolved here or by another operator: it leaves the queue."""
         if self.paused.pop(ident, None) is not None:
-            self._paused_badge()
+            self._paused_pill()
         self.app.request_left(ident)
 
-    def _paused_badge(self) -> None:
+    def _paused_pill(self) -> None:
         n = len(self.paused)
         self.app.pills.set(
             "tripwire", f"{n} session{'s' if n != 1 else ''} paused by tripwire" if n else "", "error"

@@ -127,7 +127,7 @@ def degraded_roots(watch_status: Mapping[str, Any] | None) -> list[Degraded]:
     return out
 
 
-def sandbox_badge(status: Mapping[str, Any]) -> tuple[str, str]:
+def sandbox_pill(status: Mapping[str, Any]) -> tuple[str, str]:
     """The header badge for the sandbox probe: (label, variant); ("", "") when unknown."""
     sandbox = status.get("sandbox")
     if not isinstance(sandbox, Mapping):

@@ -29,8 +29,7 @@ class QueueView(LineList):
         self.model = model
         self.clock = clock
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def on_mount(self) -> None:  # LineList.on_mount runs too (Textual calls each class's)
         self.set_interval(1.0, self._tick_ages)
 
     def _tick_ages(self) -> None:

@@ -127,7 +127,8 @@ class DetailView(TextView):
         self._styles: dict[str, Style] | None = None
 
     def on_mount(self) -> None:
-        super().on_mount()  # first: the lines are re-wrapped before the text is restyled
+        # Textual runs TextView.on_mount after this one (every class's handler, in MRO
+        # order): no super() call, or the view would wrap and watch the theme twice.
         self.watch(self.app, "theme", lambda _: self._restyle(), init=False)
 
     def _restyle(self) -> None:
