@@ -26,7 +26,7 @@ from console.daemon.watch_service import WatchService
 from console.policy import PolicyConfig
 from console.protocol.jsonrpc import RPCError
 from console.protocol.params import Params
-from console.protocol.requests import TripwireResolution as TripwireAction
+from console.protocol.requests import TripwireResolution
 from console.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -166,9 +166,9 @@ class RecordingControl:
 @pytest.mark.parametrize(
     ("action", "acted", "state"),
     [
-        (TripwireAction.RESUME, "resume", TripwireState.RESUMED),
-        (TripwireAction.KILL, "kill", TripwireState.KILLED),
-        (TripwireAction.KEEP_PAUSED, None, TripwireState.KEPT),
+        (TripwireResolution.RESUME, "resume", TripwireState.RESUMED),
+        (TripwireResolution.KILL, "kill", TripwireState.KILLED),
+        (TripwireResolution.KEEP_PAUSED, None, TripwireState.KEPT),
     ],
 )
 def test_the_tripwire_answers_through_the_session_control_it_was_given(tmp_path, action, acted, state):

@@ -6,20 +6,14 @@ store must work again once the fault clears.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
-from support.store import chattr, ev, raw, remount, tmpfs
+from support.store import acked_then_killed, chattr, ev, raw, remount, tmpfs
 
 from console.store import HistoryQuery, Store, StoreUnavailable
-
-ROOT = Path(__file__).parent.parent
 
 
 def _rids(db: Path) -> set[str]:
@@ -152,23 +146,7 @@ CHILD = textwrap.dedent(
 @pytest.mark.parametrize("acks", [50, 400, 1500])
 def test_every_acknowledged_write_survives_kill_9(tmp_path: Path, acks: int):
     db = tmp_path / "history.db"
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    acked: dict[int, str] = {}
-    assert child.stdout is not None
-    for line in child.stdout:
-        seq, rid = line.split()
-        acked[int(seq)] = rid
-        if len(acked) >= acks:
-            break
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    child.stdout.close()
+    acked = acked_then_killed(db, CHILD, acks)
     with Store.open(db) as store:
         stored = dict(
             raw(db).execute("SELECT seq, request_id FROM events WHERE kind = 'decision'").fetchall()

@@ -8,22 +8,16 @@ Real daemon, real SQLite, a real kill -9.
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from support.daemon import operation, workspace
-from support.store import ev, raw
+from support.store import acked_then_killed, ev, raw
 
 from console.store import HistoryQuery, Store, StoreUnavailable
 from console.store import writer as writer_module
-
-ROOT = Path(__file__).parent.parent
 
 
 def test_a_search_right_after_a_daemon_decision_finds_it(daemon):
@@ -131,23 +125,7 @@ CHILD = textwrap.dedent(
 @pytest.mark.parametrize("acks", [30, 600])
 def test_rows_answered_before_a_kill_9_are_found_by_search_after_it(tmp_path: Path, acks: int):
     db = tmp_path / "history.db"
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    acked: dict[int, int] = {}
-    assert child.stdout is not None
-    for line in child.stdout:
-        seq, i = line.split()
-        acked[int(seq)] = int(i)
-        if len(acked) >= acks:
-            break
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    child.stdout.close()
+    acked = acked_then_killed(db, CHILD, acks)
     with Store.open(db) as store:
         for seq, i in acked.items():
             found = store.history(HistoryQuery(search=f"needle{i}x"))

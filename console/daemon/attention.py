@@ -24,21 +24,24 @@ from typing import Any
 
 from console.daemon.events import EventHub
 from console.protocol.events import AttentionChanged
-from console.protocol.requests import MAX_KIND_CHARS, MAX_MESSAGE_CHARS, MAX_SESSION_CHARS
-from console.protocol.requests import AttentionState as State
+from console.protocol.requests import MAX_KIND_CHARS, MAX_MESSAGE_CHARS, MAX_SESSION_CHARS, AttentionState
 
 MAX_ENTRIES = 1024
 MAX_PER_AGENT = 32
 
 
-LABELS = {State.WAITING: "waiting for you", State.WORKING: "working", State.DONE: "done"}
+LABELS = {
+    AttentionState.WAITING: "waiting for you",
+    AttentionState.WORKING: "working",
+    AttentionState.DONE: "done",
+}
 
 
 @dataclass(slots=True)
 class Entry:
     agent: str  # the daemon-issued agent id
     session: str  # the agent's own session id (display and per-agent key only)
-    state: State
+    state: AttentionState
     since: float  # when the entry entered ``state``
     updated_at: float  # the last report, of any state
     message: str = ""
@@ -80,7 +83,7 @@ class AttentionTable:
         return len(self._entries)
 
     def report(
-        self, agent: str, session: str, state: State, *, message: str = "", kind: str = ""
+        self, agent: str, session: str, state: AttentionState, *, message: str = "", kind: str = ""
     ) -> tuple[Entry, bool]:
         """Record ``state`` for (agent, session); (the entry, whether it changed state)."""
         session = session[:MAX_SESSION_CHARS]
@@ -93,7 +96,7 @@ class AttentionTable:
             entry = Entry(agent, session, state, since=now, updated_at=now)
             self._entries[key] = entry
             self._bound(agent)
-            previous: State | None = None
+            previous: AttentionState | None = None
         else:
             self._entries.move_to_end(key)
             previous = entry.state
@@ -124,8 +127,8 @@ class AttentionTable:
         Creates no entry: an agent that never reported attention has none.
         """
         entry = self._entries.get((agent, session[:MAX_SESSION_CHARS]))
-        if entry is not None and entry.state is not State.WORKING:
-            self.report(agent, session, State.WORKING, kind=kind)
+        if entry is not None and entry.state is not AttentionState.WORKING:
+            self.report(agent, session, AttentionState.WORKING, kind=kind)
 
     def _bound(self, agent: str) -> None:
         mine = [k for k in self._entries if k[0] == agent]
@@ -139,7 +142,7 @@ class AttentionTable:
         return [e for e in reversed(self._entries.values()) if agent is None or e.agent == agent]
 
     def waiting(self) -> int:
-        return sum(1 for e in self._entries.values() if e.state is State.WAITING)
+        return sum(1 for e in self._entries.values() if e.state is AttentionState.WAITING)
 
     def wire(self, entry: Entry) -> dict[str, Any]:
         return {**entry.to_wire(), **self.describe(entry.agent)}

@@ -29,7 +29,7 @@ from console.daemon.proposed import proposed_change
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
 from console.policy.diff import NEW_WORKSPACE
 from console.protocol.events import Decided, GrantAdded, GrantsRevoked, GrantsUsed, PendingAdded
-from console.protocol.requests import DecideAction as Action
+from console.protocol.requests import DecideAction
 from console.sandbox.content_pins import content_changed_since
 from console.store import (
     Event,
@@ -461,7 +461,7 @@ class Broker:
     async def decide(
         self,
         target: str,
-        action: Action,
+        action: DecideAction,
         *,
         scope: GrantScope = GrantScope.ONCE,
         expires_in_s: float | None = None,
@@ -474,14 +474,14 @@ class Broker:
         now = self.clock()
         first = items[0]
         grant: Grant | None = None
-        if action is Action.APPROVE and scope is not GrantScope.ONCE and first.op.unbound:
+        if action is DecideAction.APPROVE and scope is not GrantScope.ONCE and first.op.unbound:
             raise InvalidParams(
                 "this request's content is not fully bound ("
                 + "; ".join(r.removeprefix("content not bound: ") for r in first.op.unbound)
                 + "): approve once",
                 {"unbound": list(first.op.unbound)},
             )
-        if action is Action.APPROVE and scope is not GrantScope.ONCE:
+        if action is DecideAction.APPROVE and scope is not GrantScope.ONCE:
             grant = Grant(
                 id="g-" + secrets.token_hex(5),
                 fingerprint=first.op.fingerprint,
@@ -492,7 +492,7 @@ class Broker:
                 expires_at=now + expires_in_s if expires_in_s else None,
                 note=note,
             )
-        elif action is Action.DENY and always:
+        elif action is DecideAction.DENY and always:
             grant = Grant(
                 id="g-" + secrets.token_hex(5),
                 fingerprint=first.op.fingerprint,
@@ -514,7 +514,7 @@ class Broker:
         # Take them out of the queue now: a second operator gets "already decided".
         for p in items:
             self._take(p.id, now)
-        if action is Action.APPROVE:
+        if action is DecideAction.APPROVE:
             changed = await asyncio.to_thread(content_changed_since, first.op)
             if changed:
                 raise await self._changed_since_shown(items, now, changed)
@@ -531,8 +531,8 @@ class Broker:
             self.grants.put(grant)
             self.events.publish(GrantAdded(grant=grant.to_dict()))
 
-        verdict = Verdict.ALLOW if action is Action.APPROVE else Verdict.DENY
-        reason_code = "operator_approved" if action is Action.APPROVE else (reason or "operator_denied")
+        verdict = Verdict.ALLOW if action is DecideAction.APPROVE else Verdict.DENY
+        reason_code = "operator_approved" if action is DecideAction.APPROVE else (reason or "operator_denied")
         answers = []
         for p in items:
             answer = self._answer(
@@ -544,7 +544,7 @@ class Broker:
                 now,
                 decision=p.evaluation,
                 scope=(grant.scope.value if grant else scope.value)
-                if action is Action.APPROVE
+                if action is DecideAction.APPROVE
                 else ("always" if always else ""),
                 note=note,
                 grant=grant,

@@ -44,7 +44,7 @@ from console.protocol.events import (
     WatchBatch,
     WatchStatusChanged,
 )
-from console.protocol.requests import TripwireResolution as TripwireAction
+from console.protocol.requests import TripwireResolution
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.writers import (
     PID_FANOTIFY,
@@ -745,22 +745,22 @@ class WatchService:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def resolve(self, item_id: str, action: TripwireAction) -> dict[str, Any]:
+    async def resolve(self, item_id: str, action: TripwireResolution) -> dict[str, Any]:
         item = self.tripwires.get(item_id)
         if item is None or not (item.open or item.state is TripwireState.KEPT):
             raise NotFound(f"no open tripwire item {item_id}")
         manager = self.sessions
         if item.state is TripwireState.EXITED:
             # The writer had already ended: the item is an alert to acknowledge.
-            if action is TripwireAction.KILL and self._has_processes(item.session):
+            if action is TripwireResolution.KILL and self._has_processes(item.session):
                 await manager.kill(item.session)
                 item.state = TripwireState.KILLED
             else:
                 item.state = TripwireState.DISMISSED
-        elif action is TripwireAction.RESUME:
+        elif action is TripwireResolution.RESUME:
             await manager.resume(item.session)
             item.state = TripwireState.RESUMED
-        elif action is TripwireAction.KILL:
+        elif action is TripwireResolution.KILL:
             await manager.kill(item.session)
             item.state = TripwireState.KILLED
         else:

@@ -37,7 +37,6 @@ from console.protocol.history import KINDS
 from console.protocol.ids import (
     AGENT_ID,
     FINGERPRINT,
-    GRANT_ID,
     REQUEST_ID,
     SESSION_ID,
     TRIPWIRE_ID,
@@ -80,7 +79,7 @@ class AttentionState(StrEnum):
 
 
 class TripwireResolution(StrEnum):
-    """``tripwire.resolve``'s action (the watcher's ``TripwireAction``)."""
+    """``tripwire.resolve``'s action (the watcher's answer to an item)."""
 
     RESUME = "resume"
     KILL = "kill"
@@ -605,7 +604,6 @@ def _describe_type(kind: Any) -> str:
 _ID_WORDS = {
     REQUEST_ID.pattern: "request id",
     SESSION_ID.pattern: "session id",
-    GRANT_ID.pattern: "grant id",
     TRIPWIRE_ID.pattern: "tripwire item id",
     AGENT_ID.pattern: "agent id",
     FINGERPRINT.pattern: "fingerprint",

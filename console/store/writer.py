@@ -220,7 +220,6 @@ class Checkpointer:
         except sqlite3.Error as exc:
             log.warning("history checkpoint failed: %s", exc)
             self._drop()
-            return
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None

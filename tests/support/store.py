@@ -4,14 +4,42 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from console.store import Event
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def acked_then_killed(db: Path, child: str, acks: int) -> dict[int, str]:
+    """Run ``child`` (Python source that appends to ``db`` and prints ``<seq> <tag>`` for
+    each append it was answered), read ``acks`` answers, then kill -9 it: what it was told
+    is written, by seq."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", child, str(db)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    acked: dict[int, str] = {}
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seq, tag = line.split()
+        acked[int(seq)] = tag
+        if len(acked) >= acks:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    return acked
 
 
 def ev(i: int, **kw) -> Event:
