@@ -27,6 +27,7 @@ from console.policy import PolicyConfig
 from console.protocol.jsonrpc import RPCError
 from console.protocol.params import Params
 from console.protocol.requests import TripwireResolution
+from console.protocol.results import GrantsAddResult, GrantsListResult, GrantsRevokeResult
 from console.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +53,15 @@ def call(services, method: str, params: dict) -> object:
 def test_grant_methods_run_on_real_services_without_a_daemon(services):
     fingerprint = "ab" * 32
     added = call(services, "grants.add", {"fingerprint": fingerprint, "note": "from a unit test"})
-    assert added["grant"]["fingerprint"] == fingerprint
+    assert isinstance(added, GrantsAddResult)
+    assert added.grant["fingerprint"] == fingerprint
     listed = call(services, "grants.list", {})
-    assert [g["fingerprint"] for g in listed["grants"]] == [fingerprint]
-    revoked = call(services, "grants.revoke", {"target": added["grant"]["id"]})
-    assert revoked["revoked"]
-    assert call(services, "grants.list", {})["grants"] == []
+    assert isinstance(listed, GrantsListResult)
+    assert [g["fingerprint"] for g in listed.grants] == [fingerprint]
+    revoked = call(services, "grants.revoke", {"target": added.grant["id"]})
+    assert isinstance(revoked, GrantsRevokeResult)
+    assert revoked.revoked == [added.grant["id"]]
+    assert call(services, "grants.list", {}) == GrantsListResult(grants=[])
 
 
 def test_a_method_refusal_reaches_its_caller_as_the_wire_code(services):

@@ -145,7 +145,7 @@ GOOD_EVENT = DECIDED
 ANSWERS: dict[str, Any] = {
     "hello": {"protocol": 1, "role": "operator", "daemon_pid": 1, "version": "9.9.9", "peer_pid": 2},
     "subscribe": {"topics": [], "status": {}},
-    "pending.list": {"pending": []},
+    "pending.list": {"pending": [], "count": 0, "next": None},
     "watch.recent": {"events": []},
     "tripwire.list": {"items": []},
 }

@@ -268,3 +268,14 @@ def test_prepare_refuses_unknown_names():
         prepare(Config(), keymap="qwerty")
     with pytest.raises(SettingsError, match="bound to both"):
         prepare(Config(keys={"deny": "a"}))
+
+
+def test_a_binding_given_both_in_a_table_and_flat_is_an_error_whatever_the_order():
+    # A flat binding after a table of the same id used to win silently (TOML keeps an
+    # inline table's place in [keys], so it can come first).
+    for text in (
+        '[keys]\nroot = { pane-prefix = "ctrl+a" }\npane-prefix = "ctrl+s"\n',
+        '[keys]\npane-prefix = "ctrl+s"\n[keys.root]\npane-prefix = "ctrl+a"\n',
+    ):
+        with pytest.raises(KeymapError, match=r"pane-prefix is given twice \(\[keys.root\] and elsewhere\)"):
+            parse_keymap(text, "mine")

@@ -2,7 +2,10 @@
 
 Agents use ``submit``; operators connect with ``role="operator"`` (the token is read
 from the state directory) and use the other helpers or :meth:`call` directly. Every
-failure to reach the daemon is :class:`DaemonUnreachable` — never a silent allow.
+failure to reach the daemon is :class:`DaemonUnreachable` — never a silent allow. Events
+and results are checked against their types (console/protocol/events.py, results.py) as
+they arrive: an answer that is not its method's result fails the call with
+:class:`ResultError`, an :class:`RPCError`.
 
     from console.client import Client
     with Client.connect() as c:
@@ -14,5 +17,6 @@ failure to reach the daemon is :class:`DaemonUnreachable` — never a silent all
 from console.client.asyncclient import AsyncClient
 from console.client.blocking import Client
 from console.client.errors import DaemonUnreachable, RPCError
+from console.protocol.results import ResultError
 
-__all__ = ["AsyncClient", "Client", "DaemonUnreachable", "RPCError"]
+__all__ = ["AsyncClient", "Client", "DaemonUnreachable", "RPCError", "ResultError"]

@@ -16,6 +16,7 @@ from console.protocol import jsonrpc
 from console.protocol.events import Event, EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
 from console.protocol.requests import MethodParams, to_params
+from console.protocol.results import ResultError, decode_result
 
 log = logging.getLogger("agent-console.client")
 
@@ -26,9 +27,12 @@ class AsyncClient:
         self._reader = reader
         self._writer = writer
         self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        # Each call waiting for its answer: the method (its result is checked against
+        # it) and the future the answer resolves.
+        self._waiting: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._events: asyncio.Queue[Event | None] = asyncio.Queue()
         self.refused_events = 0  # event notifications that were no event of the protocol
+        self.refused_results = 0  # answers that were not their method's result
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._reader_task = asyncio.create_task(self._read_loop())
         self.hello: dict[str, Any] = {}
@@ -83,8 +87,9 @@ class AsyncClient:
                 messages, _ = jsonrpc.decode_message(line)
                 for msg in messages:
                     if isinstance(msg, Response):
-                        fut = self._waiting.pop(msg.id, None) if isinstance(msg.id, int) else None
-                        if fut is not None and not fut.done():
+                        waiting = self._waiting.pop(msg.id, None) if isinstance(msg.id, int) else None
+                        if waiting is not None and not waiting[1].done():
+                            method, fut = waiting
                             if msg.error is not None:
                                 fut.set_exception(
                                     RPCError(
@@ -93,6 +98,8 @@ class AsyncClient:
                                         msg.error.get("data"),
                                     )
                                 )
+                            elif (refused := self._refused(method, msg.result)) is not None:
+                                fut.set_exception(refused)
                             else:
                                 fut.set_result(msg.result)
                     elif isinstance(msg, Request) and msg.method == "event":
@@ -104,14 +111,14 @@ class AsyncClient:
                     elif not isinstance(msg, Request):
                         # An error without an id (e.g. our frame was refused): fail every waiter.
                         error = RPCError(msg.error.code, msg.error.message)
-                        for fut in self._waiting.values():
+                        for _, fut in self._waiting.values():
                             if not fut.done():
                                 fut.set_exception(error)
                         self._waiting.clear()
         except (asyncio.IncompleteReadError, ConnectionError, OSError, asyncio.LimitOverrunError):
             pass
         finally:
-            for fut in self._waiting.values():
+            for _, fut in self._waiting.values():
                 if not fut.done():
                     fut.set_exception(error)
             self._waiting.clear()
@@ -128,13 +135,29 @@ class AsyncClient:
             return
         self._events.put_nowait(event)
 
+    def _refused(self, method: str, result: Any) -> ResultError | None:
+        """Validated here, at the socket, as events are: an answer that is not its
+        method's result (console/protocol/results.py) is logged, counted in
+        :attr:`refused_results` and fails its call with :class:`ResultError`, which names
+        the method and the field; the connection goes on serving the other calls."""
+        try:
+            decode_result(method, result)
+        except ResultError as exc:
+            self.refused_results += 1
+            log.warning("refused a result from the daemon: %s", exc)
+            return exc
+        return None
+
     async def call(self, method: str, params: dict[str, Any] | MethodParams | None = None) -> Any:
-        """One call; ``params`` may be the method's Struct (console/protocol/requests.py)."""
+        """One call; ``params`` may be the method's Struct (console/protocol/requests.py).
+        Returns the result as sent (decoded JSON) once it validated against the method's
+        result Struct (console/protocol/results.py); raises :class:`ResultError` when it
+        did not."""
         if self._reader_task.done():
             raise DaemonUnreachable("the connection to the daemon is closed")
         msg_id = next(self._ids)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[msg_id] = fut
+        self._waiting[msg_id] = (method, fut)
         try:
             self._writer.write(jsonrpc.encode(jsonrpc.request(msg_id, method, to_params(params))))
             await self._writer.drain()

@@ -17,6 +17,7 @@ from console.protocol import jsonrpc
 from console.protocol.events import EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
 from console.protocol.requests import MethodParams, to_params
+from console.protocol.results import ResultError, decode_result
 
 log = logging.getLogger("agent-console.client")
 
@@ -32,6 +33,7 @@ class Client:
         self._ids = itertools.count(1)
         self._events: deque[dict[str, Any]] = deque()
         self.refused_events = 0  # event notifications that were no event of the protocol
+        self.refused_results = 0  # answers that were not their method's result
         self.hello: dict[str, Any] = {}
 
     @classmethod
@@ -139,7 +141,9 @@ class Client:
         """One call. ``params`` may be the method's Struct (console/protocol/requests.py;
         fields at their default are not sent). Notifications that arrive meanwhile go to
         ``on_notification`` if given (``exec`` output does), else events are queued for
-        :meth:`next_event`."""
+        :meth:`next_event`. Returns the result as sent (decoded JSON) once it validated
+        against the method's result Struct (console/protocol/results.py); raises
+        :class:`ResultError` when it did not."""
         msg_id = next(self._ids)
         self._sock.settimeout(self._wait_s(self._idle_s))
         try:
@@ -162,6 +166,7 @@ class Client:
                             str(msg.error.get("message", "")),
                             msg.error.get("data"),
                         )
+                    self._check_result(method, msg.result)
                     return msg.result
                 elif not isinstance(msg, Request | Response):
                     raise RPCError(msg.error.code, msg.error.message)
@@ -176,6 +181,17 @@ class Client:
             log.warning("refused an event from the daemon: %s", exc)
             return
         self._events.append(params)
+
+    def _check_result(self, method: str, result: Any) -> None:
+        """Validated here, at the socket, as :class:`AsyncClient` does: an answer that is
+        not its method's result is logged, counted and raised as :class:`ResultError`
+        (naming the method and the field); the connection stays usable."""
+        try:
+            decode_result(method, result)
+        except ResultError as exc:
+            self.refused_results += 1
+            log.warning("refused a result from the daemon: %s", exc)
+            raise
 
     def next_event(self) -> dict[str, Any]:
         """The next event after :meth:`subscribe` (blocks), as sent, once it validated

@@ -1,7 +1,9 @@
 """The daemon's JSON-RPC methods, one module per area; docs/protocol.md documents them.
 
 Each handler takes ``(ctx, args)``, ``args`` its method's params Struct
-(console/protocol/requests.py), which the dispatcher reads at the socket.
+(console/protocol/requests.py), which the dispatcher reads at the socket, and returns
+its method's result Struct (console/protocol/results.py), which the connection encodes
+as it is.
 """
 
 from __future__ import annotations

@@ -28,6 +28,16 @@ from console.protocol.requests import (
     PendingList,
     RequestGet,
 )
+from console.protocol.results import (
+    DecideResult,
+    GrantsAddResult,
+    GrantsListResult,
+    GrantsRevokeResult,
+    OperationCancelResult,
+    OperationSubmitResult,
+    PendingListResult,
+    RequestGetResult,
+)
 
 
 def parse_operation(ctx: CallContext, obj: dict[str, Any]) -> Any:
@@ -75,7 +85,7 @@ async def submit_bound(
     return op, answer
 
 
-async def submit(ctx: CallContext, args: OperationSubmit) -> dict[str, Any]:
+async def submit(ctx: CallContext, args: OperationSubmit) -> OperationSubmitResult:
     obj, timeout, cols, rows = args.operation, args.timeout_s, args.cols, args.rows
     op = parse_operation(ctx, obj)
     watch_owner(ctx)
@@ -86,23 +96,24 @@ async def submit(ctx: CallContext, args: OperationSubmit) -> dict[str, Any]:
     if answer["verdict"] == "allow" and op.mode is not Mode.CAPTURED:
         # An approved interactive or durable operation is a session: the agent gets its id.
         try:
-            answer["session"] = ctx.services.sessions.start_for_operation(
+            session = ctx.services.sessions.start_for_operation(
                 op, ctx.conn, cols, rows, request_id=answer["request_id"]
             )
         except ServiceError as exc:
-            answer["session"] = None
-            answer["session_error"] = exc.message
-    return answer
+            return OperationSubmitResult(**answer, session=None, session_error=exc.message)
+        return OperationSubmitResult(**answer, session=session)
+    # The broker's answer as it is: a key it adds or drops fails here, loudly, not on the wire.
+    return OperationSubmitResult(**answer)
 
 
-async def cancel(ctx: CallContext, args: OperationCancel) -> dict[str, Any]:
+async def cancel(ctx: CallContext, args: OperationCancel) -> OperationCancelResult:
     rid = args.request_id
     agent = None if ctx.conn.agent is None else ctx.conn.agent.id
     conn_owner = None if ctx.conn.role.value == "operator" else ctx.conn.id
     if await ctx.services.broker.cancel(rid, owner=agent) or ctx.services.execution.cancel(
         rid, owner=conn_owner
     ):
-        return {"cancelled": rid}
+        return OperationCancelResult(cancelled=rid)
     raise RPCError(NOT_FOUND, f"no pending or running request {rid} of yours")
 
 
@@ -117,7 +128,7 @@ def _wire_estimate(op: Any) -> int:
     )
 
 
-async def pending_list(ctx: CallContext, args: PendingList) -> dict[str, Any]:
+async def pending_list(ctx: CallContext, args: PendingList) -> PendingListResult:
     """Oldest first, in pages: a 10,000-request queue would not fit one frame, nor would
     a few huge requests (a page also stops at about 2 MiB)."""
     limit, after = args.limit, args.after
@@ -134,42 +145,41 @@ async def pending_list(ctx: CallContext, args: PendingList) -> dict[str, Any]:
     for rid in rids:
         weight = _wire_estimate(items[rid].op)
         if len(out) == limit or (out and used + weight > MAX_RESULT_BYTES):
-            return {"pending": out, "count": len(items), "next": out[-1]["request_id"]}
+            return PendingListResult(pending=out, count=len(items), next=out[-1]["request_id"])
         used += weight
         out.append(items[rid].to_wire())
-    return {"pending": out, "count": len(items), "next": None}
+    return PendingListResult(pending=out, count=len(items), next=None)
 
 
-async def request_get(ctx: CallContext, args: RequestGet) -> dict[str, Any]:
+async def request_get(ctx: CallContext, args: RequestGet) -> RequestGetResult:
     rid = args.request_id
     item = ctx.services.broker.pending.get(rid)
     if item is not None:
-        return {"pending": True, "request": item.to_wire()}
+        return RequestGetResult(pending=True, request=item.to_wire())
     detail = await asyncio.to_thread(ctx.services.store.request_detail, rid)
     if detail is None:
         raise RPCError(NOT_FOUND, f"no request {rid}")
-    return {"pending": False, "detail": bounded_detail(detail)}
+    return RequestGetResult(pending=False, detail=bounded_detail(detail))
 
 
-async def decide(ctx: CallContext, args: Decide) -> dict[str, Any]:
+async def decide(ctx: CallContext, args: Decide) -> DecideResult:
     target, action, scope, expires = args.target, args.action, args.scope, args.expires_in_s
     note, reason, always = args.note, args.reason, args.always
     if action is DecideAction.DENY and scope is not GrantScope.ONCE:
         raise RPCError(INVALID_PARAMS, "scope: applies to approvals; to deny every time use always=true")
-    return await ctx.services.broker.decide(
+    decided = await ctx.services.broker.decide(
         target, action, scope=scope, expires_in_s=expires, note=note, reason=reason, always=always
+    )
+    return DecideResult(**decided)
+
+
+async def grants_list(ctx: CallContext, args: GrantsList) -> GrantsListResult:
+    return GrantsListResult(
+        grants=await asyncio.to_thread(ctx.services.store.grant_rows, include_inactive=args.include_inactive)
     )
 
 
-async def grants_list(ctx: CallContext, args: GrantsList) -> dict[str, Any]:
-    return {
-        "grants": await asyncio.to_thread(
-            ctx.services.store.grant_rows, include_inactive=args.include_inactive
-        )
-    }
-
-
-async def grants_add(ctx: CallContext, args: GrantsAdd) -> dict[str, Any]:
+async def grants_add(ctx: CallContext, args: GrantsAdd) -> GrantsAddResult:
     """A standing grant or deny-rule without a pending request (e.g. from a past denial)."""
     try:
         fingerprint = parse_fingerprint(args.fingerprint)
@@ -194,11 +204,11 @@ async def grants_add(ctx: CallContext, args: GrantsAdd) -> dict[str, Any]:
         note=note,
     )
     await ctx.services.broker.add_grant(grant, tool=tool, summary=summary)
-    return {"grant": grant.to_dict()}
+    return GrantsAddResult(grant=grant.to_dict())
 
 
-async def grants_revoke(ctx: CallContext, args: GrantsRevoke) -> dict[str, Any]:
-    return {"revoked": await ctx.services.broker.revoke(args.target)}
+async def grants_revoke(ctx: CallContext, args: GrantsRevoke) -> GrantsRevokeResult:
+    return GrantsRevokeResult(revoked=await ctx.services.broker.revoke(args.target))
 
 
 METHODS = {

@@ -8,16 +8,15 @@ and an agent its own. See console/daemon/attention.py.
 
 from __future__ import annotations
 
-from typing import Any
-
 from console.daemon.connection import CallContext, Method, Role
 from console.protocol.jsonrpc import FORBIDDEN, INVALID_PARAMS, RPCError
 from console.protocol.requests import AgentAttention, AgentAttentionList, AttentionState
+from console.protocol.results import AgentAttentionListResult, AgentAttentionResult
 
 KIND_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-.:")
 
 
-async def attention(ctx: CallContext, args: AgentAttention) -> dict[str, Any]:
+async def attention(ctx: CallContext, args: AgentAttention) -> AgentAttentionResult:
     agent = ctx.conn.agent
     if ctx.conn.role is not Role.AGENT or agent is None:
         raise RPCError(FORBIDDEN, "agent.attention: agent.sock only (an agent reports its own state)")
@@ -30,20 +29,20 @@ async def attention(ctx: CallContext, args: AgentAttention) -> dict[str, Any]:
         )
     table = ctx.services.attention
     entry, changed = table.report(agent.id, session, state, message=message, kind=kind)
-    return {"entry": table.wire(entry), "changed": changed}
+    return AgentAttentionResult(entry=table.wire(entry), changed=changed)
 
 
-async def attention_list(ctx: CallContext, args: AgentAttentionList) -> dict[str, Any]:
+async def attention_list(ctx: CallContext, args: AgentAttentionList) -> AgentAttentionListResult:
     table = ctx.services.attention
     if ctx.conn.role is Role.OPERATOR:
         entries = table.entries()
     else:
         assert ctx.conn.agent is not None
         entries = table.entries(ctx.conn.agent.id)
-    return {
-        "agents": [table.wire(e) for e in entries],
-        "waiting": sum(1 for e in entries if e.state is AttentionState.WAITING),
-    }
+    return AgentAttentionListResult(
+        agents=[table.wire(e) for e in entries],
+        waiting=sum(1 for e in entries if e.state is AttentionState.WAITING),
+    )
 
 
 METHODS = {

@@ -6,16 +6,28 @@ import hmac
 import time
 from typing import Any
 
+from msgspec import UNSET, UnsetType
+
 from console.daemon import identity
 from console.daemon.connection import CallContext, Method, Role
 from console.daemon.events import Topic
 from console.protocol.jsonrpc import INVALID_PARAMS, UNAUTHORIZED, RPCError
 from console.protocol.requests import DaemonStatus, DaemonStop, Hello, Subscribe, Unsubscribe
+from console.protocol.results import (
+    AgentIdentity,
+    DaemonStatusResult,
+    DaemonStopResult,
+    HelloAgent,
+    HelloResult,
+    StatusHistory,
+    SubscribeResult,
+    UnsubscribeResult,
+)
 
 PROTOCOL_VERSION = 2  # 2: agent identities (docs/protocol.md, "Identity")
 
 
-async def hello(ctx: CallContext, args: Hello) -> dict[str, Any]:
+async def hello(ctx: CallContext, args: Hello) -> HelloResult:
     token, label, agent_id, secret = args.token, args.session_id, args.agent_id, args.agent_secret
     agent_pid = args.agent_pid
     conn = ctx.conn
@@ -45,9 +57,8 @@ async def hello(ctx: CallContext, args: Hello) -> dict[str, Any]:
     if label:
         # The agent's own name for its session: shown to the operator, never a key.
         agent.label = label
-    out = _greeting(ctx)
-    out["agent"] = {**agent.to_wire(secret=registry.secret_of(agent)), "bound_by": how}
-    return out
+    wire: dict[str, Any] = agent.to_wire(secret=registry.secret_of(agent))
+    return _greeting(ctx, HelloAgent(**wire, bound_by=how))
 
 
 def _token_matches(token: str, expected: str) -> bool:
@@ -55,26 +66,27 @@ def _token_matches(token: str, expected: str) -> bool:
     return hmac.compare_digest(token.encode("utf-8", "surrogatepass"), expected.encode("utf-8"))
 
 
-def _greeting(ctx: CallContext) -> dict[str, Any]:
+def _greeting(ctx: CallContext, agent: HelloAgent | UnsetType = UNSET) -> HelloResult:
     conn = ctx.conn
-    return {
-        "protocol": PROTOCOL_VERSION,
-        "role": conn.role.value,
-        "daemon_pid": ctx.services.pid,
-        "version": ctx.services.version,
-        "peer_pid": conn.peer.pid,
-    }
+    return HelloResult(
+        protocol=PROTOCOL_VERSION,
+        role="operator" if conn.role is Role.OPERATOR else "agent",
+        daemon_pid=ctx.services.pid,
+        version=ctx.services.version,
+        peer_pid=conn.peer.pid,
+        agent=agent,
+    )
 
 
-async def status(ctx: CallContext, args: DaemonStatus) -> dict[str, Any]:
+async def status(ctx: CallContext, args: DaemonStatus) -> DaemonStatusResult:
     if ctx.conn.role is Role.OPERATOR:
         # Rows start-up found past the head anchor, whose grants wait for `history accept`.
-        flagged = [list(r) for r in ctx.services.store.unaccepted_rows]
-        return {**ctx.services.status(), "history": {"unaccepted": flagged}}
+        flagged = list(ctx.services.store.unaccepted_rows)
+        return DaemonStatusResult(**ctx.services.status(), history=StatusHistory(unaccepted=flagged))
     return agent_status(ctx)
 
 
-def agent_status(ctx: CallContext) -> dict[str, Any]:
+def agent_status(ctx: CallContext) -> DaemonStatusResult:
     """What agent.sock shows: the agent's own standing and the policy facts it acts on.
 
     No watched roots, protected paths, state or runtime directories, other agents'
@@ -85,23 +97,24 @@ def agent_status(ctx: CallContext) -> dict[str, Any]:
     config = daemon.policy().to_dict()
     mine = [i for i in daemon.sessions.manager.infos() if i.owner == agent.owner]
     facts = {k: config[k] for k in ("sandbox", "network", "approval", "approval_timeout_s")}
-    return {
-        "pid": daemon.pid,
-        "version": daemon.version,
-        "protocol": PROTOCOL_VERSION,
-        "started_at": daemon.started_at,
-        "uptime_s": round(time.time() - daemon.started_at, 3),
-        "view": "agent",
-        "agent": agent.to_wire(),
-        "policy": facts,
-        "approval_timeout_s": config["approval_timeout_s"],
-        "pending": sum(1 for item in daemon.broker.pending.values() if item.agent == agent.id),
-        "sessions": {"running": sum(1 for i in mine if i.alive), "total": len(mine)},
-        "sandbox": {"summary": daemon.execution.summary()},
-    }
+    wire: dict[str, Any] = agent.to_wire()
+    return DaemonStatusResult(
+        pid=daemon.pid,
+        version=daemon.version,
+        protocol=PROTOCOL_VERSION,
+        started_at=daemon.started_at,
+        uptime_s=round(time.time() - daemon.started_at, 3),
+        view="agent",
+        agent=AgentIdentity(**wire),
+        policy=facts,
+        approval_timeout_s=config["approval_timeout_s"],
+        pending=sum(1 for item in daemon.broker.pending.values() if item.agent == agent.id),
+        sessions={"running": sum(1 for i in mine if i.alive), "total": len(mine)},
+        sandbox={"summary": daemon.execution.summary()},
+    )
 
 
-async def subscribe(ctx: CallContext, args: Subscribe) -> dict[str, Any]:
+async def subscribe(ctx: CallContext, args: Subscribe) -> SubscribeResult:
     try:
         topics = frozenset(Topic(n) for n in args.topics)
     except ValueError:
@@ -109,17 +122,17 @@ async def subscribe(ctx: CallContext, args: Subscribe) -> dict[str, Any]:
     conn = ctx.conn
     ctx.services.events.subscribe(conn.id, topics, lambda event: conn.notify("event", event))
     conn.on_close.append(lambda: ctx.services.events.unsubscribe(conn.id))
-    return {"topics": sorted(t.value for t in topics), "status": ctx.services.status()}
+    return SubscribeResult(topics=sorted(t.value for t in topics), status=ctx.services.status())
 
 
-async def unsubscribe(ctx: CallContext, args: Unsubscribe) -> dict[str, Any]:
+async def unsubscribe(ctx: CallContext, args: Unsubscribe) -> UnsubscribeResult:
     ctx.services.events.unsubscribe(ctx.conn.id)
-    return {}
+    return UnsubscribeResult()
 
 
-async def stop(ctx: CallContext, args: DaemonStop) -> dict[str, Any]:
+async def stop(ctx: CallContext, args: DaemonStop) -> DaemonStopResult:
     ctx.services.request_stop()
-    return {"stopping": True, "pid": ctx.services.pid}
+    return DaemonStopResult(stopping=True, pid=ctx.services.pid)
 
 
 METHODS = {

@@ -1,5 +1,9 @@
 """Running captured operations in the sandbox, with output streamed back.
 
+The decision and the run's record stay dicts here (the broker and the execution service
+make them, and the held table keeps the decision); each answer wraps them in its result
+Struct (console/protocol/results.py) as it leaves.
+
 ``operation.exec`` asks and, if allowed, runs. ``operation.hold`` asks and, if allowed,
 keeps the operation behind a one-time ticket (:mod:`console.daemon.held`) that
 ``operation.run`` redeems: for an agent whose own tool must run the command.
@@ -16,6 +20,13 @@ from console.daemon.held import TicketError
 from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation, submit_bound, watch_owner
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.requests import OperationExec, OperationHold, OperationRun
+from console.protocol.results import (
+    ExecRecord,
+    OperationDecision,
+    OperationExecResult,
+    OperationHoldResult,
+    OperationRunResult,
+)
 
 
 def _captured(ctx: CallContext, obj: dict[str, Any]) -> Any:
@@ -45,7 +56,7 @@ async def _run(ctx: CallContext, op: Any, decision: dict[str, Any], stream: bool
     return record
 
 
-async def exec_(ctx: CallContext, args: OperationExec) -> dict[str, Any]:
+async def exec_(ctx: CallContext, args: OperationExec) -> OperationExecResult:
     obj, timeout, stream = args.operation, args.timeout_s, args.stream
     op = _captured(ctx, obj)
     watch_owner(ctx)
@@ -53,7 +64,7 @@ async def exec_(ctx: CallContext, args: OperationExec) -> dict[str, Any]:
     for attempt in range(MAX_RESUBMISSIONS + 1):
         op, decision = await submit_bound(ctx, obj, op, timeout, supersedes)
         if decision["verdict"] != "allow":
-            return {"decision": decision, "result": None}
+            return OperationExecResult(decision=OperationDecision(**decision), result=None)
         record = await _run(ctx, op, decision, stream)
         denial = (record.get("outcome") or {}).get("denial") or {}
         if denial.get("reason") != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:
@@ -62,20 +73,20 @@ async def exec_(ctx: CallContext, args: OperationExec) -> dict[str, Any]:
         # the operation as it is now is a fresh request.
         supersedes = decision["request_id"]
         op = parse_operation(ctx, obj)
-    return {"decision": decision, "result": record}
+    return OperationExecResult(decision=OperationDecision(**decision), result=ExecRecord(**record))
 
 
-async def hold(ctx: CallContext, args: OperationHold) -> dict[str, Any]:
+async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
     """Decide; when allowed, keep the operation and answer with its one-time ticket."""
     obj, timeout = args.operation, args.timeout_s
     op = _captured(ctx, obj)
     watch_owner(ctx)
     op, decision = await submit_bound(ctx, obj, op, timeout)
     ticket = ctx.services.held.hold(op, decision) if decision["verdict"] == "allow" else None
-    return {"decision": decision, "ticket": ticket}
+    return OperationHoldResult(decision=OperationDecision(**decision), ticket=ticket)
 
 
-async def run(ctx: CallContext, args: OperationRun) -> dict[str, Any]:
+async def run(ctx: CallContext, args: OperationRun) -> OperationRunResult:
     """Run the operation a ticket holds, once. A file it runs that changed since the
     decision is not run (``content_changed``): the agent asks again."""
     try:
@@ -83,7 +94,7 @@ async def run(ctx: CallContext, args: OperationRun) -> dict[str, Any]:
     except TicketError as exc:
         raise RPCError(NOT_FOUND, str(exc)) from None
     record = await _run(ctx, held.operation, held.decision, args.stream)
-    return {"decision": held.decision, "result": record}
+    return OperationRunResult(decision=OperationDecision(**held.decision), result=ExecRecord(**record))
 
 
 METHODS = {

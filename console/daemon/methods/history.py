@@ -14,6 +14,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
 from console.daemon.connection import CallContext, Method
 from console.daemon.quotas import MAX_RESULT_BYTES, MAX_ROW_BYTES
 from console.protocol import jsonrpc
@@ -26,6 +29,13 @@ from console.protocol.requests import (
     HistoryVerify,
 )
 from console.protocol.requests import HistoryQuery as HistoryQueryParams
+from console.protocol.results import (
+    HistoryAcceptResult,
+    HistoryDetailResult,
+    HistoryPreviousResult,
+    HistoryQueryResult,
+    HistoryVerifyResult,
+)
 from console.store import HistoryQuery, Store
 
 # Rows read from the store at first, before their size is known.
@@ -54,7 +64,7 @@ def _sized(row: dict[str, Any]) -> tuple[dict[str, Any], int, int]:
     return row, size, raw
 
 
-def bounded_page(store: Store, q: HistoryQuery) -> dict[str, Any]:
+def bounded_page(store: Store, q: HistoryQuery) -> HistoryQueryResult:
     """One page of at most ``q.limit`` rows and :data:`MAX_RESULT_BYTES`, newest first."""
     ascending = q.after_seq is not None and q.before_seq is None
     kept: list[dict[str, Any]] = []  # in the order of travel
@@ -95,14 +105,14 @@ def bounded_page(store: Store, q: HistoryQuery) -> dict[str, Any]:
         average = max(1, read // max(1, len(kept)))
         bite = max(1, min(q.limit - len(kept), MAX_BITE, (MAX_RESULT_BYTES - used) // average + 1))
     if not kept:
-        return {"rows": [], "older": None, "newer": None}
+        return HistoryQueryResult(rows=[], older=None, newer=None)
     edge = kept[-1]["seq"] if more else None
     if ascending:
-        return {"rows": list(reversed(kept)), "older": first_cursor, "newer": edge}
-    return {"rows": kept, "older": edge, "newer": first_cursor}
+        return HistoryQueryResult(rows=list(reversed(kept)), older=first_cursor, newer=edge)
+    return HistoryQueryResult(rows=kept, older=edge, newer=first_cursor)
 
 
-def bounded_detail(detail: dict[str, Any]) -> dict[str, Any]:
+def bounded_detail(detail: dict[str, Any]) -> HistoryDetailResult:
     """One request's story within :data:`MAX_RESULT_BYTES`: big rows elided, the rest cut."""
     used = 0
     events: list[dict[str, Any]] = []
@@ -121,20 +131,18 @@ def bounded_detail(detail: dict[str, Any]) -> dict[str, Any]:
             return None
         return by_seq.get(r["seq"]) or _sized(r)[0]
 
-    out = {
-        "request_id": detail["request_id"],
-        "request": pick(detail["request"]),
-        "decision": pick(detail["decision"]),
-        "outcome": pick(detail["outcome"]),
-        "file_events": [by_seq[r["seq"]] for r in detail["file_events"] if r["seq"] in by_seq],
-        "events": events,
-    }
-    if truncated:
-        out["truncated"] = True
-    return out
+    return HistoryDetailResult(
+        request_id=detail["request_id"],
+        request=pick(detail["request"]),
+        decision=pick(detail["decision"]),
+        outcome=pick(detail["outcome"]),
+        file_events=[by_seq[r["seq"]] for r in detail["file_events"] if r["seq"] in by_seq],
+        events=events,
+        truncated=True if truncated else UNSET,
+    )
 
 
-async def query(ctx: CallContext, args: HistoryQueryParams) -> dict[str, Any]:
+async def query(ctx: CallContext, args: HistoryQueryParams) -> HistoryQueryResult:
     if any(k not in KINDS for k in args.kinds):
         raise RPCError(-32602, "kinds: each must be one of " + ", ".join(KINDS))
     q = HistoryQuery(
@@ -152,13 +160,13 @@ async def query(ctx: CallContext, args: HistoryQueryParams) -> dict[str, Any]:
         after_seq=args.after_seq,
         limit=args.limit,
     )
-    result = await asyncio.to_thread(bounded_page, ctx.services.store, q)
+    page = await asyncio.to_thread(bounded_page, ctx.services.store, q)
     if args.count:
-        result["count"] = await asyncio.to_thread(ctx.services.store.count, q)
-    return result
+        page = msgspec.structs.replace(page, count=await asyncio.to_thread(ctx.services.store.count, q))
+    return page
 
 
-async def detail(ctx: CallContext, args: HistoryDetail) -> dict[str, Any]:
+async def detail(ctx: CallContext, args: HistoryDetail) -> HistoryDetailResult:
     rid = args.request_id
     found = await asyncio.to_thread(ctx.services.store.request_detail, rid)
     if found is None:
@@ -166,19 +174,19 @@ async def detail(ctx: CallContext, args: HistoryDetail) -> dict[str, Any]:
     return bounded_detail(found)
 
 
-async def previous(ctx: CallContext, args: HistoryPrevious) -> dict[str, Any]:
+async def previous(ctx: CallContext, args: HistoryPrevious) -> HistoryPreviousResult:
     rows = await asyncio.to_thread(
         ctx.services.store.previous_decisions, args.tool, args.executable, args.limit
     )
-    return {"decisions": rows}
+    return HistoryPreviousResult(decisions=rows)
 
 
-async def verify(ctx: CallContext, args: HistoryVerify) -> dict[str, Any]:
+async def verify(ctx: CallContext, args: HistoryVerify) -> HistoryVerifyResult:
     report = await asyncio.to_thread(ctx.services.store.verify)
-    return report.to_dict()
+    return HistoryVerifyResult(**report.to_dict())
 
 
-async def accept(ctx: CallContext, args: HistoryAccept) -> dict[str, Any]:
+async def accept(ctx: CallContext, args: HistoryAccept) -> HistoryAcceptResult:
     """The operator accepts rows start-up flagged past the head anchor, through a seq;
     their grants are honoured from now on."""
     through, note = args.through_seq, args.note
@@ -186,7 +194,7 @@ async def accept(ctx: CallContext, args: HistoryAccept) -> dict[str, Any]:
     accepted = await asyncio.wrap_future(store.accept(through, time.time(), note))
     if accepted:
         await ctx.services.broker.load()  # the grants created in them now count
-    return {"accepted": [list(r) for r in accepted], "unaccepted": [list(r) for r in store.unaccepted_rows]}
+    return HistoryAcceptResult(accepted=list(accepted), unaccepted=list(store.unaccepted_rows))
 
 
 METHODS = {

@@ -6,7 +6,6 @@ import base64
 import binascii
 import os
 import signal as signals
-from typing import Any
 
 from console.daemon.connection import CallContext, Method, Role
 from console.daemon.session_service import OPERATOR, unknown
@@ -28,6 +27,24 @@ from console.protocol.requests import (
     SessionsSignal,
     SessionsWait,
 )
+from console.protocol.results import (
+    PrunedRecording,
+    SessionsAdoptResult,
+    SessionsAttachResult,
+    SessionsDetachResult,
+    SessionsGetResult,
+    SessionsInputResult,
+    SessionsKillResult,
+    SessionsListResult,
+    SessionsNewResult,
+    SessionsPruneResult,
+    SessionsReadResult,
+    SessionsRemoveResult,
+    SessionsResizeResult,
+    SessionsScreenResult,
+    SessionsSignalResult,
+    SessionsWaitResult,
+)
 from console.sessions import InputOverflow, SessionError
 
 
@@ -47,20 +64,20 @@ def _not_while_paused(ctx: CallContext, sid: str, what: str) -> None:
         )
 
 
-async def sessions_list(ctx: CallContext, args: SessionsList) -> dict[str, Any]:
+async def sessions_list(ctx: CallContext, args: SessionsList) -> SessionsListResult:
     svc = ctx.services.sessions
     infos = svc.manager.infos()
     if ctx.conn.role is not Role.OPERATOR:
         infos = [i for i in infos if i.owner == ctx.conn.owner]
-    return {"sessions": [svc.to_wire(i) for i in infos]}
+    return SessionsListResult(sessions=[svc.to_wire(i) for i in infos])
 
 
-async def sessions_get(ctx: CallContext, args: SessionsGet) -> dict[str, Any]:
+async def sessions_get(ctx: CallContext, args: SessionsGet) -> SessionsGetResult:
     sid = _sid(ctx, args.session)
-    return {"session": ctx.services.sessions.to_wire(ctx.services.sessions.manager.get(sid))}
+    return SessionsGetResult(session=ctx.services.sessions.to_wire(ctx.services.sessions.manager.get(sid)))
 
 
-async def sessions_new(ctx: CallContext, args: SessionsNew) -> dict[str, Any]:
+async def sessions_new(ctx: CallContext, args: SessionsNew) -> SessionsNewResult:
     argv, title, env, cols, rows = list(args.argv), args.title, args.env, args.cols, args.rows
     cwd = args.cwd or os.path.expanduser("~")  # "": the operator's home
     if not argv:
@@ -68,24 +85,26 @@ async def sessions_new(ctx: CallContext, args: SessionsNew) -> dict[str, Any]:
     if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise RPCError(INVALID_PARAMS, "env: an object of strings")
     full_env = {**os.environ, **env} if env else None
-    return {"session": ctx.services.sessions.start_for_operator(argv, cwd, title, cols, rows, full_env)}
+    return SessionsNewResult(
+        session=ctx.services.sessions.start_for_operator(argv, cwd, title, cols, rows, full_env)
+    )
 
 
-async def attach(ctx: CallContext, args: SessionsAttach) -> dict[str, Any]:
+async def attach(ctx: CallContext, args: SessionsAttach) -> SessionsAttachResult:
     sid = _sid(ctx, args.session)
     try:
-        return ctx.services.sessions.attach(ctx.conn, sid, args.read_only)
+        return SessionsAttachResult(**ctx.services.sessions.attach(ctx.conn, sid, args.read_only))
     except SessionError as exc:
         raise unknown(exc) from None
 
 
-async def detach(ctx: CallContext, args: SessionsDetach) -> dict[str, Any]:
+async def detach(ctx: CallContext, args: SessionsDetach) -> SessionsDetachResult:
     sid = _sid(ctx, args.session)
     ctx.services.sessions.detach(ctx.conn, sid)
-    return {"detached": sid}
+    return SessionsDetachResult(detached=sid)
 
 
-async def send_input(ctx: CallContext, args: SessionsInput) -> dict[str, Any]:
+async def send_input(ctx: CallContext, args: SessionsInput) -> SessionsInputResult:
     sid = _sid(ctx, args.session)
     text, data_b64 = args.text, args.data_base64
     if (text is None) == (data_b64 is None):
@@ -102,20 +121,20 @@ async def send_input(ctx: CallContext, args: SessionsInput) -> dict[str, Any]:
         raise RPCError(BUSY, "session input is busy, try again", {"reason": str(exc)}) from None
     except SessionError as exc:
         raise unknown(exc) from None
-    return {"written": len(data)}
+    return SessionsInputResult(written=len(data))
 
 
-async def resize(ctx: CallContext, args: SessionsResize) -> dict[str, Any]:
+async def resize(ctx: CallContext, args: SessionsResize) -> SessionsResizeResult:
     sid = _sid(ctx, args.session)
     cols, rows = args.cols, args.rows
     try:
         ctx.services.sessions.manager.resize(sid, cols, rows, f"conn-{ctx.conn.id}")
     except SessionError as exc:
         raise unknown(exc) from None
-    return {"cols": cols, "rows": rows}
+    return SessionsResizeResult(cols=cols, rows=rows)
 
 
-async def send_signal(ctx: CallContext, args: SessionsSignal) -> dict[str, Any]:
+async def send_signal(ctx: CallContext, args: SessionsSignal) -> SessionsSignalResult:
     sid = _sid(ctx, args.session)
     name = args.signal.upper()
     allowed = {"INT", "TERM", "HUP", "KILL", "QUIT", "STOP", "CONT", "USR1", "USR2", "WINCH"}
@@ -127,61 +146,61 @@ async def send_signal(ctx: CallContext, args: SessionsSignal) -> dict[str, Any]:
         ctx.services.sessions.manager.signal(sid, getattr(signals, "SIG" + name))
     except SessionError as exc:
         raise unknown(exc) from None
-    return {"signalled": "SIG" + name}
+    return SessionsSignalResult(signalled="SIG" + name)
 
 
-async def kill(ctx: CallContext, args: SessionsKill) -> dict[str, Any]:
+async def kill(ctx: CallContext, args: SessionsKill) -> SessionsKillResult:
     sid = _sid(ctx, args.session)
     _not_while_paused(ctx, sid, "kill")
     info = await ctx.services.sessions.manager.kill(sid, args.grace_s)
-    return {"session": ctx.services.sessions.to_wire(info)}
+    return SessionsKillResult(session=ctx.services.sessions.to_wire(info))
 
 
-async def wait(ctx: CallContext, args: SessionsWait) -> dict[str, Any]:
+async def wait(ctx: CallContext, args: SessionsWait) -> SessionsWaitResult:
     sid = _sid(ctx, args.session)
     try:
         info = await ctx.services.sessions.manager.wait(sid, args.timeout_s)
     except TimeoutError:
         info = ctx.services.sessions.manager.get(sid)
-    return {"session": ctx.services.sessions.to_wire(info)}
+    return SessionsWaitResult(session=ctx.services.sessions.to_wire(info))
 
 
-async def read(ctx: CallContext, args: SessionsRead) -> dict[str, Any]:
+async def read(ctx: CallContext, args: SessionsRead) -> SessionsReadResult:
     sid = _sid(ctx, args.session)
     r = ctx.services.sessions.manager.read(sid, args.offset, args.max_bytes)
-    return {
-        "data_base64": base64.b64encode(r.data).decode("ascii"),
-        "next_offset": r.next_offset,
-        "dropped_bytes": r.dropped_bytes,
-    }
+    return SessionsReadResult(
+        data_base64=base64.b64encode(r.data).decode("ascii"),
+        next_offset=r.next_offset,
+        dropped_bytes=r.dropped_bytes,
+    )
 
 
-async def screen(ctx: CallContext, args: SessionsScreen) -> dict[str, Any]:
+async def screen(ctx: CallContext, args: SessionsScreen) -> SessionsScreenResult:
     sid = _sid(ctx, args.session)
-    return {"text": ctx.services.sessions.manager.screen_text(sid, args.scrollback)}
+    return SessionsScreenResult(text=ctx.services.sessions.manager.screen_text(sid, args.scrollback))
 
 
-async def remove(ctx: CallContext, args: SessionsRemove) -> dict[str, Any]:
+async def remove(ctx: CallContext, args: SessionsRemove) -> SessionsRemoveResult:
     sid = _sid(ctx, args.session)
     await ctx.services.sessions.manager.remove(sid)
-    return {"removed": sid}
+    return SessionsRemoveResult(removed=sid)
 
 
-async def adopt(ctx: CallContext, args: SessionsAdopt) -> dict[str, Any]:
+async def adopt(ctx: CallContext, args: SessionsAdopt) -> SessionsAdoptResult:
     sid = _sid(ctx, args.session)
     info = ctx.services.sessions.manager.adopt(sid, OPERATOR, "durable")
-    return {"session": ctx.services.sessions.to_wire(info)}
+    return SessionsAdoptResult(session=ctx.services.sessions.to_wire(info))
 
 
-async def prune(ctx: CallContext, args: SessionsPrune) -> dict[str, Any]:
+async def prune(ctx: CallContext, args: SessionsPrune) -> SessionsPruneResult:
     manager = ctx.services.sessions.manager
     freed = manager.prune(args.all)  # each pruned session is published as a status change
-    return {
-        "pruned": [{"session": sid, "bytes": n} for sid, n in freed],
-        "freed_bytes": sum(n for _, n in freed),
-        "total_bytes": manager.recordings_bytes(),
-        "quota_bytes": manager.recording_caps()[1],
-    }
+    return SessionsPruneResult(
+        pruned=[PrunedRecording(session=sid, bytes=n) for sid, n in freed],
+        freed_bytes=sum(n for _, n in freed),
+        total_bytes=manager.recordings_bytes(),
+        quota_bytes=manager.recording_caps()[1],
+    )
 
 
 METHODS = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from console.daemon.connection import CallContext, Method
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
@@ -16,13 +15,22 @@ from console.protocol.requests import (
     WatchRemove,
     WatchStatus,
 )
+from console.protocol.results import (
+    TripwireListResult,
+    TripwireResolveResult,
+    WatchAddResult,
+    WatchDiffResult,
+    WatchRecentResult,
+    WatchRemoveResult,
+    WatchStatusResult,
+)
 
 
-async def status(ctx: CallContext, args: WatchStatus) -> dict[str, Any]:
-    return ctx.services.watch.status()
+async def status(ctx: CallContext, args: WatchStatus) -> WatchStatusResult:
+    return WatchStatusResult(**ctx.services.watch.status())
 
 
-async def recent(ctx: CallContext, args: WatchRecent) -> dict[str, Any]:
+async def recent(ctx: CallContext, args: WatchRecent) -> WatchRecentResult:
     limit, protected_only, session, agent_session = (
         args.limit,
         args.protected_only,
@@ -40,7 +48,7 @@ async def recent(ctx: CallContext, args: WatchRecent) -> dict[str, Any]:
         wanted |= {("session", i.id) for i in ctx.services.sessions.manager.infos() if i.owner in owners}
         wanted |= {("operation", rid) for rid, s in svc.op_sessions.items() if s == agent_session}
         if not wanted:
-            return {"events": []}
+            return WatchRecentResult(events=[])
     out = []
     for record in svc.recent_records(protected_only):
         if wanted and not any((a["kind"], a["id"]) in wanted for a in record["attribution"]):
@@ -48,10 +56,10 @@ async def recent(ctx: CallContext, args: WatchRecent) -> dict[str, Any]:
         out.append(record)
         if len(out) >= limit:
             break
-    return {"events": out}
+    return WatchRecentResult(events=out)
 
 
-async def diff(ctx: CallContext, args: WatchDiff) -> dict[str, Any]:
+async def diff(ctx: CallContext, args: WatchDiff) -> WatchDiffResult:
     root, path = args.workspace_root, args.path
     if path.startswith("/") or ".." in path.split("/"):
         raise RPCError(INVALID_PARAMS, "path: relative to the workspace root, without '..'")
@@ -62,18 +70,18 @@ async def diff(ctx: CallContext, args: WatchDiff) -> dict[str, Any]:
     accepted = ctx.services.watch.accepted.get(
         (os.path.realpath(root), path)
     ) or ctx.services.watch.accepted.get((root, path))
-    return {"diff": text, "accepted": accepted}
+    return WatchDiffResult(diff=text, accepted=accepted)
 
 
-async def add(ctx: CallContext, args: WatchAdd) -> dict[str, Any]:
+async def add(ctx: CallContext, args: WatchAdd) -> WatchAddResult:
     root = args.workspace_root
     if not os.path.isabs(root) or not os.path.isdir(root):
         raise RPCError(INVALID_PARAMS, "workspace_root: an existing absolute directory")
     await ctx.services.watch.ensure_root(os.path.realpath(root))
-    return ctx.services.watch.status()
+    return WatchAddResult(**ctx.services.watch.status())
 
 
-async def remove(ctx: CallContext, args: WatchRemove) -> dict[str, Any]:
+async def remove(ctx: CallContext, args: WatchRemove) -> WatchRemoveResult:
     root = args.workspace_root
     if not os.path.isabs(root):
         raise RPCError(INVALID_PARAMS, "workspace_root: an absolute directory")
@@ -81,20 +89,20 @@ async def remove(ctx: CallContext, args: WatchRemove) -> dict[str, Any]:
     real = os.path.realpath(root)
     if not (await svc.remove_root(real) or (real != root and await svc.remove_root(root))):
         raise RPCError(NOT_FOUND, "workspace_root: not watched (watch.status lists the roots)")
-    return svc.status()
+    return WatchRemoveResult(**svc.status())
 
 
-async def tripwire_list(ctx: CallContext, args: TripwireList) -> dict[str, Any]:
+async def tripwire_list(ctx: CallContext, args: TripwireList) -> TripwireListResult:
     items = ctx.services.watch.tripwires.values()
     if args.include_resolved:
-        return {"items": [t.to_wire() for t in items]}
+        return TripwireListResult(items=[t.to_wire() for t in items])
     if args.open:  # paused, kept paused, and exited writers' items
-        return {"items": [t.to_wire() for t in items if t.open or t.state == "kept"]}
-    return {"items": [t.to_wire() for t in items if t.state == "paused"]}
+        return TripwireListResult(items=[t.to_wire() for t in items if t.open or t.state == "kept"])
+    return TripwireListResult(items=[t.to_wire() for t in items if t.state == "paused"])
 
 
-async def tripwire_resolve(ctx: CallContext, args: TripwireResolve) -> dict[str, Any]:
-    return {"item": await ctx.services.watch.resolve(args.id, args.action)}
+async def tripwire_resolve(ctx: CallContext, args: TripwireResolve) -> TripwireResolveResult:
+    return TripwireResolveResult(item=await ctx.services.watch.resolve(args.id, args.action))
 
 
 METHODS = {

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from console.daemon.connection import CallContext, Method
 from console.protocol.requests import WorkspacesAdd, WorkspacesList, WorkspacesRemove
+from console.protocol.results import (
+    TrustedWorkspace,
+    WorkspacesAddResult,
+    WorkspacesListResult,
+    WorkspacesRemoveResult,
+)
 
 
-async def workspaces_list(ctx: CallContext, args: WorkspacesList) -> dict[str, Any]:
-    return {"workspaces": ctx.services.workspaces.to_list()}
+async def workspaces_list(ctx: CallContext, args: WorkspacesList) -> WorkspacesListResult:
+    return WorkspacesListResult(workspaces=[TrustedWorkspace(**w) for w in ctx.services.workspaces.to_list()])
 
 
-async def workspaces_add(ctx: CallContext, args: WorkspacesAdd) -> dict[str, Any]:
-    return await ctx.services.workspaces.add(args.workspace_root, source="operator", note=args.note)
+async def workspaces_add(ctx: CallContext, args: WorkspacesAdd) -> WorkspacesAddResult:
+    added = await ctx.services.workspaces.add(args.workspace_root, source="operator", note=args.note)
+    return WorkspacesAddResult(**added)
 
 
-async def workspaces_remove(ctx: CallContext, args: WorkspacesRemove) -> dict[str, Any]:
-    return await ctx.services.workspaces.remove(args.workspace_root)
+async def workspaces_remove(ctx: CallContext, args: WorkspacesRemove) -> WorkspacesRemoveResult:
+    return WorkspacesRemoveResult(**await ctx.services.workspaces.remove(args.workspace_root))
 
 
 METHODS = {

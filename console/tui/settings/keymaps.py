@@ -138,9 +138,15 @@ def expand_tables(keys: Mapping[str, Any], where: str) -> tuple[dict[str, Any], 
     table_of = {spec.id: spec.scope for spec in ACTIONS}
     tables = set(table_of.values())
     flat: dict[str, Any] = {}
+    table_given: dict[str, str] = {}  # binding id -> the [keys.…] table that gave it
     old: list[str] = []
     for name, value in keys.items():
         if not isinstance(value, dict):
+            if name in table_given:
+                # TOML keeps an inline table's place, so a table may come before this.
+                raise KeymapError(
+                    f"{where}: {name} is given twice ([keys.{table_given[name]}] and elsewhere)"
+                )
             flat[name] = value
             continue
         table = OLD_TABLES.get(name, name)
@@ -159,6 +165,7 @@ def expand_tables(keys: Mapping[str, Any], where: str) -> tuple[dict[str, Any], 
             if binding_id in flat:
                 raise KeymapError(f"{where}: {binding_id} is given twice ([keys.{name}] and elsewhere)")
             flat[binding_id] = keys_of
+            table_given[binding_id] = name
     notices = []
     if old:
         renamed = ", ".join(f"[keys.{n}] is now [keys.{OLD_TABLES[n]}]" for n in old)

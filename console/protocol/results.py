@@ -1,0 +1,595 @@
+"""The result of every daemon method, typed: one msgspec Struct per method.
+
+Why: the params (console/protocol/requests.py) and the events (console/protocol/events.py)
+were already checked at the socket, so a result was the one part of the wire that a
+client indexed into on trust. A daemon of another version, or a daemon bug, then showed
+up far from its cause, as a ``KeyError`` in a screen or a ``None`` printed by the CLI.
+With one type per result, shared by both ends:
+
+- the daemon's handlers (console/daemon/methods/) build these Structs, so what a method
+  answers is written down in one place that mypy checks, not spread over dict literals;
+- the clients (console/client/) check each answer against its Struct at the socket
+  (:func:`decode_result`) and raise :class:`ResultError`, naming the method and the field,
+  never the value, before any caller reads it; the connection goes on serving;
+- docs/protocol.md gives each method a ``Result of`` line made by :func:`describe`, which
+  tests/test_protocol_results.py checks, together with real answers of a real daemon.
+
+A Struct is named after its method with ``Result`` (``grants.add`` → :class:`GrantsAddResult`);
+:data:`RESULTS` maps each method name to it.
+
+Unknown fields are allowed on every result, unlike params and events: a newer daemon that
+adds a key to an answer must not break an older client that never reads it (the event
+Structs forbid them because a refused event is only skipped; a refused result fails the
+call). The tests hold the daemon to its Structs the other way: a real answer decoded and
+encoded again must give the same JSON, so a key the Structs do not know fails there.
+
+A key the daemon sometimes leaves out is ``X | UnsetType = UNSET`` (``may be absent``): it
+is then absent on the wire too, never ``null``. No result Struct uses ``omit_defaults``.
+
+Deliberately left as mappings (``dict[str, Any]``), as in events.py, because they are big
+or open-ended, the console renders them field by field, and they have their own pages: a
+pending request item (``pending.list``), a grant row (``grants.list``), a session object
+(``sessions.list``), history rows and records (``history.query``, ``history.detail``), the
+daemon status inside ``subscribe`` and the parts of ``daemon.status`` (policy, sandbox,
+sessions, watcher, attention), watch entries and watched roots (``watch.recent``,
+``watch.status``), tripwire items, attention entries, and inside an operation's answer the
+escalations, denials and authorization and the executed outcome's ``outcome``, streams and
+enforcement. What clients branch on (verdicts, ids, counts, cursors, flags) is typed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+from msgspec import inspect as mi
+
+from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
+
+
+class MethodResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every method's result. Fields are sent in the order they are declared."""
+
+
+# ---------------------------------------------------------------- core
+
+
+class AgentIdentity(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent identity as the daemon shows it (``daemon.status`` on agent.sock)."""
+
+    id: str
+    label: str
+    root_pid: int | None
+    root_comm: str
+
+
+class HelloAgent(AgentIdentity, frozen=True, kw_only=True):
+    """The identity ``hello`` bound an agent.sock connection to, with its secret."""
+
+    secret: str
+    bound_by: str  # secret, process, process_tree, new or connection
+
+
+class HelloResult(MethodResult, frozen=True, kw_only=True):
+    protocol: int
+    role: Literal["agent", "operator"]
+    daemon_pid: int
+    version: str
+    peer_pid: int
+    agent: HelloAgent | UnsetType = UNSET  # agent.sock only
+
+
+class StatusHistory(msgspec.Struct, frozen=True, kw_only=True):
+    unaccepted: list[tuple[int, int]]  # (from_seq, to_seq) ranges flagged at start-up
+
+
+class DaemonStatusResult(MethodResult, frozen=True, kw_only=True):
+    """Two views: operator.sock's (everything) and agent.sock's (``view: "agent"``, the
+    agent's own standing); a field of one view only is absent from the other."""
+
+    pid: int
+    version: str
+    protocol: int | UnsetType = UNSET  # agent view
+    started_at: float
+    uptime_s: float
+    view: Literal["agent"] | UnsetType = UNSET  # agent view
+    agent: AgentIdentity | UnsetType = UNSET  # agent view
+    state_dir: str | UnsetType = UNSET  # operator view
+    runtime_dir: str | UnsetType = UNSET  # operator view
+    policy: dict[str, Any]  # operator: the whole policy; agent: the facts it acts on
+    approval_timeout_s: float | UnsetType = UNSET  # agent view
+    pending: int  # operator: every pending request; agent: its own
+    held: int | UnsetType = UNSET  # operator view
+    connections: int | UnsetType = UNSET  # operator view
+    agents: int | UnsetType = UNSET  # operator view
+    sandbox: dict[str, Any]
+    sessions: dict[str, Any]
+    watch: dict[str, Any] | UnsetType = UNSET  # operator view
+    workspaces: list[dict[str, Any]] | UnsetType = UNSET  # operator view
+    attention: dict[str, Any] | UnsetType = UNSET  # operator view
+    history: StatusHistory | UnsetType = UNSET  # operator view
+
+
+class DaemonStopResult(MethodResult, frozen=True, kw_only=True):
+    stopping: bool
+    pid: int
+
+
+class SubscribeResult(MethodResult, frozen=True, kw_only=True):
+    topics: list[str]
+    status: dict[str, Any]  # as daemon.status on operator.sock, without history
+
+
+class UnsubscribeResult(MethodResult, frozen=True, kw_only=True):
+    pass
+
+
+# ---------------------------------------------------------------- approvals
+
+
+class OperationDecision(MethodResult, frozen=True, kw_only=True):
+    """The answer to an operation: ``operation.submit``'s, and the ``decision`` of
+    ``operation.exec``, ``operation.hold`` and ``operation.run``."""
+
+    request_id: str
+    verdict: Literal["allow", "deny"]
+    reason: str
+    source: str
+    scope: str  # "" when no grant scope applies
+    fingerprint: str
+    note: str
+    escalations: list[dict[str, Any]]
+    authorization: dict[str, Any] | None  # allow only
+    decided_at: float
+    latency_ms: float
+    denials: list[dict[str, Any]]
+
+
+class OperationSubmitResult(OperationDecision, frozen=True, kw_only=True):
+    """An allowed interactive or durable operation is a session: ``session`` (null, with
+    ``session_error``, when it could not start). Both absent otherwise."""
+
+    session: dict[str, Any] | UnsetType | None = UNSET
+    session_error: str | UnsetType = UNSET
+
+
+class OperationCancelResult(MethodResult, frozen=True, kw_only=True):
+    cancelled: str
+
+
+class PendingListResult(MethodResult, frozen=True, kw_only=True):
+    pending: list[dict[str, Any]]
+    count: int
+    next: str | None
+
+
+class HistoryDetailResult(MethodResult, frozen=True, kw_only=True):
+    request_id: str
+    request: dict[str, Any] | None
+    decision: dict[str, Any] | None
+    outcome: dict[str, Any] | None
+    file_events: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    truncated: bool | UnsetType = UNSET  # true when the 2 MiB bound cut the events
+
+
+class RequestGetResult(MethodResult, frozen=True, kw_only=True):
+    """Pending: ``request`` (an item as ``pending.list``); else ``detail`` (as ``history.detail``)."""
+
+    pending: bool
+    request: dict[str, Any] | UnsetType = UNSET
+    detail: HistoryDetailResult | UnsetType = UNSET
+
+
+class DecideResult(MethodResult, frozen=True, kw_only=True):
+    decided: list[str]
+    verdict: Literal["allow", "deny"]
+    grant: dict[str, Any] | None
+
+
+class GrantsListResult(MethodResult, frozen=True, kw_only=True):
+    grants: list[dict[str, Any]]
+
+
+class GrantsAddResult(MethodResult, frozen=True, kw_only=True):
+    grant: dict[str, Any]
+
+
+class GrantsRevokeResult(MethodResult, frozen=True, kw_only=True):
+    revoked: list[str]
+
+
+# ---------------------------------------------------------------- execute
+
+
+class ExecRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """What a captured operation did, as the history records it (its ``outcome``)."""
+
+    status: str  # exited, signaled, timed_out, cancelled, output_limit, not_started
+    exit_code: int | None
+    signal: str
+    duration_ms: float
+    outcome: dict[str, Any]
+    stdout: dict[str, Any]
+    stderr: dict[str, Any]
+    denials: list[dict[str, Any]]
+    enforcement: dict[str, Any]
+    reason: str
+    temp_root_removed: bool
+    recorded: bool | UnsetType = UNSET  # false when the history could not store it
+
+
+class OperationExecResult(MethodResult, frozen=True, kw_only=True):
+    decision: OperationDecision
+    result: ExecRecord | None  # null when denied
+
+
+class OperationHoldResult(MethodResult, frozen=True, kw_only=True):
+    decision: OperationDecision
+    ticket: str | None  # null when denied
+
+
+class OperationRunResult(MethodResult, frozen=True, kw_only=True):
+    decision: OperationDecision
+    result: ExecRecord
+
+
+# ---------------------------------------------------------------- history
+
+
+class HistoryQueryResult(MethodResult, frozen=True, kw_only=True):
+    rows: list[dict[str, Any]]
+    older: int | None
+    newer: int | None
+    count: int | UnsetType = UNSET  # when asked for (count: true)
+
+
+class HistoryPreviousResult(MethodResult, frozen=True, kw_only=True):
+    decisions: list[dict[str, Any]]
+
+
+class HistoryVerifyResult(MethodResult, frozen=True, kw_only=True):
+    ok: bool
+    checked: int
+    first_bad_seq: int | None
+    what: str
+    message: str
+    grants_checked: int
+    tail_seq: int
+    tail_hash: str
+    unaccepted: list[tuple[int, int]]
+
+
+class HistoryAcceptResult(MethodResult, frozen=True, kw_only=True):
+    accepted: list[tuple[int, int]]
+    unaccepted: list[tuple[int, int]]
+
+
+# ---------------------------------------------------------------- sessions
+
+
+class SessionsListResult(MethodResult, frozen=True, kw_only=True):
+    sessions: list[dict[str, Any]]
+
+
+class SessionsGetResult(MethodResult, frozen=True, kw_only=True):
+    session: dict[str, Any]
+
+
+class SessionsNewResult(MethodResult, frozen=True, kw_only=True):
+    session: dict[str, Any]
+
+
+class SessionsAttachResult(MethodResult, frozen=True, kw_only=True):
+    session: str  # the session's id
+    offset: int
+    cols: int
+    rows: int
+    snapshot_base64: str
+
+
+class SessionsDetachResult(MethodResult, frozen=True, kw_only=True):
+    detached: str
+
+
+class SessionsInputResult(MethodResult, frozen=True, kw_only=True):
+    written: int
+
+
+class SessionsResizeResult(MethodResult, frozen=True, kw_only=True):
+    cols: int
+    rows: int
+
+
+class SessionsSignalResult(MethodResult, frozen=True, kw_only=True):
+    signalled: str  # the signal's name, SIG prefixed
+
+
+class SessionsKillResult(MethodResult, frozen=True, kw_only=True):
+    session: dict[str, Any]
+
+
+class SessionsWaitResult(MethodResult, frozen=True, kw_only=True):
+    session: dict[str, Any]
+
+
+class SessionsReadResult(MethodResult, frozen=True, kw_only=True):
+    data_base64: str
+    next_offset: int
+    dropped_bytes: int
+
+
+class SessionsScreenResult(MethodResult, frozen=True, kw_only=True):
+    text: str
+
+
+class SessionsRemoveResult(MethodResult, frozen=True, kw_only=True):
+    removed: str
+
+
+class SessionsAdoptResult(MethodResult, frozen=True, kw_only=True):
+    session: dict[str, Any]
+
+
+class PrunedRecording(msgspec.Struct, frozen=True, kw_only=True):
+    session: str
+    bytes: int
+
+
+class SessionsPruneResult(MethodResult, frozen=True, kw_only=True):
+    pruned: list[PrunedRecording]
+    freed_bytes: int
+    total_bytes: int
+    quota_bytes: int
+
+
+# ---------------------------------------------------------------- watch
+
+
+class WatchStatusResult(MethodResult, frozen=True, kw_only=True):
+    """The watcher's status (also ``daemon.status``'s ``watch``)."""
+
+    ok: bool
+    roots: list[dict[str, Any]]
+    fast_lane: str
+    summary: str
+    paused_sessions: list[dict[str, Any]]  # tripwire items
+    protected_kept: int
+    recent_kept: int
+
+
+class WatchRecentResult(MethodResult, frozen=True, kw_only=True):
+    events: list[dict[str, Any]]
+
+
+class WatchDiffResult(MethodResult, frozen=True, kw_only=True):
+    diff: str
+    accepted: dict[str, Any] | None  # the tripwire answer that made the change the baseline
+
+
+class WatchAddResult(WatchStatusResult, frozen=True, kw_only=True):
+    pass
+
+
+class WatchRemoveResult(WatchStatusResult, frozen=True, kw_only=True):
+    pass
+
+
+class TripwireListResult(MethodResult, frozen=True, kw_only=True):
+    items: list[dict[str, Any]]
+
+
+class TripwireResolveResult(MethodResult, frozen=True, kw_only=True):
+    item: dict[str, Any]
+
+
+# ---------------------------------------------------------------- workspaces
+
+
+class TrustedWorkspace(msgspec.Struct, frozen=True, kw_only=True):
+    workspace_root: str
+    source: str  # policy, operator or approval
+    at: float | None  # null for the policy's
+    request_id: str
+
+
+class WorkspacesListResult(MethodResult, frozen=True, kw_only=True):
+    workspaces: list[TrustedWorkspace]
+
+
+class WorkspacesAddResult(MethodResult, frozen=True, kw_only=True):
+    added: bool  # false: it was trusted already (then as it was trusted)
+    workspace_root: str
+    at: float
+    source: str
+    request_id: str
+
+
+class WorkspacesRemoveResult(MethodResult, frozen=True, kw_only=True):
+    workspace_root: str
+    removed: bool
+
+
+# ---------------------------------------------------------------- attention
+
+
+class AgentAttentionResult(MethodResult, frozen=True, kw_only=True):
+    entry: dict[str, Any]
+    changed: bool
+
+
+class AgentAttentionListResult(MethodResult, frozen=True, kw_only=True):
+    agents: list[dict[str, Any]]
+    waiting: int
+
+
+RESULTS: dict[str, type[MethodResult]] = {
+    "hello": HelloResult,
+    "daemon.status": DaemonStatusResult,
+    "daemon.stop": DaemonStopResult,
+    "subscribe": SubscribeResult,
+    "unsubscribe": UnsubscribeResult,
+    "operation.submit": OperationSubmitResult,
+    "operation.cancel": OperationCancelResult,
+    "pending.list": PendingListResult,
+    "request.get": RequestGetResult,
+    "decide": DecideResult,
+    "grants.list": GrantsListResult,
+    "grants.add": GrantsAddResult,
+    "grants.revoke": GrantsRevokeResult,
+    "operation.exec": OperationExecResult,
+    "operation.hold": OperationHoldResult,
+    "operation.run": OperationRunResult,
+    "history.query": HistoryQueryResult,
+    "history.detail": HistoryDetailResult,
+    "history.previous": HistoryPreviousResult,
+    "history.verify": HistoryVerifyResult,
+    "history.accept": HistoryAcceptResult,
+    "sessions.list": SessionsListResult,
+    "sessions.get": SessionsGetResult,
+    "sessions.new": SessionsNewResult,
+    "sessions.attach": SessionsAttachResult,
+    "sessions.detach": SessionsDetachResult,
+    "sessions.input": SessionsInputResult,
+    "sessions.resize": SessionsResizeResult,
+    "sessions.signal": SessionsSignalResult,
+    "sessions.kill": SessionsKillResult,
+    "sessions.wait": SessionsWaitResult,
+    "sessions.read": SessionsReadResult,
+    "sessions.screen": SessionsScreenResult,
+    "sessions.remove": SessionsRemoveResult,
+    "sessions.adopt": SessionsAdoptResult,
+    "sessions.prune": SessionsPruneResult,
+    "watch.status": WatchStatusResult,
+    "watch.recent": WatchRecentResult,
+    "watch.diff": WatchDiffResult,
+    "watch.add": WatchAddResult,
+    "watch.remove": WatchRemoveResult,
+    "tripwire.list": TripwireListResult,
+    "tripwire.resolve": TripwireResolveResult,
+    "workspaces.list": WorkspacesListResult,
+    "workspaces.add": WorkspacesAddResult,
+    "workspaces.remove": WorkspacesRemoveResult,
+    "agent.attention": AgentAttentionResult,
+    "agent.attention_list": AgentAttentionListResult,
+}
+"""Every method's result, by method name."""
+
+
+# ---------------------------------------------------------------- clients
+
+
+class ResultError(RPCError):
+    """A method's result that is not what the protocol says. Raised by the clients, at
+    the socket, instead of the result; never sent. An :class:`RPCError` (code
+    ``INTERNAL_ERROR``), so every caller that handles a refused call handles this one;
+    ``data`` names the method and where in the result (``$.grants[0].uses``)."""
+
+    def __init__(self, method: str, problem: str, path: str) -> None:
+        super().__init__(
+            INTERNAL_ERROR,
+            f"malformed result of {method} from the daemon (daemon of another version?): {problem}",
+            {"method": method, "path": path},
+        )
+        self.method = method
+
+
+_AT = re.compile(r" - at `(\$[^`]*)`\Z")
+# msgspec quotes the offending value in these; the reason keeps only their words.
+_VALUE_SAYING = ("Invalid enum value", "Invalid value")
+
+
+def _problem(exc: msgspec.ValidationError) -> tuple[str, str]:
+    """(what is wrong, where) of a validation error, without the value it refused."""
+    text = str(exc)
+    found = _AT.search(text)
+    path = found.group(1) if found else "$"
+    reason = text[: found.start()] if found else text
+    for words in _VALUE_SAYING:
+        if reason.startswith(words):
+            reason = words
+    return f"{reason} - at `{path}`", path
+
+
+def decode_result(method: str, result: Any) -> MethodResult | None:
+    """``result`` (decoded JSON) checked against ``method``'s Struct and converted to it;
+    None for a method this protocol does not know (nothing to check it against). Raises
+    :class:`ResultError` naming the method and the field."""
+    cls = RESULTS.get(method)
+    if cls is None:
+        return None
+    try:
+        return msgspec.convert(result, cls)
+    except msgspec.ValidationError as exc:
+        problem, path = _problem(exc)
+        raise ResultError(method, problem, path) from None
+
+
+# ---------------------------------------------------------------- docs
+
+
+def describe(cls: type[MethodResult]) -> str:
+    """The result of ``cls`` as docs/protocol.md writes it: ``Result of `m`: …``."""
+    info = mi.type_info(cls)
+    assert isinstance(info, mi.StructType)
+    return _fields_of(info, "; ") + "." if info.fields else "an empty object."
+
+
+def _fields_of(info: mi.StructType, sep: str) -> str:
+    # msgspec.inspect drops UnsetType from a field's type and UNSET from its default.
+    absent = {f.encode_name for f in msgspec.structs.fields(info.cls) if f.default is UNSET}
+    return sep.join(
+        f"`{f.encode_name}` {_describe_type(f.type)}" + (", may be absent" if f.encode_name in absent else "")
+        for f in info.fields
+    )
+
+
+def _describe_type(kind: Any) -> str:
+    if isinstance(kind, mi.UnionType):
+        others = [t for t in kind.types if not isinstance(t, mi.NoneType)]
+        nullable = len(others) < len(kind.types)
+        return " or ".join(_describe_type(t) for t in others) + (" or null" if nullable else "")
+    if isinstance(kind, mi.StrType):
+        return "string"
+    if isinstance(kind, mi.BoolType):
+        return "boolean"
+    if isinstance(kind, mi.IntType):
+        return "integer"
+    if isinstance(kind, mi.FloatType):
+        return "number"
+    if isinstance(kind, mi.LiteralType):
+        return " | ".join(str(v) for v in kind.values)
+    if isinstance(kind, mi.DictType):
+        return "object"
+    if isinstance(kind, mi.ListType):
+        return "list of " + _plural(kind.item_type)
+    if isinstance(kind, mi.TupleType):
+        return "[" + ", ".join(_describe_type(t) for t in kind.item_types) + "]"
+    if isinstance(kind, mi.StructType):
+        like = _LIKE.get(kind.cls)
+        if like is not None:
+            # A method's result (or a part every field of which is one) is named, not repeated.
+            whole = RESULTS[like]
+            assert issubclass(whole, kind.cls), (kind.cls, like)
+            extra = [
+                f"`{name}`" for name in whole.__struct_fields__ if name not in kind.cls.__struct_fields__
+            ]
+            without = ", ".join(extra[:-1]) + " and " + extra[-1] if len(extra) > 1 else "".join(extra)
+            return f"object as `{like}` answers" + (f", without {without}" if without else "")
+        return "object {" + _fields_of(kind, ", ") + "}"
+    raise TypeError(f"no words for {kind!r}: say how docs/protocol.md names it")
+
+
+_LIKE: dict[type, str] = {OperationDecision: "operation.submit", HistoryDetailResult: "history.detail"}
+
+
+def _plural(kind: Any) -> str:
+    if isinstance(kind, mi.DictType):
+        return "objects"
+    if isinstance(kind, mi.StructType):
+        return "objects {" + _fields_of(kind, ", ") + "}"
+    if isinstance(kind, mi.StrType):
+        return "strings"
+    return _describe_type(kind)
