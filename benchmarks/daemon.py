@@ -558,7 +558,7 @@ async def main_async(args: argparse.Namespace) -> None:
             print(f"\n{clients} concurrent client(s), closed loop, {args.seconds:.0f} s each")
             echo0, mine = cpu_seconds(echo.pid), time.process_time()
             lat, tput = await closed_loop([echo_path], frame, clients, args.seconds)
-            echo_closed = cpu_since(echo.pid, echo0)[0] / len(lat)
+            echo_closed = cpu_since(echo.pid, echo0)[0] / len(lat)  # the 50 clients' run is last
             report(
                 "floor: bare asyncio echo",
                 lat,

@@ -9,7 +9,8 @@ import sys
 import threading
 
 import pytest
-from support.daemon import wait_for, workspace
+from support.daemon import short_tmp, wait_for, workspace
+from support.fake_daemon import HELLO, fake_daemon
 from support.hook import hook_cli, hook_input
 
 from console.adapters.claude_code import operation_for, run_hook
@@ -152,44 +153,16 @@ def test_a_bug_inside_is_still_a_deny(monkeypatch):
     assert json.loads(out.getvalue())["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-def _fake_daemon(state_dir, answers: dict) -> threading.Thread:
-    """agent.sock in ``state_dir`` answering each method from ``answers`` (one client)."""
-    import socket
-
-    from console.locations import ensure_private_dir, locate
-
-    loc = locate(state_dir)
-    ensure_private_dir(loc.state_dir)
-    ensure_private_dir(loc.runtime_dir)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(loc.agent_socket))
-    server.listen(1)
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        with conn, conn.makefile("rb") as lines:
-            for line in lines:
-                call = json.loads(line)
-                reply = {"jsonrpc": "2.0", "id": call["id"], "result": answers[call["method"]]}
-                conn.sendall(json.dumps(reply).encode() + b"\n")
-        server.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    return thread
-
-
-def test_a_malformed_answer_from_the_daemon_is_a_deny_not_an_allow(tmp_path):
+def test_a_malformed_answer_from_the_daemon_is_a_deny_not_an_allow():
     # A daemon of another version (or a bug) answers a hold with an allow that lacks
     # everything but the verdict, and a ticket: acted on as sent, that was an allow with
     # a rewritten command. Checked at the socket, it is a refused call, so a deny.
-    hello = {"protocol": 2, "role": "agent", "daemon_pid": 1, "version": "9", "peer_pid": 1}
-    answers = {"hello": hello, "operation.hold": {"decision": {"verdict": "allow"}, "ticket": "t-1"}}
-    thread = _fake_daemon(tmp_path / "s", answers)
+    answers = {"hello": HELLO, "operation.hold": {"decision": {"verdict": "allow"}, "ticket": "t-1"}}
+    state = short_tmp() / "s"  # a socket path within AF_UNIX's limit
     out = io.StringIO()
     payload = hook_input(workspace(), "Bash", {"command": "ls"})
-    assert run_hook(io.StringIO(json.dumps(payload)), out, state_dir=str(tmp_path / "s")) == 0
+    with fake_daemon(state, answers):
+        assert run_hook(io.StringIO(json.dumps(payload)), out, state_dir=str(state)) == 0
     decision = json.loads(out.getvalue())["hookSpecificOutput"]
     assert decision["permissionDecision"] == "deny"
     assert "malformed result of operation.hold" in decision["permissionDecisionReason"]
-    thread.join(5)

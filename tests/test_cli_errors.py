@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.daemon import short_tmp, workspace
+from support.fake_daemon import HELLO, fake_daemon
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -151,3 +152,17 @@ def test_sessions_replay_speed_zero_is_bad_input(tmp_path):
     rec.mkdir(parents=True)
     (rec / "output.cast").write_text(json.dumps({"version": 2, "width": 80, "height": 24}) + "\n")
     clean(cli("sessions", "replay", "s1", "--speed", "0", "--state-dir", str(state)), 2)
+
+
+def test_an_answer_the_cli_cannot_read_is_exit_3_and_not_called_a_refusal():
+    # The call may have acted (an exec's command may have run): the CLI must not say the
+    # daemon refused it, nor exit 2 as for bad input, but 3, which an agent takes as
+    # "not allowed", and point at the history.
+    state = short_tmp() / "s"
+    answers = {"hello": HELLO, "operation.submit": {"request_id": "r-1-1", "verdict": "allow"}}
+    op = f'{{"kind":"process","executable":"true","workspace_root":"{workspace()}"}}'
+    with fake_daemon(state, answers):
+        r = cli("request", "-", "--state-dir", str(state), stdin=op)
+    clean(r, 3)
+    assert "malformed result of operation.submit" in r.stderr
+    assert "refused" not in r.stderr and "agent-console history" in r.stderr

@@ -12,6 +12,8 @@ cannot read is told to the operator instead of only logged.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from rich.text import Text
@@ -155,10 +157,11 @@ class FakeDaemon:
     """A peer that answers the console's start-up calls and, on its first connection only,
     sends events of a protocol the console does not know, then one it does."""
 
-    def __init__(self) -> None:
+    def __init__(self, answers: dict[str, Any] | None = None) -> None:
         self.path = short_tmp() / "fake.sock"
         self.connections = 0
         self.hang_up = asyncio.Event()
+        self.answers = ANSWERS if answers is None else answers
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -170,8 +173,8 @@ class FakeDaemon:
                 messages, _ = jsonrpc.decode_message(line)
                 for msg in messages:
                     assert isinstance(msg, jsonrpc.Request)
-                    if msg.method in ANSWERS:
-                        writer.write(jsonrpc.encode(jsonrpc.response(msg.id, ANSWERS[msg.method])))
+                    if msg.method in self.answers:
+                        writer.write(jsonrpc.encode(jsonrpc.response(msg.id, self.answers[msg.method])))
                     else:
                         error = jsonrpc.RPCError(-32601, f"no method {msg.method}")
                         writer.write(jsonrpc.encode(jsonrpc.error_response(msg.id, error)))
@@ -202,27 +205,47 @@ class FakeDaemon:
         return client
 
 
-async def test_refused_daemon_events_show_as_a_pill_and_one_notification():
-    fake = FakeDaemon()
+@asynccontextmanager
+async def console_on(fake: FakeDaemon) -> AsyncIterator[tuple[ConsoleApp, Any, Notices]]:
+    """The console, with toasts, on ``fake``: the app, its pilot, and the notices raised."""
     server = await asyncio.start_unix_server(fake.serve, path=str(fake.path))
     settings = prepare(Config(notifications=Notifications(toast=True, bell=False, desktop="off")))
     app = ConsoleApp(settings, connect=fake.connect)
     seen = Notices()
     try:
         async with app.run_test(size=SIZE, message_hook=seen) as pilot:
-            said = "3 daemon events refused (daemon of another version?)"
-            await until(pilot, lambda: app.pills.get("refused") == said)
-            assert app.pills.items["refused"][1] == "warning"
-            await pilot.pause()
-            assert said in header(app)
-            notes = [n for n in seen.raised if n.title == "daemon events refused"]
-            assert len(notes) == 1
-            assert notes[0].severity == "warning" and "another version" in notes[0].message
-
-            fake.hang_up.set()  # the console reconnects; the new connection refuses nothing
-            await until(pilot, lambda: app.pills.get("refused") == "")  # cleared by Connected only
-            assert fake.connections == 2 and app.connection == "connected"
-            assert len([n for n in seen.raised if n.title == "daemon events refused"]) == 1
+            yield app, pilot, seen
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_refused_daemon_events_show_as_a_pill_and_one_notification():
+    fake = FakeDaemon()
+    async with console_on(fake) as (app, pilot, seen):
+        said = "3 daemon events refused (daemon of another version?)"
+        await until(pilot, lambda: app.pills.get("refused") == said)
+        assert app.pills.items["refused"][1] == "warning"
+        await pilot.pause()
+        assert said in header(app)
+        notes = [n for n in seen.raised if n.title == "daemon events refused"]
+        assert len(notes) == 1
+        assert notes[0].severity == "warning" and "another version" in notes[0].message
+
+        fake.hang_up.set()  # the console reconnects; the new connection refuses nothing
+        await until(pilot, lambda: app.pills.get("refused") == "")  # cleared by Connected only
+        assert fake.connections == 2 and app.connection == "connected"
+        assert len([n for n in seen.raised if n.title == "daemon events refused"]) == 1
+
+
+async def test_a_daemon_whose_answers_the_console_cannot_read_is_said_once_with_what_to_do():
+    """After an upgrade the running daemon may be the older one: every reconnect meets the
+    same answer it cannot read. The operator is told once, with both versions and the
+    remedy, not once a second."""
+    fake = FakeDaemon({**ANSWERS, "pending.list": {"pending": []}})  # no count, no next
+    async with console_on(fake) as (app, pilot, seen):
+        await until(pilot, lambda: fake.connections >= 3, timeout=15)
+        lost = [n.message for n in seen.raised if n.message.startswith("lost the daemon")]
+        assert len(lost) == 1, lost
+        assert "version 9.9.9" in lost[0] and "restart the daemon" in lost[0]
+        assert app.connection == "lost"

@@ -10,7 +10,7 @@ import time
 from datetime import datetime
 from typing import Any, NoReturn
 
-from console.client import Client, DaemonUnreachable, RPCError
+from console.client import Client, DaemonUnreachable, ResultError, RPCError
 from console.contract.problem import Problem
 from console.locations import Locations, UnsafeLocation, locate
 from console.protocol.jsonrpc import INVALID_PARAMS
@@ -60,7 +60,16 @@ def connect(args: argparse.Namespace, role: str, *, timeout_s: float | None = 30
 
 
 def refused(exc: RPCError, what: str) -> CLIError:
-    """The daemon refused a call: an invalid operation (exit 2, with its problem) or else."""
+    """The daemon refused a call: an invalid operation (exit 2, with its problem) or else.
+
+    An answer this client could not read (:class:`ResultError`) is no refusal: the call
+    may have acted (a command may have run), so it says so and exits as unreachable,
+    which an agent takes as "not allowed"."""
+    if isinstance(exc, ResultError):
+        return CLIError(
+            f"{exc.message}; what became of {what} is unknown here (see agent-console history)",
+            EXIT_UNREACHABLE,
+        )
     if exc.code == INVALID_PARAMS and isinstance(exc.data, dict) and "problem" in exc.data:
         problem = Problem(**exc.data["problem"])
         return CLIError(f"invalid operation: {problem}", EXIT_INVALID, problem)

@@ -137,14 +137,14 @@ class AsyncClient:
 
     def _refused(self, method: str, result: Any) -> ResultError | None:
         """Validated here, at the socket, as events are: an answer that is not its
-        method's result (console/protocol/results.py) is logged, counted in
+        method's result (console/protocol/results.py) is counted in
         :attr:`refused_results` and fails its call with :class:`ResultError`, which names
-        the method and the field; the connection goes on serving the other calls."""
+        the method and the field (the caller reports it, so it is not logged too); the
+        connection goes on serving the other calls."""
         try:
             decode_result(method, result)
         except ResultError as exc:
             self.refused_results += 1
-            log.warning("refused a result from the daemon: %s", exc)
             return exc
         return None
 

@@ -184,13 +184,13 @@ class Client:
 
     def _check_result(self, method: str, result: Any) -> None:
         """Validated here, at the socket, as :class:`AsyncClient` does: an answer that is
-        not its method's result is logged, counted and raised as :class:`ResultError`
-        (naming the method and the field); the connection stays usable."""
+        not its method's result is counted and raised as :class:`ResultError` (naming
+        the method and the field; the caller reports it, so it is not logged too); the
+        connection stays usable."""
         try:
             decode_result(method, result)
-        except ResultError as exc:
+        except ResultError:
             self.refused_results += 1
-            log.warning("refused a result from the daemon: %s", exc)
             raise
 
     def next_event(self) -> dict[str, Any]:

@@ -42,6 +42,8 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
+from console.protocol.invalid import problem
+
 
 class Topic(StrEnum):
     """What ``subscribe`` takes; every event belongs to exactly one."""
@@ -268,7 +270,7 @@ def decode_event(params: Any) -> Event:
             what = f"{topic}/{shown}"
         else:
             what = str(topic)
-        raise EventError(f"malformed {what} event: {exc}") from None
+        raise EventError(f"malformed {what} event: {problem(exc)[0]}") from None
     return event
 
 

@@ -39,13 +39,13 @@ enforcement. What clients branch on (verdicts, ids, counts, cursors, flags) is t
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 from msgspec import inspect as mi
 
+from console.protocol.invalid import problem
 from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
 
 
@@ -274,12 +274,18 @@ class SessionsListResult(MethodResult, frozen=True, kw_only=True):
     sessions: list[dict[str, Any]]
 
 
-class SessionsGetResult(MethodResult, frozen=True, kw_only=True):
+class OneSession(MethodResult, frozen=True, kw_only=True):
+    """The answers that are one session object (get, new, kill, wait, adopt)."""
+
     session: dict[str, Any]
 
 
-class SessionsNewResult(MethodResult, frozen=True, kw_only=True):
-    session: dict[str, Any]
+class SessionsGetResult(OneSession, frozen=True, kw_only=True):
+    pass
+
+
+class SessionsNewResult(OneSession, frozen=True, kw_only=True):
+    pass
 
 
 class SessionsAttachResult(MethodResult, frozen=True, kw_only=True):
@@ -307,12 +313,12 @@ class SessionsSignalResult(MethodResult, frozen=True, kw_only=True):
     signalled: str  # the signal's name, SIG prefixed
 
 
-class SessionsKillResult(MethodResult, frozen=True, kw_only=True):
-    session: dict[str, Any]
+class SessionsKillResult(OneSession, frozen=True, kw_only=True):
+    pass
 
 
-class SessionsWaitResult(MethodResult, frozen=True, kw_only=True):
-    session: dict[str, Any]
+class SessionsWaitResult(OneSession, frozen=True, kw_only=True):
+    pass
 
 
 class SessionsReadResult(MethodResult, frozen=True, kw_only=True):
@@ -329,8 +335,8 @@ class SessionsRemoveResult(MethodResult, frozen=True, kw_only=True):
     removed: str
 
 
-class SessionsAdoptResult(MethodResult, frozen=True, kw_only=True):
-    session: dict[str, Any]
+class SessionsAdoptResult(OneSession, frozen=True, kw_only=True):
+    pass
 
 
 class PrunedRecording(msgspec.Struct, frozen=True, kw_only=True):
@@ -349,7 +355,8 @@ class SessionsPruneResult(MethodResult, frozen=True, kw_only=True):
 
 
 class WatchStatusResult(MethodResult, frozen=True, kw_only=True):
-    """The watcher's status (also ``daemon.status``'s ``watch``)."""
+    """The watcher's status (``daemon.status`` carries the same object as ``watch``,
+    untyped there like the status's other parts)."""
 
     ok: bool
     roots: list[dict[str, Any]]
@@ -496,23 +503,6 @@ class ResultError(RPCError):
         self.method = method
 
 
-_AT = re.compile(r" - at `(\$[^`]*)`\Z")
-# msgspec quotes the offending value in these; the reason keeps only their words.
-_VALUE_SAYING = ("Invalid enum value", "Invalid value")
-
-
-def _problem(exc: msgspec.ValidationError) -> tuple[str, str]:
-    """(what is wrong, where) of a validation error, without the value it refused."""
-    text = str(exc)
-    found = _AT.search(text)
-    path = found.group(1) if found else "$"
-    reason = text[: found.start()] if found else text
-    for words in _VALUE_SAYING:
-        if reason.startswith(words):
-            reason = words
-    return f"{reason} - at `{path}`", path
-
-
 def decode_result(method: str, result: Any) -> MethodResult | None:
     """``result`` (decoded JSON) checked against ``method``'s Struct and converted to it;
     None for a method this protocol does not know (nothing to check it against). Raises
@@ -523,8 +513,8 @@ def decode_result(method: str, result: Any) -> MethodResult | None:
     try:
         return msgspec.convert(result, cls)
     except msgspec.ValidationError as exc:
-        problem, path = _problem(exc)
-        raise ResultError(method, problem, path) from None
+        what, path = problem(exc)
+        raise ResultError(method, what, path) from None
 
 
 # ---------------------------------------------------------------- docs

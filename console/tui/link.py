@@ -30,7 +30,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from console.client import AsyncClient, DaemonUnreachable, RPCError
+from console import __version__
+from console.client import AsyncClient, DaemonUnreachable, ResultError, RPCError
 from console.protocol import events as ev
 
 PAGE = 500
@@ -172,20 +173,27 @@ class DaemonLink:
                     self.target.post_message(self.Lost(last_error))
                 await asyncio.sleep(RETRY_S)
                 continue
-            last_error = ""
+            served = False
             try:
                 await self._serve(client)
                 reason = "the daemon closed the connection"
             except (DaemonUnreachable, OSError) as exc:
                 reason = str(exc)
+            except ResultError as exc:
+                reason = _another_version(client, exc)
             except RPCError as exc:
                 reason = f"the daemon refused: {exc}"
             finally:
+                served = self.connected.is_set()
                 self.client = None
                 self.connected.clear()
                 await client.close()
+            # A connection lost after it served is always news; one that fails the same way
+            # before it served (a daemon whose answers this console cannot read) is said once,
+            # not at every retry.
+            if served or reason != last_error:
+                self.target.post_message(self.Lost(reason))
             last_error = reason
-            self.target.post_message(self.Lost(reason))
             await asyncio.sleep(RETRY_S)
 
     async def _serve(self, client: AsyncClient) -> None:
@@ -236,3 +244,14 @@ _MESSAGES: dict[type[ev.Event], type[DaemonLink.DaemonEvent[Any]]] = {
     if isinstance(m, type) and issubclass(m, DaemonLink.DaemonEvent) and m is not DaemonLink.DaemonEvent
 }
 assert set(_MESSAGES) == set(ev.KINDS), "one DaemonLink message per event kind"
+
+
+def _another_version(client: AsyncClient, exc: ResultError) -> str:
+    """Why the console cannot use this daemon, and what to do: the daemon outlives the
+    console, so after an upgrade it may be the older one."""
+    theirs = client.hello.get("version", "?") if isinstance(client.hello, dict) else "?"
+    return (
+        f"the daemon runs version {theirs} and this console {__version__}: restart the daemon "
+        f"(agent-console daemon stop) to use this one's. It answered what the console cannot "
+        f"read: {exc.message}"
+    )

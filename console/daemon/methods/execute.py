@@ -63,8 +63,10 @@ async def exec_(ctx: CallContext, args: OperationExec) -> OperationExecResult:
     supersedes = ""
     for attempt in range(MAX_RESUBMISSIONS + 1):
         op, decision = await submit_bound(ctx, obj, op, timeout, supersedes)
-        if decision["verdict"] != "allow":
-            return OperationExecResult(decision=OperationDecision(**decision), result=None)
+        # In its Struct before anything runs on its strength (see approvals.submit).
+        decided = OperationDecision(**decision)
+        if decided.verdict != "allow":
+            return OperationExecResult(decision=decided, result=None)
         record = await _run(ctx, op, decision, stream)
         denial = (record.get("outcome") or {}).get("denial") or {}
         if denial.get("reason") != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:
@@ -73,7 +75,7 @@ async def exec_(ctx: CallContext, args: OperationExec) -> OperationExecResult:
         # the operation as it is now is a fresh request.
         supersedes = decision["request_id"]
         op = parse_operation(ctx, obj)
-    return OperationExecResult(decision=OperationDecision(**decision), result=ExecRecord(**record))
+    return OperationExecResult(decision=decided, result=ExecRecord(**record))
 
 
 async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
@@ -82,8 +84,9 @@ async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
     op = _captured(ctx, obj)
     watch_owner(ctx)
     op, decision = await submit_bound(ctx, obj, op, timeout)
-    ticket = ctx.services.held.hold(op, decision) if decision["verdict"] == "allow" else None
-    return OperationHoldResult(decision=OperationDecision(**decision), ticket=ticket)
+    decided = OperationDecision(**decision)  # before a ticket is issued on its strength
+    ticket = ctx.services.held.hold(op, decision) if decided.verdict == "allow" else None
+    return OperationHoldResult(decision=decided, ticket=ticket)
 
 
 async def run(ctx: CallContext, args: OperationRun) -> OperationRunResult:

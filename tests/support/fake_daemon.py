@@ -1,0 +1,57 @@
+"""A stand-in daemon for what a real one never sends: answers of the wrong shape.
+
+It listens on ``agent.sock`` of a state directory, as the real one does (a private
+runtime directory), and answers each call of one client from a table, method by
+method, so a test can see what a hook or the CLI makes of a malformed answer.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from console.locations import ensure_private_dir, locate
+
+# What a daemon's hello says on agent.sock, at its smallest.
+HELLO = {"protocol": 2, "role": "agent", "daemon_pid": 1, "version": "9", "peer_pid": 1}
+
+
+@contextmanager
+def fake_daemon(state_dir: Path, answers: Mapping[str, Any]) -> Iterator[None]:
+    """Serve one connection on ``state_dir``'s agent.sock with ``answers`` (method →
+    result) until the client hangs up; stops within 10 s whatever the client does."""
+    loc = locate(state_dir)
+    ensure_private_dir(loc.state_dir)
+    ensure_private_dir(loc.runtime_dir)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(loc.agent_socket))
+    server.listen(1)
+    server.settimeout(10)
+
+    def serve() -> None:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        conn.settimeout(10)
+        with conn, conn.makefile("rb") as lines:
+            try:
+                for line in lines:
+                    call = json.loads(line)
+                    reply = {"jsonrpc": "2.0", "id": call["id"], "result": answers[call["method"]]}
+                    conn.sendall(json.dumps(reply).encode() + b"\n")
+            except OSError:
+                pass  # the client went: nothing more to answer
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        server.close()
+        thread.join(15)
