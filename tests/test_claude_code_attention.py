@@ -384,14 +384,12 @@ def test_real_claude_code_reports_working_then_done_through_the_installed_hooks(
 # same ancestor and share one identity.
 LEADER = textwrap.dedent(
     """
-    import fcntl, os, subprocess, sys, termios
+    import contextlib, fcntl, os, subprocess, sys, termios
     if sys.argv[3] == "tty":  # take a controlling terminal, as a login shell has one
         master, slave = os.openpty()
         fd = os.open(os.ttyname(slave), os.O_RDWR)
-        try:
+        with contextlib.suppress(OSError):  # opening it may have made it ours already
             fcntl.ioctl(fd, termios.TIOCSCTTY, 0)
-        except OSError:
-            pass
         assert open("/proc/self/stat").read().rsplit(")", 1)[1].split()[4] != "0"
     name = (
         "import json, sys\\n"

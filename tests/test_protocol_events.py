@@ -25,12 +25,12 @@ from support.daemon import (
     in_background,
     operation,
     running_daemon,
-    short_tmp,
     submit_in_thread,
     wait_for,
     workspace,
 )
 from support.events import DECIDED
+from support.fake_daemon import client_of
 
 from console.client import AsyncClient, Client
 from console.protocol import events as ev
@@ -246,7 +246,6 @@ async def test_a_malformed_event_is_refused_with_a_reason_and_the_next_one_arriv
         {**good, "extra": 1},
         good,
     ]
-    path = short_tmp() / "fake.sock"
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for params in sent:
@@ -255,10 +254,7 @@ async def test_a_malformed_event_is_refused_with_a_reason_and_the_next_one_arriv
         await reader.read()  # until the client hangs up
         writer.close()
 
-    server = await asyncio.start_unix_server(serve, path=str(path))
-    reader, writer = await asyncio.open_unix_connection(str(path))
-    client = AsyncClient(reader, writer, "operator")
-    try:
+    async with client_of(serve) as client:
         with caplog.at_level(logging.WARNING, logger="agent-console.client"):
             event = await anext(aiter(client.events()))
         assert event == ev.Decided(
@@ -276,10 +272,6 @@ async def test_a_malformed_event_is_refused_with_a_reason_and_the_next_one_arriv
             "Object missing required field `verdict`",
             "refused an event from the daemon: malformed decided event: Object contains unknown field `extra`",
         ]
-    finally:
-        await client.close()
-        server.close()
-        await server.wait_closed()
 
 
 # ------------------------------------------------------------------ in the console

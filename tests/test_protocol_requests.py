@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import re
 import typing
-from pathlib import Path
 
 import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec import inspect as mi
+from support import protocol_doc
 
 from console.daemon.methods import all_methods
 from console.protocol import requests
@@ -22,7 +22,6 @@ from console.protocol.jsonrpc import INVALID_PARAMS, RPCError
 from console.protocol.params import Params
 from console.protocol.requests import PARAMS, MethodParams, read_params
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
 FP = "ab" * 32
 
 
@@ -54,19 +53,8 @@ def test_every_field_has_a_reader_with_explicit_bounds():
 # ------------------------------------------------------------ (b) docs/protocol.md
 
 
-def documented_params() -> dict[str, str]:
-    """``Params of `method`: …`` lines of docs/protocol.md, by method."""
-    found: dict[str, str] = {}
-    for line in DOC.read_text().splitlines():
-        m = re.match(r"Params of `([a-z_.]+)`: (.*)$", line)
-        if m:
-            assert m[1] not in found, f"{m[1]} documented twice"
-            found[m[1]] = m[2]
-    return found
-
-
 def test_docs_list_each_methods_params_as_its_struct_has_them():
-    documented = documented_params()
+    documented = protocol_doc.documented("Params")
     assert set(documented) == set(PARAMS), "methods without a 'Params of' line: " + ", ".join(
         sorted(set(PARAMS) - set(documented))
     )

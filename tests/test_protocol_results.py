@@ -19,11 +19,11 @@ import re
 import socket
 import typing
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from support import protocol_doc
 from support.daemon import (
     DaemonProcess,
     operation,
@@ -33,16 +33,15 @@ from support.daemon import (
     wait_for,
     workspace,
 )
-from support.fake_daemon import HELLO, fake_daemon
+from support.fake_daemon import HELLO, client_of, fake_daemon
 
-from console.client import AsyncClient, Client, ResultError, RPCError
+from console.client import Client, ResultError, RPCError
 from console.daemon.methods import all_methods
 from console.protocol import invalid, jsonrpc, results
 from console.protocol.requests import PARAMS, struct_name
 from console.protocol.results import RESULTS, MethodResult
 
 DAEMON_POLICY = "approval_timeout_s = 60\n"  # the requests below wait for a decision
-DOC = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
 FP = "ab" * 32
 # Methods only a daemon with a working sandbox can answer for real (they run commands in
 # it, or need a session stopped by the tripwire): the needs_bwrap test calls them.
@@ -80,19 +79,8 @@ def test_a_key_the_daemon_may_leave_out_is_unset_never_a_default():
 # ------------------------------------------------------------ docs/protocol.md
 
 
-def documented_results() -> dict[str, str]:
-    """``Result of `method`: …`` lines of docs/protocol.md, by method."""
-    found: dict[str, str] = {}
-    for line in DOC.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"Result of `([a-z_.]+)`: (.*)$", line)
-        if m:
-            assert m[1] not in found, f"{m[1]} documented twice"
-            found[m[1]] = m[2]
-    return found
-
-
 def test_docs_give_each_methods_result_as_its_struct_has_it():
-    documented = documented_results()
+    documented = protocol_doc.documented("Result")
     assert set(documented) == set(RESULTS), "methods without a 'Result of' line: " + ", ".join(
         sorted(set(RESULTS) - set(documented))
     )
@@ -103,7 +91,7 @@ def test_docs_give_each_methods_result_as_its_struct_has_it():
 
 
 def test_each_result_line_follows_its_params_line():
-    lines = [line for line in DOC.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [line for line in protocol_doc.DOC.read_text(encoding="utf-8").splitlines() if line.strip()]
     for i, line in enumerate(lines):
         m = re.match(r"Params of `([a-z_.]+)`: ", line)
         if m:
@@ -426,7 +414,6 @@ async def test_a_malformed_result_fails_its_call_and_the_connection_goes_on(capl
     """Each wrong answer fails only its own call, with the method and the field; the
     right answers around it arrive, and a key the client does not know is no error (a
     newer daemon may add one)."""
-    path = short_tmp() / "fake.sock"
     calls: list[str] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -445,10 +432,7 @@ async def test_a_malformed_result_fails_its_call_and_the_connection_goes_on(capl
             await writer.drain()
         writer.close()
 
-    server = await asyncio.start_unix_server(serve, path=str(path))
-    reader, writer = await asyncio.open_unix_connection(str(path))
-    client = AsyncClient(reader, writer, "operator")
-    try:
+    async with client_of(serve) as client:
         with caplog.at_level(logging.WARNING, logger="agent-console.client"):
             for method, _result, said, hidden in WRONG:
                 with pytest.raises(ResultError) as refused:
@@ -459,10 +443,6 @@ async def test_a_malformed_result_fails_its_call_and_the_connection_goes_on(capl
         assert client.refused_results == len(WRONG)
         # Told to the caller, who reports it (a CLI would otherwise print it twice).
         assert not [r for r in caplog.records if r.name == "agent-console.client"]
-    finally:
-        await client.close()
-        server.close()
-        await server.wait_closed()
 
 
 def test_the_blocking_client_refuses_a_malformed_result_too(caplog):

@@ -188,7 +188,7 @@ class FakeDaemon:
                         )
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            return  # the console hung up: nothing more to answer
         finally:
             if closing is not None:
                 closing.cancel()

@@ -173,7 +173,6 @@ class DaemonLink:
                     self.target.post_message(self.Lost(last_error))
                 await asyncio.sleep(RETRY_S)
                 continue
-            served = False
             try:
                 await self._serve(client)
                 reason = "the daemon closed the connection"
@@ -249,9 +248,8 @@ assert set(_MESSAGES) == set(ev.KINDS), "one DaemonLink message per event kind"
 def _another_version(client: AsyncClient, exc: ResultError) -> str:
     """Why the console cannot use this daemon, and what to do: the daemon outlives the
     console, so after an upgrade it may be the older one."""
-    theirs = client.hello.get("version", "?") if isinstance(client.hello, dict) else "?"
     return (
-        f"the daemon runs version {theirs} and this console {__version__}: restart the daemon "
+        f"the daemon runs version {client.hello.get('version', '?')} and this console {__version__}: restart the daemon "
         f"(agent-console daemon stop) to use this one's. It answered what the console cannot "
         f"read: {exc.message}"
     )

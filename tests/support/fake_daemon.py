@@ -1,4 +1,4 @@
-"""A stand-in daemon for what a real one never sends: answers of the wrong shape.
+"""Stand-in daemons for what a real one never sends: answers of the wrong shape.
 
 It listens on ``agent.sock`` of a state directory, as the real one does (a private
 runtime directory), and answers each call of one client from a table, method by
@@ -7,15 +7,18 @@ method, so a test can see what a hook or the CLI makes of a malformed answer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from console.client import AsyncClient
 from console.locations import ensure_private_dir, locate
+from support.daemon import short_tmp
 
 # What a daemon's hello says on agent.sock, at its smallest.
 HELLO = {"protocol": 2, "role": "agent", "daemon_pid": 1, "version": "9", "peer_pid": 1}
@@ -55,3 +58,22 @@ def fake_daemon(state_dir: Path, answers: Mapping[str, Any]) -> Iterator[None]:
     finally:
         server.close()
         thread.join(15)
+
+
+Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@asynccontextmanager
+async def client_of(serve: Serve) -> AsyncIterator[AsyncClient]:
+    """An operator :class:`AsyncClient` connected to a peer that ``serve`` plays (no hello:
+    the test speaks for the daemon from the first frame)."""
+    path = short_tmp() / "fake.sock"
+    server = await asyncio.start_unix_server(serve, path=str(path))
+    reader, writer = await asyncio.open_unix_connection(str(path))
+    client = AsyncClient(reader, writer, "operator")
+    try:
+        yield client
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()
