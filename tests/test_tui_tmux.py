@@ -97,7 +97,11 @@ def test_a_new_user_runs_the_demo():
     try:
         tmux.start(demo_command())
         tmux.wait_for("pending", timeout=60)
-        tmux.wait_for("agent-2", timeout=60)  # a few requests are in
+        # The queue puts escalated requests first, oldest first: the new workspace (asked
+        # first, and approved only by typing a word) and then `pip install`. Waiting for a
+        # name both requests share raced: at times the workspace alone was in, so `j` had
+        # nothing to move to and `a` opened the typed confirmation instead.
+        tmux.wait_for("pip install", timeout=60)
 
         # approve: select the second request, give the guard its half second, press a
         tmux.keys("j")
