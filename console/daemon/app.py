@@ -45,6 +45,7 @@ from console.daemon.watch_service import WatchService
 from console.daemon.workspaces import WorkspaceTrust
 from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.events import StatusChanged
+from console.protocol.jsonrpc import PROTOCOL_VERSION
 from console.protocol.peer import PeerCred
 from console.store import Store, daemon_event
 
@@ -105,9 +106,12 @@ class Daemon:
     # ------------------------------------------------------------------ status
 
     def status(self) -> dict[str, Any]:
+        """The operator's whole view, the same in ``daemon.status``, ``subscribe`` and
+        every ``status`` event, so a console that only listens misses nothing."""
         return {
             "pid": self.pid,
             "version": self.version,
+            "protocol": PROTOCOL_VERSION,
             "started_at": self.started_at,
             "uptime_s": round(time.time() - self.started_at, 3),
             "state_dir": str(self.loc.state_dir),
@@ -122,6 +126,8 @@ class Daemon:
             "watch": self.watch.status(),
             "workspaces": self.workspaces.to_list(),
             "attention": self.attention.status(),
+            # Rows start-up found past the head anchor, whose grants wait for `history accept`.
+            "history": {"unaccepted": [list(r) for r in self.store.unaccepted_rows]},
         }
 
     def _describe_agent(self, agent_id: str) -> dict[str, Any]:

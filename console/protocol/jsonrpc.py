@@ -15,6 +15,8 @@ import msgspec
 from console.contract import strictjson
 
 MAX_FRAME = 4 * 1024 * 1024
+# What hello and daemon.status say this daemon speaks (docs/protocol.md, "Identity").
+PROTOCOL_VERSION = 2  # 2: agent identities
 
 # Standard codes.
 PARSE_ERROR = -32700

@@ -119,7 +119,7 @@ class DaemonStopResult(MethodResult, frozen=True, kw_only=True):
 
 class SubscribeResult(MethodResult, frozen=True, kw_only=True):
     topics: list[str]
-    status: dict[str, Any]  # as daemon.status on operator.sock, without history
+    status: dict[str, Any]  # as daemon.status on operator.sock
 
 
 class UnsubscribeResult(MethodResult, frozen=True, kw_only=True):

@@ -43,6 +43,7 @@ from console.tui.commands import ConsoleCommands
 from console.tui.desktop import sequence
 from console.tui.link import Connect, DaemonLink
 from console.tui.model.pending import PendingQueue
+from console.tui.model.unaccepted import history_remedy, unaccepted_rows
 from console.tui.registry import views
 from console.tui.screens.help import HelpScreen
 from console.tui.settings.actions import ActionSpec
@@ -130,6 +131,7 @@ class ConsoleApp(App[None]):
         self.views: dict[str, Screen[None]] = {name: view.factory() for name, view in views().items()}
         self._arrivals: list[Mapping[str, Any]] = []
         self._notify_timer: Timer | None = None
+        self._history_told: set[tuple[int, int]] = set()  # unaccepted ranges already said
 
     # ------------------------------------------------------------ start
 
@@ -204,10 +206,27 @@ class ConsoleApp(App[None]):
         self.daemon_status = MappingProxyType({**self.daemon_status, "watch": message.event.watch})
 
     def watch_daemon_status(self, status: Mapping[str, Any]) -> None:
-        """What the daemon says of itself changed: the watcher's, sandbox's and policy's pills."""
+        """What the daemon says of itself changed: the watcher's, sandbox's, policy's and
+        history's pills."""
         self.watch_monitor.status_changed(status)
         error = (status.get("policy") or {}).get("error")
         self.pills.set("policy", "policy.toml broken: last good kept" if error else "", "error")
+        self._history_flagged(unaccepted_rows(status))
+
+    def _history_flagged(self, flagged: list[tuple[int, int]]) -> None:
+        """Rows start-up found past the history's head anchor: something wrote the history
+        while the daemon was down, and the grants in them are not honoured until the
+        operator accepts them. Said once per range, and shown until accepted."""
+        rows = sum(high - low + 1 for low, high in flagged)
+        label = f"history: {rows} unaccepted row{'s' if rows != 1 else ''}" if rows else ""
+        self.pills.set("history", label, "error", short="history!")
+        for low, high in flagged:
+            if (low, high) in self._history_told:
+                continue
+            self._history_told.add((low, high))
+            self.notify(
+                history_remedy(low, high), title="history", severity="error", timeout=30, markup=False
+            )
 
     def watch_connection(self, state: Connection) -> None:
         label, variant = DAEMON_PILL[state]
@@ -314,6 +333,11 @@ class ConsoleApp(App[None]):
             self.action_show("queue")
         elif message.key in ("watch", "watcher"):
             self.action_show("watch")
+        elif message.key == "history":
+            for low, high in unaccepted_rows(self.daemon_status):
+                self.notify(
+                    history_remedy(low, high), title="history", severity="error", timeout=30, markup=False
+                )
 
     # ------------------------------------------------------------ notifications
 

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 from support.daemon import DaemonProcess, operation, wait_for, workspace
-from support.store import raw, unguard
+from support.store import behind_the_head, raw, unguard
 
 from console.policy.grants import Grant, GrantScope
 from console.store import Store, row_hash
@@ -44,15 +44,8 @@ def fingerprint_of(d: DaemonProcess, op: dict) -> str:
 def forge_grant_offline(d: DaemonProcess, fingerprint: str) -> None:
     """With the daemon stopped: append a correctly chained grant (meta head moved with
     it) through the store's own code, then put the old head file back."""
-    head = str(d.loc.database) + HEAD_SUFFIX
-    with open(head, "rb") as f:
-        saved = f.read()
-    with Store.open(d.loc.database) as s:
-        s.add_grant(
-            Grant(id="forged", fingerprint=fingerprint, scope=GrantScope.ALWAYS, created_at=1.0)
-        ).result()
-    with open(head, "wb") as f:
-        f.write(saved)
+    grant = Grant(id="forged", fingerprint=fingerprint, scope=GrantScope.ALWAYS, created_at=1.0)
+    behind_the_head(d.loc.database, lambda s: s.add_grant(grant).result())
 
 
 def submit_quick(d: DaemonProcess, op: dict) -> dict:

@@ -8,12 +8,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from console.store import Event
+from console.store import Event, Store
+from console.store.chain import HEAD_SUFFIX
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -40,6 +41,19 @@ def acked_then_killed(db: Path, child: str, acks: int) -> dict[int, str]:
     proc.wait()
     proc.stdout.close()
     return acked
+
+
+def behind_the_head(database: Path, write: Callable[[Store], object]) -> None:
+    """What an attacker who can write the state directory while the daemon is down does:
+    ``write`` through the store's own code (rows correctly chained, the meta head moved
+    with them), then the old head file put back. The next start flags those rows."""
+    head = str(database) + HEAD_SUFFIX
+    with open(head, "rb") as f:
+        saved = f.read()
+    with Store.open(database) as s:
+        write(s)
+    with open(head, "wb") as f:
+        f.write(saved)
 
 
 def ev(i: int, **kw) -> Event:

@@ -11,7 +11,7 @@ from msgspec import UNSET, UnsetType
 from console.daemon import identity
 from console.daemon.connection import CallContext, Method, Role
 from console.daemon.events import Topic
-from console.protocol.jsonrpc import INVALID_PARAMS, UNAUTHORIZED, RPCError
+from console.protocol.jsonrpc import INVALID_PARAMS, PROTOCOL_VERSION, UNAUTHORIZED, RPCError
 from console.protocol.requests import DaemonStatus, DaemonStop, Hello, Subscribe, Unsubscribe
 from console.protocol.results import (
     AgentIdentity,
@@ -19,12 +19,9 @@ from console.protocol.results import (
     DaemonStopResult,
     HelloAgent,
     HelloResult,
-    StatusHistory,
     SubscribeResult,
     UnsubscribeResult,
 )
-
-PROTOCOL_VERSION = 2  # 2: agent identities (docs/protocol.md, "Identity")
 
 
 async def hello(ctx: CallContext, args: Hello) -> HelloResult:
@@ -80,9 +77,7 @@ def _greeting(ctx: CallContext, agent: HelloAgent | UnsetType = UNSET) -> HelloR
 
 async def status(ctx: CallContext, args: DaemonStatus) -> DaemonStatusResult:
     if ctx.conn.role is Role.OPERATOR:
-        # Rows start-up found past the head anchor, whose grants wait for `history accept`.
-        flagged = list(ctx.services.store.unaccepted_rows)
-        return DaemonStatusResult(**ctx.services.status(), history=StatusHistory(unaccepted=flagged))
+        return DaemonStatusResult(**ctx.services.status())
     return agent_status(ctx)
 
 

@@ -20,6 +20,7 @@ from msgspec import UNSET
 from console.daemon.connection import CallContext, Method
 from console.daemon.quotas import MAX_RESULT_BYTES, MAX_ROW_BYTES
 from console.protocol import jsonrpc
+from console.protocol.events import StatusChanged
 from console.protocol.history import KINDS
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.protocol.requests import (
@@ -194,6 +195,8 @@ async def accept(ctx: CallContext, args: HistoryAccept) -> HistoryAcceptResult:
     accepted = await asyncio.wrap_future(store.accept(through, time.time(), note))
     if accepted:
         await ctx.services.broker.load()  # the grants created in them now count
+        # Consoles show unaccepted rows from the status: they see the change at once.
+        ctx.services.events.publish(StatusChanged(status=ctx.services.status()))
     return HistoryAcceptResult(accepted=list(accepted), unaccepted=list(store.unaccepted_rows))
 
 
