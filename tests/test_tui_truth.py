@@ -375,3 +375,39 @@ def test_a_request_that_ran_as_a_session_shows_it_and_its_protected_changes():
         assert "RAN AS A SESSION" in shown and "not run by the console" not in shown
         assert "UNRESTRICTED" in shown
         assert [e["command"] for e in detail["file_events"]] == [".git/hooks/pre-commit"]
+
+
+def test_a_previous_decision_made_in_another_workspace_says_so():
+    """The demo showed it: a first `git status` in a checkout nobody trusted read "the same
+    command: the policy allowed", because the policy had allowed it in the trusted project.
+    The same words in another workspace or directory are not the same operation."""
+    here = ("/work/fresh-clone", "/work/fresh-clone")
+    there = {"command": "/usr/bin/git status", "verdict": "allow", "source": "policy", "at": 0}
+    elsewhere = [{**there, "workspace_root": "/work/project", "cwd": "/work/project"}]
+    plain = render_previous(["/usr/bin/git", "status"], elsewhere, PLAIN, now=60, where=here).plain
+    assert "the same command in another workspace (/work/project): the policy allowed" in plain
+
+    below = [{**there, "workspace_root": "/work/fresh-clone", "cwd": "/work/fresh-clone/src"}]
+    plain = render_previous(["/usr/bin/git", "status"], below, PLAIN, now=60, where=here).plain
+    assert "the same command in another directory (/work/fresh-clone/src): the policy allowed" in plain
+
+    # Of two decisions as close, the one made here is the one compared.
+    both = [*elsewhere, {**there, "workspace_root": here[0], "cwd": here[1], "source": "operator"}]
+    plain = render_previous(["/usr/bin/git", "status"], both, PLAIN, now=60, where=here).plain
+    assert "the same command: you approved" in plain
+
+    # Arguments that differ too: both are said.
+    plain = render_previous(["/usr/bin/git", "status", "-s"], elsewhere, PLAIN, now=60, where=here).plain
+    assert "differs from what the policy allowed 1 min ago in another workspace (/work/project): + -s" in plain
+
+    # In the detail: the operation's cwd is relative to its root, the history's absolute.
+    ws = workspace()  # it has a src/
+    item = evaluated(ws, args=["-c", "ls"])
+    argv = [item["operation"]["executable"], *item["operation"]["args"]]
+    record = {**there, "command": " ".join(argv), "workspace_root": str(ws), "cwd": str(ws)}
+    options = DetailOptions()
+    plain = render_request(item, [], PLAIN, options, previous=[record], now=60).text.plain
+    assert "the same command: the policy allowed" in plain
+    sub = evaluated(ws, args=["-c", "ls"], cwd="src")
+    plain = render_request(sub, [], PLAIN, options, previous=[record], now=60).text.plain
+    assert f"the same command in another directory ({ws}): the policy allowed" in plain

@@ -10,6 +10,7 @@ classes, so themes reach everything drawn here.
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -291,7 +292,10 @@ def render_request(
     _justification(d, op)
     if options.with_previous:
         d.section("Previous decisions", "of the same command")
-        d.out.append_text(render_previous(argv, previous, styles, now))
+        # The history keeps the absolute directory; the operation, one relative to its root.
+        root, cwd = str(op.get("workspace_root", "")), str(op.get("cwd", "."))
+        where = (root, root if cwd == "." else posixpath.join(root, cwd)) if root else ("", "")
+        d.out.append_text(render_previous(argv, previous, styles, now, where=where))
     _context(d, item, op, now)
     _ceiling(d, ev)
     out = head.out
@@ -569,9 +573,30 @@ def decided_by(previous: Mapping[str, Any]) -> str:
     )
 
 
+def _elsewhere(previous: Mapping[str, Any], where: tuple[str, str]) -> tuple[str, str]:
+    """(what differs, the path) when a previous decision was made in another workspace or
+    directory than this request's: the same words then did not do the same thing, and a
+    request in a workspace never trusted must not read as routine. ``("", "")`` when the
+    record or the request does not say."""
+    root, cwd = where
+    then_root, then_cwd = str(previous.get("workspace_root", "")), str(previous.get("cwd", ""))
+    if root and then_root and then_root != root:
+        return "in another workspace", then_root
+    if cwd and then_cwd and then_cwd != cwd:
+        return "in another directory", then_cwd
+    return "", ""
+
+
 def render_previous(
-    argv: Sequence[str], previous: Sequence[Mapping[str, Any]] | None, styles: Styles, now: float
+    argv: Sequence[str],
+    previous: Sequence[Mapping[str, Any]] | None,
+    styles: Styles,
+    now: float,
+    *,
+    where: tuple[str, str] = ("", ""),
 ) -> Text:
+    """``where``: this request's workspace root and cwd, to say when the closest previous
+    decision was made elsewhere."""
     out = Text(end="")
     if previous is None:
         out.append("  looking…\n", styles["dim"])
@@ -582,6 +607,8 @@ def render_previous(
     argvs = [split_command(str(p.get("command", ""))) or [] for p in previous]
     mine = command_head(argv)
     alike = [i for i, other in enumerate(argvs) if command_head(other) == mine]
+    # Decisions made here first, so that of two as close, the one made here is compared.
+    alike.sort(key=lambda i: _elsewhere(previous[i], where)[0] != "")
     pick = closest(argv, [argvs[i] for i in alike])
     best = alike[pick] if pick is not None else None
     if best is None:
@@ -594,13 +621,19 @@ def render_previous(
         verb = decided_by(p)
         changes = argv_diff(argvs[best], argv)
         when = ago(now - float(p.get("at", now)))
+        elsewhere, path = _elsewhere(p, where)
         if not changes:
-            out.append(
-                f"  the same command: {verb} {when}",
-                styles["allow" if p.get("verdict") == "allow" else "deny"],
-            )
+            out.append("  the same command", styles["allow" if p.get("verdict") == "allow" else "deny"])
         else:
-            out.append(f"  differs from what {verb} {when}: ", styles["label"])
+            out.append(f"  differs from what {verb} {when}", styles["label"])
+        if elsewhere:
+            out.append(f" {elsewhere} (", styles["escalation"])
+            out.append_text(agent_text(path, styles, styles["escalation"], limit=120)[0])
+            out.append(")", styles["escalation"])
+        if not changes:
+            out.append(f": {verb} {when}", styles["allow" if p.get("verdict") == "allow" else "deny"])
+        else:
+            out.append(": ", styles["label"])
             for i, change in enumerate(changes[:20]):
                 if i:
                     out.append(", ")
