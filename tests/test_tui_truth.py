@@ -398,7 +398,9 @@ def test_a_previous_decision_made_in_another_workspace_says_so():
 
     # Arguments that differ too: both are said.
     plain = render_previous(["/usr/bin/git", "status", "-s"], elsewhere, PLAIN, now=60, where=here).plain
-    assert "differs from what the policy allowed 1 min ago in another workspace (/work/project): + -s" in plain
+    assert (
+        "differs from what the policy allowed 1 min ago in another workspace (/work/project): + -s" in plain
+    )
 
     # In the detail: the operation's cwd is relative to its root, the history's absolute.
     ws = workspace()  # it has a src/
