@@ -229,7 +229,7 @@ async def pending_phase(loc, ws: Path, n: int) -> None:
     async def collect() -> None:
         async for e in op.events():
             if isinstance(e, PendingAdded):
-                events.put_nowait(e.request["request_id"])
+                events.put_nowait(e.request.request_id)
 
     collector = asyncio.create_task(collect())
     answers = []

@@ -58,8 +58,8 @@ async def agent(state_dir: str, ws: str, n: int, interval_s: float, hold_s: floa
             if not isinstance(event, PendingAdded):
                 continue
             request = event.request
-            seen.setdefault(request["command"].rsplit("--tag=", 1)[-1], time.perf_counter())
-            task = asyncio.create_task(cancel_later(request["request_id"]))
+            seen.setdefault(request.command.rsplit("--tag=", 1)[-1], time.perf_counter())
+            task = asyncio.create_task(cancel_later(request.request_id))
             cancels.add(task)
             task.add_done_callback(cancels.discard)
 

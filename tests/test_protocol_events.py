@@ -151,7 +151,7 @@ def test_a_real_daemons_events_decode_to_their_kinds():
 
         answer = submit_in_thread(d, net)
         pending = seen.until(ev.PendingAdded)
-        rid = pending.request["request_id"]
+        rid = pending.request.request_id
         op.call("decide", {"target": rid, "action": "approve", "scope": "always"})
         grant = seen.until(ev.GrantAdded).grant
         assert seen.until(ev.Decided, lambda e: e.request_id == rid).queued is True

@@ -38,6 +38,7 @@ from support.fake_daemon import HELLO, client_of, fake_daemon
 from console.client import Client, ResultError, RPCError
 from console.daemon.methods import all_methods
 from console.protocol import invalid, jsonrpc, results
+from console.protocol.pending import PendingItem
 from console.protocol.requests import PARAMS, struct_name
 from console.protocol.results import RESULTS, MethodResult
 
@@ -474,3 +475,16 @@ def test_connect_refuses_a_hello_that_is_no_hello():
     refused = pytest.raises(ResultError, match=r"malformed result of hello .*`\$\.protocol`")
     with fake_daemon(state, {"hello": {**HELLO, "protocol": "two"}}), refused:
         Client.connect(state, role="agent")
+
+
+def test_docs_describe_the_pending_item_once_as_its_struct_has_it():
+    """pending.list, request.get and the pending event name the item; its fields are on a
+    line of their own, generated from PendingItem."""
+    lines = [
+        line.removeprefix("A pending item: ")
+        for line in protocol_doc.DOC.read_text(encoding="utf-8").splitlines()
+        if line.startswith("A pending item: ")
+    ]
+    assert lines == [results.describe(PendingItem)], (
+        f"docs/protocol.md: write\nA pending item: {results.describe(PendingItem)}"
+    )

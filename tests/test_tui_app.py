@@ -259,7 +259,7 @@ async def test_queue_filter_and_palette_jump(daemon, ws, clock):
         await until(pilot, lambda: [e.request_id for e in app.pending] == [rid2])
         await pilot.press("escape")
         await until(pilot, lambda: app.pending.index_of(rid1) is not None)
-        fp = app.pending.get(rid1).item["fingerprint"]
+        fp = app.pending.get(rid1).fingerprint
         await pilot.press("ctrl+p")
         await until(pilot, lambda: app.screen.id == "--command-palette")
         await pilot.press(*fp[:10])
@@ -338,7 +338,7 @@ async def test_notifications_when_the_operator_is_elsewhere(daemon, ws, clock):
         await pilot.pause(0.6)
         assert rang == []
         for a in (agent, agent2):
-            rid = next(e.request_id for e in app.pending if e.item["operation"]["args"] == a.op["args"])
+            rid = next(e.request_id for e in app.pending if e.item.operation.args == a.op["args"])
             await select(pilot, app, rid, clock)
             await pilot.press("d")
             await a.answer()
@@ -351,7 +351,7 @@ async def test_the_remaining_keys(daemon, ws, clock):
     async with app.run_test(size=SIZE) as pilot:
         rid = await pending_with(pilot, app, tag)
         await select(pilot, app, rid, clock)
-        fp = app.pending.get(rid).item["fingerprint"]
+        fp = app.pending.get(rid).fingerprint
         detail = app.views["queue"].detail
         assert fp not in detail.plain and fp[:16] in detail.plain
         await pilot.press("f")

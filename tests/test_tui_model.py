@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import pytest
+from support.items import pending_item
 
+from console.protocol.pending import PendingItem
 from console.tui.desktop import clean, osc9, osc777, sequence
 from console.tui.model.badges import BadgeKind, badges
 from console.tui.model.guard import TypeAheadGuard
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
 from console.tui.model.pending import PendingQueue
 from console.tui.model.timefmt import age, ago, parse_duration
+from console.tui.model.watch_model import tripwire_entry
 
 
-def item(rid: str, command: str = "ls", escalations: list[dict] | None = None, **extra) -> dict:
-    return {
-        "request_id": rid,
-        "fingerprint": rid.replace("r-", "ab") + "0" * 50,
-        "command": command,
-        "session_id": "s1",
-        "submitted_at": 0.0,
-        "operation": {"tool": "claude-code:Bash", "workspace_root": "/w"},
-        "evaluation": {"escalations": escalations or []},
-        **extra,
-    }
+def item(rid: str, command: str = "ls", escalations: list[dict] | None = None, **extra) -> PendingItem:
+    return pending_item(
+        {
+            "request_id": rid,
+            "fingerprint": rid.replace("r-", "ab") + "0" * 50,
+            "command": command,
+            "session_id": "s1",
+            "submitted_at": 0.0,
+            "operation": {"tool": "claude-code:Bash", "workspace_root": "/w"},
+            "evaluation": {"escalations": escalations or []},
+            **extra,
+        }
+    )
 
 
 def test_queue_adds_removes_and_reports_rows():
@@ -41,7 +46,7 @@ def test_tripwires_then_escalations_then_the_rest_each_in_arrival_order():
     q.add(item("r-1", "ls"))
     q.add(item("r-2", "pip install", [{"kind": "external_network"}]))
     q.add(item("r-3", "make"))
-    assert q.add({**item("t-1", "tripwire"), "kind": "tripwire"}) == 0
+    assert q.add(tripwire_entry({"id": "t-1", "summary": "tripwire", "session": "s1"})) == 0
     q.add(item("r-4", "curl x", [{"kind": "external_network"}]))
     assert [e.request_id for e in q] == ["t-1", "r-2", "r-4", "r-1", "r-3"]
     q.set_filter("")

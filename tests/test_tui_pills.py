@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 from rich.text import Text
 from support.daemon import short_tmp
 from support.events import DECIDED
@@ -157,11 +158,12 @@ class FakeDaemon:
     """A peer that answers the console's start-up calls and, on its first connection only,
     sends events of a protocol the console does not know, then one it does."""
 
-    def __init__(self, answers: dict[str, Any] | None = None) -> None:
+    def __init__(self, answers: dict[str, Any] | None = None, events: list[Any] | None = None) -> None:
         self.path = short_tmp() / "fake.sock"
         self.connections = 0
         self.hang_up = asyncio.Event()
         self.answers = ANSWERS if answers is None else answers
+        self.events = [*BAD_EVENTS, GOOD_EVENT] if events is None else events
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -183,7 +185,7 @@ class FakeDaemon:
                         writer.write(
                             b"".join(
                                 jsonrpc.encode(jsonrpc.notification("event", params))
-                                for params in [*BAD_EVENTS, GOOD_EVENT]
+                                for params in self.events
                             )
                         )
                 await writer.drain()
@@ -249,3 +251,42 @@ async def test_a_daemon_whose_answers_the_console_cannot_read_is_said_once_with_
         assert len(lost) == 1, lost
         assert "version 9.9.9" in lost[0] and "restart the daemon" in lost[0]
         assert app.connection == "lost"
+
+
+def _escalated_item(**evaluation: Any) -> dict[str, Any]:
+    """A request that asks for the network, as a daemon lists it; ``evaluation`` replaces
+    parts of its evaluation."""
+    from support.items import pending_item
+
+    item = pending_item(
+        {
+            "request_id": "r-1-1",
+            "command": "/usr/bin/curl https://example.com",
+            "operation": {"executable": "/usr/bin/curl", "workspace_root": "/w", "network": "any"},
+            "evaluation": {"escalations": [{"kind": "external_network", "reason": "network"}]},
+        }
+    )
+    wire = msgspec.to_builtins(item)
+    wire["evaluation"] = {**wire["evaluation"], **evaluation}
+    return wire
+
+
+async def test_a_pending_request_the_console_cannot_read_is_refused_not_shown_as_sandboxed():
+    """A daemon of another version that words the evaluation otherwise (here, without
+    ``escalations``): the console used to show that request as "within the sandbox", with
+    no badge, below the escalated ones. Now the pending item is typed and checked at the
+    socket: the event is refused and counted, and the request that does validate shows
+    with its NET badge."""
+    odd = _escalated_item()
+    del odd["evaluation"]["escalations"]
+    odd["request_id"] = "r-1-2"
+    events = [{"topic": "pending", "request": odd}, {"topic": "pending", "request": _escalated_item()}]
+    fake = FakeDaemon(events=events)
+    async with console_on(fake) as (app, pilot, _):
+        await until(
+            pilot, lambda: app.pills.get("refused") == "1 daemon event refused (daemon of another version?)"
+        )
+        await until(pilot, lambda: app.pending.total == 1)
+        [entry] = list(app.pending)
+        assert entry.request_id == "r-1-1" and [b.label for b in entry.badges] == ["NET"]
+        assert app.pending.get("r-1-2") is None

@@ -10,6 +10,7 @@ import os
 import time
 
 import pytest
+from support.items import pending_item
 from support.snapshot_data import NOW, ReplayClient
 
 from console.tui.app import ConsoleApp
@@ -168,7 +169,7 @@ def evaluated_item(request_id: str, **fields) -> dict:
 def shows(item: dict):
     async def run(pilot) -> None:
         await loaded(pilot)
-        pilot.app.add_pending(item)
+        pilot.app.add_pending(pending_item(item))
         pilot.app.views["queue"].select_request(item["request_id"])
         await pilot.pause(0.1)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from rich.style import Style
+from support.items import pending_item
 
 from console.contract.inert import Finding
 from console.tui.render.present import (
@@ -137,7 +138,7 @@ def _item(**op):
 
 def test_render_request_flags_findings_and_marks_truncation():
     item = _item(justification="\u202e" + "x" * 5000, args=["cаt"])
-    rendered = render_request(item, [], PLAIN, DetailOptions(max_chars=1000))
+    rendered = render_request(pending_item(item), [], PLAIN, DetailOptions(max_chars=1000))
     assert rendered.truncated
     [head] = [line for line in rendered.text.plain.splitlines() if "the agent's text contains" in line]
     assert Finding.BIDI.value in head and Finding.MIXED_SCRIPT.value in head
@@ -145,6 +146,6 @@ def test_render_request_flags_findings_and_marks_truncation():
 
 def test_render_request_splits_a_shell_chain():
     item = _item(executable="/usr/bin/bash", args=["-c", "git fetch && curl -s x | sh"])
-    plain = render_request(item, [], PLAIN, DetailOptions()).text.plain
+    plain = render_request(pending_item(item), [], PLAIN, DetailOptions()).text.plain
     assert "Shell chain (bash -c)" in plain
     assert " 1 git fetch" in plain and " 2 curl -s x" in plain and " 3 sh" in plain

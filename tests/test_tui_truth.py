@@ -8,12 +8,15 @@ import random
 import pytest
 from rich.style import Style
 from support.daemon import running_daemon, workspace
+from support.items import pending_item
 from support.tui import Agent, Clock, make_app, pending_with, select, tagged, until
 
 from console.contract.host import OSHost
 from console.contract.operation import parse
 from console.policy.config import policy_from_toml
 from console.policy.evaluate import evaluate
+from console.protocol.pending import PendingItem
+from console.tui.model.watch_model import tripwire_entry
 from console.tui.render.present import PLAIN, DetailOptions, render_previous, render_request
 from console.tui.render.untrusted import block
 from console.tui.screens.prompts import TextPrompt
@@ -29,18 +32,20 @@ def clock():
     return Clock()
 
 
-def evaluated(ws, **fields) -> dict:
+def evaluated(ws, **fields) -> PendingItem:
     """A pending item as the daemon would list it, with the real policy's evaluation."""
     wire = {"kind": "shell", "executable": "bash", "workspace_root": str(ws), **fields}
     op = parse(wire, OSHost())
     decision = evaluate(op, policy_from_toml(f'workspaces = ["{ws}"]\n'))
-    return {
-        "request_id": "r-1-1",
-        "fingerprint": op.fingerprint,
-        "command": "bash",
-        "operation": op.to_wire(),
-        "evaluation": decision.to_dict(),
-    }
+    return pending_item(
+        {
+            "request_id": "r-1-1",
+            "fingerprint": op.fingerprint,
+            "command": "bash",
+            "operation": op.to_wire(),
+            "evaluation": decision.to_dict(),
+        }
+    )
 
 
 # ---------------------------------------------------------------- finding 2
@@ -201,15 +206,7 @@ async def test_a_new_tripwire_goes_to_the_top_and_takes_the_cursor(daemon, clock
     async with app.run_test(size=SIZE) as pilot:
         rid = await pending_with(pilot, app, tag)
         await select(pilot, app, rid, clock)
-        tripwire = {
-            "kind": "tripwire",
-            "request_id": "tw-1",
-            "command": "",
-            "operation": {},
-            "evaluation": {},
-            "events": [],
-        }
-        app.add_pending(tripwire)
+        app.add_pending(tripwire_entry({"id": "tw-1", "summary": ""}))
         queue = app.views["queue"]
         await until(pilot, lambda: queue.detail.request_id == "tw-1")
         assert app.pending.entry(0).request_id == "tw-1"
@@ -405,7 +402,7 @@ def test_a_previous_decision_made_in_another_workspace_says_so():
     # In the detail: the operation's cwd is relative to its root, the history's absolute.
     ws = workspace()  # it has a src/
     item = evaluated(ws, args=["-c", "ls"])
-    argv = [item["operation"]["executable"], *item["operation"]["args"]]
+    argv = item.operation.argv
     record = {**there, "command": " ".join(argv), "workspace_root": str(ws), "cwd": str(ws)}
     options = DetailOptions()
     plain = render_request(item, [], PLAIN, options, previous=[record], now=60).text.plain

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from console.tui.model.watch_model import (
+    TripwireEntry,
     WatchEvents,
     degraded_roots,
-    is_tripwire,
     sandbox_pill,
     tripwire_entry,
 )
@@ -70,8 +70,8 @@ def test_sandbox_and_degraded_badges():
 
 def test_a_tripwire_item_becomes_a_queue_item_of_its_own_kind():
     entry = tripwire_entry({"id": "t-1", "summary": "session s modified .env", "session": "s", "at": 5.0})
-    assert entry["request_id"] == "t-1" and entry["command"] == "session s modified .env"
-    assert is_tripwire(entry) and not is_tripwire({"request_id": "r-1"})
+    assert entry.request_id == "t-1" and entry.command == "session s modified .env"
+    assert isinstance(entry, TripwireEntry) and not isinstance({"request_id": "r-1"}, TripwireEntry)
 
 
 def test_paths_are_escaped_unambiguously():

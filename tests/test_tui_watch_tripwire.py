@@ -15,6 +15,7 @@ from support.daemon import running_daemon, wait_for, workspace
 from support.tui import Clock, foreign_controls, frame, make_app, screen_text, until
 
 from console.sessions.cgroups import pid_frozen
+from console.tui.model.watch_model import TripwireEntry
 from console.tui.screens.watch import RecordScreen
 from console.tui.widgets.status_line import StatusLine
 
@@ -69,7 +70,7 @@ async def tripwire_item(pilot, app, sid: str) -> str:
 
     def find() -> str | None:
         for entry in app.pending:
-            if entry.item.get("kind") == "tripwire" and entry.item.get("session_id") == sid:
+            if isinstance(entry.item, TripwireEntry) and entry.item.session_id == sid:
                 return entry.request_id
         return None
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import msgspec
+
 from console.cli import tripwire_commands
 from console.cli.common import (
     EXIT_INVALID,
@@ -21,12 +23,13 @@ from console.cli.common import (
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
+from console.protocol.pending import PendingItem
 from console.tui.model.badges import badges
 
 
 def _badges(item: dict[str, Any]) -> str:
     """The console's badges, in its words and order (console/tui/model/badges.py)."""
-    return ",".join(b.label for b in badges(item)) or "-"
+    return ",".join(b.label for b in badges(msgspec.convert(item, PendingItem))) or "-"
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:

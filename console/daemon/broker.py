@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
+
 from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.operation import Operation
 from console.contract.outcome import CONTENT_CHANGED, Denial, DenialSource, NextAction
@@ -29,6 +31,7 @@ from console.daemon.proposed import proposed_change
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
 from console.policy.diff import NEW_WORKSPACE
 from console.protocol.events import Decided, GrantAdded, GrantsRevoked, GrantsUsed, PendingAdded
+from console.protocol.pending import PendingItem
 from console.protocol.requests import DecideAction
 from console.sandbox.content_pins import content_changed_since
 from console.store import (
@@ -105,13 +108,14 @@ class Pending:
     agent: str = ""  # the submitting agent identity (console/daemon/identity.py)
     # The request this one replaces because its bound content changed (content_changed).
     supersedes: str = ""
-    _wire: dict[str, Any] | None = field(default=None, repr=False)
+    _wire: PendingItem | None = field(default=None, repr=False)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> PendingItem:
         """The wire form, made once: every field is fixed at submit (pending.list and the
-        pending event send it often; callers must not change it)."""
+        pending event send it often). Converted, so a field the item's type does not
+        describe is a daemon bug caught here, not in a console."""
         if self._wire is None:
-            self._wire = self._make_wire()
+            self._wire = msgspec.convert(self._make_wire(), PendingItem)
         return self._wire
 
     def _make_wire(self) -> dict[str, Any]:

@@ -23,9 +23,12 @@ tags a union on one field and the wire already has two. Every Struct forbids unk
 fields: the daemon and its clients ship together, and an event that says more than its
 kind's fields is a daemon bug the tests should see, not something to guess at.
 
+The pending request item (``PendingAdded.request``) is the one shared with the results:
+:class:`~console.protocol.pending.PendingItem`, as ``pending.list`` lists it (it allows
+unknown fields, as results do).
+
 Deliberately left as mappings (``dict[str, Any]``), because the console renders them
-field by field and they have their own pages: the pending request item
-(``PendingAdded.request``, as ``pending.list``), a grant (``GrantAdded.grant``, as
+field by field and they have their own pages: a grant (``GrantAdded.grant``, as
 ``grants.list``), a session object (``SessionChanged.session``, as ``sessions.list``),
 the daemon status and the watcher status (``StatusChanged.status``,
 ``WatchStatusChanged.watch``), watch entries (``WatchBatch.events``, as
@@ -43,6 +46,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from console.protocol.invalid import problem
+from console.protocol.pending import PendingItem
 
 
 class Topic(StrEnum):
@@ -76,7 +80,7 @@ class _Changing(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 class PendingAdded(_Topical, tag="pending", kw_only=True, frozen=True):
     """A request now waits for the operator. ``request``: the item as ``pending.list``."""
 
-    request: dict[str, Any]
+    request: PendingItem
 
 
 class Decided(_Topical, tag="decided", kw_only=True, frozen=True):

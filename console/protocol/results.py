@@ -28,13 +28,15 @@ is then absent on the wire too, never ``null``. No result Struct uses ``omit_def
 
 Deliberately left as mappings (``dict[str, Any]``), as in events.py, because they are big
 or open-ended, the console renders them field by field, and they have their own pages: a
-pending request item (``pending.list``), a grant row (``grants.list``), a session object
+grant row (``grants.list``), a session object
 (``sessions.list``), history rows and records (``history.query``, ``history.detail``), the
 daemon status inside ``subscribe`` and the parts of ``daemon.status`` (policy, sandbox,
 sessions, watcher, attention), watch entries and watched roots (``watch.recent``,
 ``watch.status``), tripwire items, attention entries, and inside an operation's answer the
 escalations, denials and authorization and the executed outcome's ``outcome``, streams and
-enforcement. What clients branch on (verdicts, ids, counts, cursors, flags) is typed.
+enforcement. What clients branch on (verdicts, ids, counts, cursors, flags) is typed, and
+so is the pending request item (``pending.list``, ``request.get``), which the operator
+decides on: :class:`~console.protocol.pending.PendingItem`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from msgspec import inspect as mi
 
 from console.protocol.invalid import problem
 from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
+from console.protocol.pending import PendingItem
 
 
 class MethodResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -160,7 +163,7 @@ class OperationCancelResult(MethodResult, frozen=True, kw_only=True):
 
 
 class PendingListResult(MethodResult, frozen=True, kw_only=True):
-    pending: list[dict[str, Any]]
+    pending: list[PendingItem]
     count: int
     next: str | None
 
@@ -179,7 +182,7 @@ class RequestGetResult(MethodResult, frozen=True, kw_only=True):
     """Pending: ``request`` (an item as ``pending.list``); else ``detail`` (as ``history.detail``)."""
 
     pending: bool
-    request: dict[str, Any] | UnsetType = UNSET
+    request: PendingItem | UnsetType = UNSET
     detail: HistoryDetailResult | UnsetType = UNSET
 
 
@@ -520,8 +523,9 @@ def decode_result(method: str, result: Any) -> MethodResult | None:
 # ---------------------------------------------------------------- docs
 
 
-def describe(cls: type[MethodResult]) -> str:
-    """The result of ``cls`` as docs/protocol.md writes it: ``Result of `m`: …``."""
+def describe(cls: type[msgspec.Struct]) -> str:
+    """The result of ``cls`` as docs/protocol.md writes it: ``Result of `m`: …``; or the
+    fields of a part it names instead of repeating (``A pending item: …``)."""
     info = mi.type_info(cls)
     assert isinstance(info, mi.StructType)
     return _fields_of(info, "; ") + "." if info.fields else "an empty object."
@@ -558,6 +562,8 @@ def _describe_type(kind: Any) -> str:
     if isinstance(kind, mi.TupleType):
         return "[" + ", ".join(_describe_type(t) for t in kind.item_types) + "]"
     if isinstance(kind, mi.StructType):
+        if kind.cls in NAMED:
+            return f"object, {NAMED[kind.cls]}"
         like = _LIKE.get(kind.cls)
         if like is not None:
             # A method's result (or a part every field of which is one) is named, not repeated.
@@ -573,12 +579,16 @@ def _describe_type(kind: Any) -> str:
 
 
 _LIKE: dict[type, str] = {OperationDecision: "operation.submit", HistoryDetailResult: "history.detail"}
+# Parts docs/protocol.md describes once, each on a line of its own (``A pending item: …``).
+NAMED: dict[type, str] = {PendingItem: "a pending item"}
 
 
 def _plural(kind: Any) -> str:
     if isinstance(kind, mi.DictType):
         return "objects"
     if isinstance(kind, mi.StructType):
+        if kind.cls in NAMED:
+            return f"objects, each {NAMED[kind.cls]}"
         return "objects {" + _fields_of(kind, ", ") + "}"
     if isinstance(kind, mi.StrType):
         return "strings"

@@ -39,11 +39,13 @@ from textual.timer import Timer
 
 from console.contract.inert import inert
 from console.protocol import events as ev
+from console.protocol.pending import PendingItem
 from console.tui.commands import ConsoleCommands
 from console.tui.desktop import sequence
 from console.tui.link import Connect, DaemonLink
-from console.tui.model.pending import PendingQueue
+from console.tui.model.pending import PendingQueue, QueueItem
 from console.tui.model.unaccepted import history_remedy, unaccepted_rows
+from console.tui.model.watch_model import TripwireEntry
 from console.tui.registry import views
 from console.tui.screens.help import HelpScreen
 from console.tui.settings.actions import ActionSpec
@@ -129,7 +131,7 @@ class ConsoleApp(App[None]):
         self.keymap_name = settings.keymap
         self.keys_in_force: dict[str, str] = dict(settings.keys)
         self.views: dict[str, Screen[None]] = {name: view.factory() for name, view in views().items()}
-        self._arrivals: list[Mapping[str, Any]] = []
+        self._arrivals: list[PendingItem] = []
         self._notify_timer: Timer | None = None
         self._history_told: set[tuple[int, int]] = set()  # unaccepted ranges already said
 
@@ -188,9 +190,8 @@ class ConsoleApp(App[None]):
     @on(DaemonLink.PendingAdded)
     def _pending_added(self, message: DaemonLink.PendingAdded) -> None:
         item = message.event.request
-        if "request_id" in item:
-            self.add_pending(item)
-            self._arrived(item)
+        self.add_pending(item)
+        self._arrived(item)
 
     @on(DaemonLink.Decided)
     def _decided(self, message: DaemonLink.Decided) -> None:
@@ -261,14 +262,14 @@ class ConsoleApp(App[None]):
             if screen.is_running and kind in getattr(screen, "DAEMON_EVENTS", ()):
                 screen.post_message(message.copy())
 
-    def add_pending(self, item: Mapping[str, Any]) -> None:
+    def add_pending(self, item: QueueItem) -> None:
         """A request (or a tripwire item) now waits for the operator."""
         index = self.pending.add(item)
         self._pending_changed(index)
         queue = self.views.get("queue")
-        if item.get("kind") == "tripwire" and queue is not None and queue.is_mounted:
+        if isinstance(item, TripwireEntry) and queue is not None and queue.is_mounted:
             # A stopped session outranks whatever the operator was reading: go to it.
-            queue.select_request(str(item["request_id"]))  # type: ignore[attr-defined]
+            queue.select_request(item.request_id)  # type: ignore[attr-defined]
 
     def request_left(self, request_id: str) -> None:
         """A request was decided (here, by another operator, by a timeout) or cancelled."""
@@ -345,7 +346,7 @@ class ConsoleApp(App[None]):
         """The operator would not see a new request arrive right now."""
         return (not self.app_focus) or self.current_mode != "queue" or isinstance(self.screen, ModalScreen)
 
-    def _arrived(self, item: Mapping[str, Any]) -> None:
+    def _arrived(self, item: PendingItem) -> None:
         if not self.away():
             return
         self._arrivals.append(item)
@@ -357,7 +358,7 @@ class ConsoleApp(App[None]):
         arrivals, self._arrivals = self._arrivals, []
         if not arrivals:
             return
-        first = inert(str(arrivals[0].get("command", "")))[:80]
+        first = inert(arrivals[0].command)[:80]
         body = (
             f"{len(arrivals)} new requests; first: {first}" if len(arrivals) > 1 else f"new request: {first}"
         )

@@ -70,8 +70,8 @@ class ConsoleCommands(Provider):
         if _HEX.fullmatch(prefix):
             app = self.console_app
             for found in app.pending.find_fingerprint(prefix)[:20]:
-                fp = found.item.get("fingerprint", "")
-                command = inert(found.item.get("command", ""))[:70]
+                fp = found.fingerprint
+                command = inert(found.item.command)[:70]
                 title = Text(f"Go to {found.request_id} ")
                 title.append(fp[:16], "bold")
                 title.append(f"  {command}")

@@ -33,6 +33,8 @@ from textual.message_pump import MessagePump
 from console import __version__
 from console.client import AsyncClient, DaemonUnreachable, ResultError, RPCError
 from console.protocol import events as ev
+from console.protocol.pending import PendingItem
+from console.protocol.results import PendingListResult, decode_result
 
 PAGE = 500
 TOPICS = [t.value for t in ev.Topic]  # every topic: the console shows them all
@@ -48,9 +50,7 @@ class DaemonLink:
     class Connected(Message):
         """Connected (again): ``pending`` is the whole queue, oldest first."""
 
-        def __init__(
-            self, hello: dict[str, Any], status: dict[str, Any], pending: list[dict[str, Any]]
-        ) -> None:
+        def __init__(self, hello: dict[str, Any], status: dict[str, Any], pending: list[PendingItem]) -> None:
             super().__init__()
             self.hello = hello
             self.status = status
@@ -197,18 +197,19 @@ class DaemonLink:
 
     async def _serve(self, client: AsyncClient) -> None:
         subscribed = await client.subscribe(TOPICS)
-        pending: list[dict[str, Any]] = []
+        pending: list[PendingItem] = []
         after = ""
         while True:
             params: dict[str, Any] = {"limit": PAGE}
             if after:
                 params["after"] = after
-            page = await client.call("pending.list", params)
-            items = page.get("pending", [])
-            pending.extend(items)
-            if len(items) < PAGE:
+            # The client checked the answer; the same check gives it as its type.
+            page = decode_result("pending.list", await client.call("pending.list", params))
+            assert isinstance(page, PendingListResult)
+            pending.extend(page.pending)
+            if page.next is None:
                 break
-            after = items[-1]["request_id"]
+            after = page.next
         self.client = client
         self.connected.set()
         self.target.post_message(self.Connected(client.hello, subscribed.get("status", {}), pending))

@@ -12,6 +12,7 @@ import re
 
 import pytest
 from support.daemon import workspace
+from support.items import pending_item
 from support.tui import Agent, Clock, make_app, pending_with, screen_text, select, tagged, until
 
 from console.tui.widgets.status_line import StatusLine
@@ -128,14 +129,14 @@ def test_the_detail_puts_the_warning_first_and_the_raw_script_before_the_split()
         },
         "evaluation": {},
     }
-    plain = render_request(item, [], PLAIN, DetailOptions(), previous=[]).text.plain
+    plain = render_request(pending_item(item), [], PLAIN, DetailOptions(), previous=[]).text.plain
     lines = plain.splitlines()
     assert WARNING in "\n".join(lines[:3])  # in the head, above everything else
     assert plain.index("Raw script (bash -c)") < plain.index("Shell chain (bash -c)")
     assert "  " + script in lines  # the raw script, whole, on a line of its own
     long = "\n".join(["echo filler"] * 60 + [script])
     item["operation"]["args"] = ["-c", long]
-    cut = render_request(item, [], PLAIN, DetailOptions(), previous=[])
+    cut = render_request(pending_item(item), [], PLAIN, DetailOptions(), previous=[])
     assert cut.truncated  # the guard holds until it is expanded
-    full = render_request(item, [], PLAIN, DetailOptions(expanded=True), previous=[])
+    full = render_request(pending_item(item), [], PLAIN, DetailOptions(expanded=True), previous=[])
     assert not full.truncated and "  " + script in full.text.plain.splitlines()

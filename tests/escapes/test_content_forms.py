@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from support.daemon import operation, running_daemon, short_tmp, wait_for, workspace
+from support.items import pending_item
 
 from console.client import RPCError
 from console.tui.render.present import PLAIN, DetailOptions, render_request
@@ -111,7 +112,7 @@ def test_unbound_content_is_shown_and_refuses_a_standing_grant(daemon, ws):
     with daemon.operator() as op:
         item = wait_for(lambda: op.call("pending.list")["pending"])[0]
         assert item["unbound"] == ["content not bound: python -m module resolved at run time"]
-        shown = render_request(item, [], PLAIN, DetailOptions()).text.plain
+        shown = render_request(pending_item(item), [], PLAIN, DetailOptions()).text.plain
         assert "content not bound: python -m module resolved at run time" in shown
         assert "a standing grant is refused" in shown
         for scope in ("always", "session"):

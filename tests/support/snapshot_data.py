@@ -37,10 +37,14 @@ def pending_items() -> list[dict[str, Any]]:
                 "submitted_at": NOW - 300 + i * 25,
                 "deadline": NOW + 600 + i * 25,
                 "peer_pid": 4242,
+                "agent_id": "a-3c9e0b5d7a214f86",
                 "session_id": op.session_id,
                 "command": shlex.join(op.argv),
                 "operation": op.to_wire(),
                 "content": [list(p) for p in op.content],
+                "unbound": [],  # as recorded: the snapshots predate the field
+                "supersedes": "",
+                "proposed": None,
                 "evaluation": {
                     k: decision[k]
                     for k in (
@@ -52,6 +56,7 @@ def pending_items() -> list[dict[str, Any]]:
                         "within",
                         "unused",
                         "forbidden",
+                        "lifted",
                     )
                 },
             }
@@ -172,7 +177,7 @@ class ReplayClient:
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         params = params or {}
         if method == "pending.list":
-            return {"pending": self.items, "count": len(self.items)}
+            return {"pending": self.items, "count": len(self.items), "next": None}
         if method == "history.previous":
             rows = [
                 r

@@ -119,7 +119,7 @@ async def pending_with(pilot, app: ConsoleApp, tag: str) -> str:
 
     def find() -> str | None:
         for entry in app.pending:
-            if tag in entry.item.get("command", ""):
+            if tag in entry.item.command:
                 return entry.request_id
         return None
 

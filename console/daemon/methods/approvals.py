@@ -19,6 +19,7 @@ from console.daemon.methods.history import bounded_detail
 from console.daemon.quotas import MAX_RESULT_BYTES
 from console.policy import Grant, GrantScope
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
+from console.protocol.pending import PendingItem
 from console.protocol.requests import (
     Decide,
     DecideAction,
@@ -138,7 +139,7 @@ async def pending_list(ctx: CallContext, args: PendingList) -> PendingListResult
     a few huge requests (a page also stops at about 2 MiB)."""
     limit, after = args.limit, args.after
     items = ctx.services.broker.pending
-    out: list[dict[str, Any]] = []
+    out: list[PendingItem] = []
     rids = iter(items)
     if after:
         if after not in items:
@@ -150,7 +151,7 @@ async def pending_list(ctx: CallContext, args: PendingList) -> PendingListResult
     for rid in rids:
         weight = _wire_estimate(items[rid].op)
         if len(out) == limit or (out and used + weight > MAX_RESULT_BYTES):
-            return PendingListResult(pending=out, count=len(items), next=out[-1]["request_id"])
+            return PendingListResult(pending=out, count=len(items), next=out[-1].request_id)
         used += weight
         out.append(items[rid].to_wire())
     return PendingListResult(pending=out, count=len(items), next=None)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+
+from console.protocol.pending import DiffLine, PendingItem
 
 
 class BadgeKind(StrEnum):
@@ -41,18 +41,17 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
-def badge_kind(escalation: Mapping[str, Any], workspace_root: str) -> BadgeKind:
-    kind = escalation.get("kind", "")
-    scope = str(escalation.get("scope", ""))
-    if escalation.get("code") == "new_workspace":
+def badge_kind(escalation: DiffLine, workspace_root: str) -> BadgeKind:
+    kind = escalation.kind
+    scope = escalation.scope or ""
+    if escalation.code == "new_workspace":
         return BadgeKind.WORKSPACE
     if kind == "unrestricted":
         return BadgeKind.UNRESTRICTED
     if kind == "protected_metadata":
         return BadgeKind.PROTECTED
     if kind == "workspace_write":
-        reason = str(escalation.get("reason", ""))
-        if "protected" in reason:
+        if "protected" in escalation.reason:
             return BadgeKind.PROTECTED
         if scope and not _inside(scope, workspace_root):
             return BadgeKind.OUTSIDE
@@ -64,11 +63,10 @@ def badge_kind(escalation: Mapping[str, Any], workspace_root: str) -> BadgeKind:
     return BadgeKind.OTHER
 
 
-def badges(item: Mapping[str, Any]) -> list[Badge]:
-    """Badges for a pending item (``pending.list`` form), loudest first, one per kind."""
-    evaluation = item.get("evaluation") or {}
-    root = str((item.get("operation") or {}).get("workspace_root", ""))
-    kinds = {badge_kind(e, root) for e in evaluation.get("escalations", ())}
+def badges(item: PendingItem) -> list[Badge]:
+    """Badges for a pending request, loudest first, one per kind."""
+    root = item.operation.workspace_root
+    kinds = {badge_kind(e, root) for e in item.evaluation.escalations}
     return [Badge(k, _LABELS[k]) for k in BadgeKind if k in kinds]
 
 
@@ -91,7 +89,7 @@ _CONFIRM = {
 }
 
 
-def confirmation(item: Mapping[str, Any]) -> tuple[str, str] | None:
+def confirmation(item: PendingItem) -> tuple[str, str] | None:
     """(the word to type, the risk in one sentence) for a dangerous request, else None."""
     kinds = {b.kind for b in badges(item)}
     for kind, needed in _CONFIRM.items():

@@ -1,6 +1,8 @@
 """The pending queue as the console holds it: one model, changed only by the app's handlers.
 
-Items are the daemon's ``pending.list`` dicts. The order is attention first: tripwire
+Items are the daemon's pending requests (:class:`~console.protocol.pending.PendingItem`,
+as ``pending.list`` lists them) and the watcher's tripwire items
+(:class:`~console.tui.model.watch_model.TripwireEntry`). The order is attention first: tripwire
 items, then requests with an escalation, then the rest, each in arrival order (the
 daemon lists oldest first and announces new ones as they come). The view is the filtered
 sequence the queue widget draws; every change returns the view index it touched so the
@@ -11,12 +13,13 @@ found by bisection over ranks (tier, then arrival number), never by scanning.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator
 
+from console.protocol.pending import PendingItem
 from console.tui.model.badges import Badge, badges
+from console.tui.model.watch_model import TripwireEntry
 
-Item = Mapping[str, Any]
+QueueItem = PendingItem | TripwireEntry
 
 TIER_SHIFT = 48  # rank = tier << TIER_SHIFT | arrival number
 TRIPWIRE_TIER, ESCALATED_TIER, ORDINARY_TIER = 0, 1, 2
@@ -25,30 +28,33 @@ TRIPWIRE_TIER, ESCALATED_TIER, ORDINARY_TIER = 0, 1, 2
 class Entry:
     __slots__ = ("badges", "haystack", "item", "number", "rank", "request_id")
 
-    def __init__(self, number: int, item: Item) -> None:
+    def __init__(self, number: int, item: QueueItem) -> None:
         self.number = number
         self.item = item
-        self.request_id: str = item["request_id"]
-        self.badges: list[Badge] = badges(item)
-        tier = (
-            TRIPWIRE_TIER
-            if item.get("kind") == "tripwire"
-            else ESCALATED_TIER
-            if self.badges
-            else ORDINARY_TIER
-        )
+        self.request_id: str = item.request_id
+        if isinstance(item, TripwireEntry):
+            self.badges: list[Badge] = []
+            tier, tool, fingerprint = TRIPWIRE_TIER, "", ""
+        else:
+            self.badges = badges(item)
+            tier = ESCALATED_TIER if self.badges else ORDINARY_TIER
+            tool, fingerprint = item.operation.tool, item.fingerprint
         self.rank = tier << TIER_SHIFT | number
-        op = item.get("operation") or {}
         self.haystack = " ".join(
             (
-                item.get("command", ""),
-                op.get("tool", ""),
-                item.get("session_id", ""),
-                item.get("fingerprint", ""),
+                item.command,
+                tool,
+                item.session_id,
+                fingerprint,
                 self.request_id,
                 *(b.label for b in self.badges),
             )
         ).casefold()
+
+    @property
+    def fingerprint(self) -> str:
+        """The request's fingerprint; a tripwire item has none."""
+        return "" if isinstance(self.item, TripwireEntry) else self.item.fingerprint
 
     def matches(self, words: list[str]) -> bool:
         return all(w in self.haystack for w in words)
@@ -94,7 +100,7 @@ class PendingQueue:
 
     def find_fingerprint(self, prefix: str) -> list[Entry]:
         prefix = prefix.strip().lower()
-        return [e for e in self._entries.values() if e.item.get("fingerprint", "").startswith(prefix)]
+        return [e for e in self._entries.values() if e.fingerprint.startswith(prefix)]
 
     def escalated(self) -> int:
         """How many pending requests carry an escalation badge."""
@@ -102,7 +108,7 @@ class PendingQueue:
 
     # --------------------------------------------------------------- changing
 
-    def replace(self, items: Iterable[Item]) -> None:
+    def replace(self, items: Iterable[QueueItem]) -> None:
         """Start over from a full listing (after connecting or reconnecting)."""
         self._entries.clear()
         self._by_rank.clear()
@@ -111,9 +117,9 @@ class PendingQueue:
         for item in items:
             self._append(item)
 
-    def add(self, item: Item) -> int | None:
+    def add(self, item: QueueItem) -> int | None:
         """Add a newly pending item; returns its view index, or None if the filter hides it."""
-        if item["request_id"] in self._entries:
+        if item.request_id in self._entries:
             return None
         entry = self._append(item)
         return self.index_of(entry.request_id)
@@ -134,7 +140,7 @@ class PendingQueue:
         self._words = text.casefold().split()
         self._view = sorted(e.rank for e in self._entries.values() if e.matches(self._words))
 
-    def _append(self, item: Item) -> Entry:
+    def _append(self, item: QueueItem) -> Entry:
         entry = Entry(self._next, item)
         self._next += 1
         self._entries[entry.request_id] = entry

@@ -20,7 +20,6 @@ from typing import Any
 Event = Mapping[str, Any]
 
 KEEP = 10_000
-TRIPWIRE = "tripwire"
 
 
 class WatchEvents:
@@ -148,20 +147,28 @@ def sandbox_pill(status: Mapping[str, Any]) -> tuple[str, str]:
 # ---------------------------------------------------------------------- tripwire items in the queue
 
 
-def tripwire_entry(item: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class TripwireEntry:
+    """A tripwire item (the daemon's, as ``TripwireRaised.item``) as the pending queue holds
+    it, beside the requests: answered with resume, kill or keep paused, never approved."""
+
+    request_id: str  # the tripwire's id
+    command: str  # its summary: what the queue's row says
+    session_id: str  # the terminal session it stopped
+    submitted_at: float
+    tripwire: Mapping[str, Any]
+
+
+def tripwire_entry(item: Mapping[str, Any]) -> TripwireEntry:
     """A tripwire item in the shape the pending queue holds."""
-    return {
-        "request_id": str(item.get("id", "")),
-        "kind": TRIPWIRE,
-        "command": str(item.get("summary", "")),
-        "session_id": str(item.get("session", "")),
-        "submitted_at": item.get("at") or 0,
-        "tripwire": dict(item),
-    }
-
-
-def is_tripwire(item: Mapping[str, Any] | None) -> bool:
-    return item is not None and item.get("kind") == TRIPWIRE
+    at = item.get("at")
+    return TripwireEntry(
+        request_id=str(item.get("id", "")),
+        command=str(item.get("summary", "")),
+        session_id=str(item.get("session", "")),
+        submitted_at=float(at) if isinstance(at, int | float) else 0.0,
+        tripwire=dict(item),
+    )
 
 
 # Answers to a tripwire item: (tripwire.resolve action, past tense for the status line).

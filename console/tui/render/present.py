@@ -15,12 +15,14 @@ import shlex
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 from rich.style import Style
 from rich.text import Text
 
 from console.contract.inert import Finding, findings, inert
+from console.protocol.pending import Evaluation, OperationWire, PendingItem
 from console.tui.model.argdiff import argv_diff, closest, split_command
 from console.tui.model.badges import Badge
 from console.tui.model.shellsplit import PartKind, chain_for, shell_script
@@ -195,22 +197,15 @@ def byte_size(n: int) -> str:
     return f"{n} B"
 
 
-def all_agent_strings(item: Mapping[str, Any]) -> list[str]:
-    op = item.get("operation") or {}
-    strings = [
-        op.get("executable", ""),
-        *op.get("args", ()),
-        op.get("cwd", ""),
-        op.get("justification", ""),
-        op.get("session_id", ""),
-        op.get("tool", ""),
-    ]
-    for k, v in (op.get("env") or {}).items():
+def all_agent_strings(item: PendingItem) -> list[str]:
+    op = item.operation
+    strings = [op.executable, *op.args, op.cwd, op.justification, op.session_id, op.tool]
+    for k, v in op.env.items():
         strings.extend((k, v))
-    return [s for s in strings if isinstance(s, str)]
+    return strings
 
 
-def text_findings(item: Mapping[str, Any]) -> set[Finding]:
+def text_findings(item: PendingItem) -> set[Finding]:
     """What the banner warns about. Newlines and tabs are how multi-line text is written
     (a script, a justification): shown as lines and ``\\t``, never a reason to alarm."""
     found: set[Finding] = set()
@@ -263,7 +258,7 @@ _OPERATORS = {
 
 
 def render_request(
-    item: Mapping[str, Any],
+    item: PendingItem,
     badges: Sequence[Badge],
     styles: Styles,
     options: DetailOptions,
@@ -272,9 +267,8 @@ def render_request(
 ) -> Rendered:
     """The detail of one pending request, top to bottom as the operator reads it."""
     now = time.time() if now is None else now
-    op = item.get("operation") or {}
-    ev = item.get("evaluation") or {}
-    argv = [op.get("executable", ""), *op.get("args", [])]
+    op, ev = item.operation, item.evaluation
+    argv = op.argv
     script = shell_script(argv)
     chain = chain_for(*script) if script is not None else None
 
@@ -293,7 +287,7 @@ def render_request(
     if options.with_previous:
         d.section("Previous decisions", "of the same command")
         # The history keeps the absolute directory; the operation, one relative to its root.
-        root, cwd = str(op.get("workspace_root", "")), str(op.get("cwd", "."))
+        root, cwd = op.workspace_root, op.cwd
         where = (root, root if cwd == "." else posixpath.join(root, cwd)) if root else ("", "")
         d.out.append_text(render_previous(argv, previous, styles, now, where=where))
     _context(d, item, op, now)
@@ -309,14 +303,12 @@ def render_request(
     return Rendered(out, d.truncated)
 
 
-def _head(
-    d: _Detail, item: Mapping[str, Any], badges: Sequence[Badge], argv: Sequence[str], chain: Any
-) -> None:
+def _head(d: _Detail, item: PendingItem, badges: Sequence[Badge], argv: Sequence[str], chain: Any) -> None:
     """Whose detail this is, the program and its badges, and the warnings about its text."""
     out, styles = d.out, d.styles
     if d.options.with_target:
         # Whose detail this is: the keys act on this request, not on the row under the cursor.
-        out.append(str(item.get("request_id", "")), styles["label"])
+        out.append(item.request_id, styles["label"])
         out.append("  approve / deny act on this request\n", styles["dim"])
     d.put(argv[0].rsplit("/", 1)[-1], styles["program"], limit=80)
     if badges:
@@ -394,56 +386,52 @@ def _shell(d: _Detail, shell: str, body: str, chain: Any) -> None:
             out.append("\n")
 
 
-def _content(d: _Detail, item: Mapping[str, Any]) -> None:
+def _content(d: _Detail, item: PendingItem) -> None:
     """The files the fingerprint binds, what it could not bind, and whether this request
     replaces one whose content changed while it waited."""
     out, styles = d.out, d.styles
-    content = item.get("content") or []
-    unbound = item.get("unbound") or []
-    supersedes = item.get("supersedes") or ""
+    content, unbound, supersedes = item.content, item.unbound, item.supersedes
     if supersedes:
         out.append("\n")
-        piece = d.agent(str(supersedes), styles["warning"], limit=80)
+        piece = d.agent(supersedes, styles["warning"], limit=80)
         out.append("⚠ changed since shown; decide again — this replaces ", styles["warning"])
         out.append_text(piece)
         out.append(", whose content changed before it could run\n", styles["warning"])
     if not content and not unbound:
         return
     d.section("Content", "the bytes an approval is bound to")
-    for pair in content:
-        path, digest = [*list(pair), "", ""][:2]
+    for path, digest in content:
         out.append("  ")
-        d.put(str(path))
+        d.put(path)
         out.append(
-            f"  {str(digest)[:12]}" if digest else "  (absent: creating it changes the fingerprint)",
+            f"  {digest[:12]}" if digest else "  (absent: creating it changes the fingerprint)",
             styles["dim"],
         )
         out.append("\n")
     for reason in unbound:
         out.append("  ⚠ ", styles["warning"])
-        d.put(str(reason), styles["warning"])
+        d.put(reason, styles["warning"])
         out.append("\n")
     if unbound:
         out.append("    a standing grant is refused for it: approve once\n", styles["dim"])
 
 
-def _proposed(d: _Detail, item: Mapping[str, Any]) -> None:
+def _proposed(d: _Detail, item: PendingItem) -> None:
     """What a file-writing tool call will write, as the daemon's diff against the file
     (console/daemon/proposed.py)."""
-    change = item.get("proposed")
-    if not isinstance(change, Mapping):
+    change = item.proposed
+    if change is None:
         return
     out, styles = d.out, d.styles
-    old, new = int(change.get("old_bytes", 0)), int(change.get("new_bytes", 0))
-    what = "a new file" if change.get("new_file") else f"{byte_size(old)} → {byte_size(new)}"
+    old, new = change.old_bytes, change.new_bytes
+    what = "a new file" if change.new_file else f"{byte_size(old)} → {byte_size(new)}"
     d.section("Proposed change", f"{what}; the grant binds exactly this content")
     out.append("  ")
-    d.put(str(change.get("path", "")))
+    d.put(change.path)
     out.append("\n")
-    note = str(change.get("note") or "")
-    if note:
-        out.append("  ⚠ " + note + "\n", styles["warning"])
-    diff = str(change.get("diff") or "")
+    if change.note:
+        out.append("  ⚠ " + change.note + "\n", styles["warning"])
+    diff = change.diff
     if not diff:
         return
     for line in d.block(diff).lines:
@@ -457,10 +445,10 @@ def _proposed(d: _Detail, item: Mapping[str, Any]) -> None:
         out.append("\n")
 
 
-def _escalations(d: _Detail, ev: Mapping[str, Any]) -> None:
+def _escalations(d: _Detail, ev: Evaluation) -> None:
     """What approving grants beyond the sandbox, and whether it lifts the sandbox whole."""
     out, styles = d.out, d.styles
-    escalations = ev.get("escalations") or []
+    escalations = ev.escalations
     d.section(
         f"Escalations ({len(escalations)})" if escalations else "No escalations",
         "beyond the sandbox — what approving grants"
@@ -469,20 +457,20 @@ def _escalations(d: _Detail, ev: Mapping[str, Any]) -> None:
     )
     for e in escalations:
         out.append("  ✖ ", styles["escalation"])
-        d.put(e.get("kind", "?") + (f"({e['scope']})" if e.get("scope") else ""), styles["escalation"])
-        out.append(" — " + str(e.get("reason", "")), styles["escalation"])
+        d.put(e.label, styles["escalation"])
+        out.append(" — " + e.reason, styles["escalation"])
         out.append("\n")
-    lifted = ev.get("lifted") or []
+    lifted = ev.lifted
     if lifted:
         d.section("Approving lifts the whole sandbox", "it runs outside, with every power of your account")
         for f in lifted:
             out.append("  ✖ ", styles["escalation"])
-            out.append(str(f.get("reason", "")), styles["escalation"])
+            out.append(f.reason, styles["escalation"])
             out.append("\n")
 
 
-def _justification(d: _Detail, op: Mapping[str, Any]) -> None:
-    justification = op.get("justification", "")
+def _justification(d: _Detail, op: OperationWire) -> None:
+    justification = op.justification
     d.section("Justification", "the agent's words; not part of any decision")
     if justification:
         d.out.append_text(agent_block(d.block(justification), d.styles))
@@ -491,58 +479,54 @@ def _justification(d: _Detail, op: Mapping[str, Any]) -> None:
         d.out.append("  (none given)\n", d.styles["dim"])
 
 
-def _context(d: _Detail, item: Mapping[str, Any], op: Mapping[str, Any], now: float) -> None:
+def _context(d: _Detail, item: PendingItem, op: OperationWire, now: float) -> None:
     """Where and how it runs, and which request it is."""
     styles = d.styles
     d.section("Context")
-    for label, key in (("cwd", "cwd"), ("workspace", "workspace_root")):
-        d.field(label, d.agent(str(op.get(key, ""))))
-    env = op.get("env") or {}
+    d.field("cwd", d.agent(op.cwd))
+    d.field("workspace", d.agent(op.workspace_root))
+    env = op.env
     if env:
         for i, (name, value) in enumerate(sorted(env.items())):
             d.field("env" if i == 0 else "", d.agent(f"{name}={value}"))
     else:
         d.field("env", Text("no overrides", styles["dim"]))
-    stdin_b64 = op.get("stdin", "") or ""
+    stdin_b64 = op.stdin
     d.field("stdin", f"{len(stdin_b64) * 3 // 4 - stdin_b64.count('=')} bytes" if stdin_b64 else "none")
-    d.field("timeout", f"{op.get('timeout_ms', 0) / 1000:g} s")
-    limits = op.get("output") or {}
+    d.field("timeout", f"{op.timeout_ms / 1000:g} s")
     d.field(
         "output",
-        f"keep {byte_size(int(limits.get('capture_bytes', 0)))}, "
-        f"stop at {byte_size(int(limits.get('max_bytes', 0)))}",
+        f"keep {byte_size(op.output.capture_bytes)}, stop at {byte_size(op.output.max_bytes)}",
     )
-    for i, path in enumerate(op.get("write_dirs") or ()):
+    for i, path in enumerate(op.write_dirs):
         d.field("write dir" if i == 0 else "", d.agent(path))
-    d.field("access", f"workspace {op.get('workspace_access', '?')}, network {op.get('network', '?')}")
-    d.field("origin", f"{op.get('origin', '?')}, mode {op.get('mode', '?')}, kind {op.get('kind', '?')}")
-    d.field("tool", d.agent(op.get("tool", "")))
-    d.field("session", d.agent(item.get("session_id", "") or "-"))
-    deadline = item.get("deadline")
+    d.field("access", f"workspace {op.workspace_access or '?'}, network {op.network or '?'}")
+    d.field("origin", f"{op.origin or '?'}, mode {op.mode or '?'}, kind {op.kind or '?'}")
+    d.field("tool", d.agent(op.tool))
+    d.field("session", d.agent(item.session_id or "-"))
+    deadline = item.deadline
     left = f", denied automatically in {max(0, int(deadline - now))} s" if deadline else ""
-    d.field("request", f"{item.get('request_id', '?')} from pid {item.get('peer_pid', '?')}{left}")
-    fp = str(item.get("fingerprint", ""))
+    d.field("request", f"{item.request_id or '?'} from pid {item.peer_pid or '?'}{left}")
+    fp = item.fingerprint
     d.field("fingerprint", fp if d.options.full_fingerprint or d.options.expanded else f"{fp[:16]}…")
 
 
-def _ceiling(d: _Detail, ev: Mapping[str, Any]) -> None:
+def _ceiling(d: _Detail, ev: Evaluation) -> None:
     """What stays within the sandbox's ceiling, and what approving does not lift."""
     out, styles = d.out, d.styles
-    within = ev.get("within") or []
-    if within:
+    if ev.within:
         d.section("Within the ceiling")
-        for w in within:
+        for w in ev.within:
             out.append("  ✔ ", styles["within"])
-            d.put(w.get("kind", "?") + (f"({w['scope']})" if w.get("scope") else ""))
-            out.append(" — " + str(w.get("reason", "")), styles["dim"])
+            d.put(w.label)
+            out.append(" — " + w.reason, styles["dim"])
             out.append("\n")
-    forbidden = ev.get("forbidden") or []
-    if forbidden:
+    if ev.forbidden:
         d.section("Still forbidden by the sandbox", "approval does not lift these")
-        for f in forbidden:
+        for f in ev.forbidden:
             out.append("  ⊘ ", styles["forbidden"])
-            out.append(str(f.get("kind", "?")))
-            out.append(" — " + str(f.get("reason", "")), styles["dim"])
+            out.append(f.kind)
+            out.append(" — " + f.reason, styles["dim"])
             out.append("\n")
 
 
@@ -659,26 +643,79 @@ def render_previous(
 # ---------------------------------------------------------------------- one history entry
 
 
+T = TypeVar("T")
+
+# What a history record leaves out of a pending item (no deadline, agent or content
+# binding is recorded with the request), and what an older daemon's record may lack.
+_RECORDED_OPERATION: dict[str, Any] = {
+    "origin": "",
+    "mode": "",
+    "kind": "",
+    "tool": "",
+    "executable": "",
+    "args": [],
+    "workspace_root": "",
+    "cwd": ".",
+    "env": {},
+    "stdin": "",
+    "timeout_ms": 0,
+    "output": {"capture_bytes": 0, "max_bytes": 0},
+    "workspace_access": "",
+    "write_dirs": [],
+    "network": "",
+    "capabilities": [],
+    "justification": "",
+    "session_id": "",
+}
+_RECORDED_EVALUATION: dict[str, Any] = {
+    "verdict": "",
+    "reason": "",
+    **{k: [] for k in ("requested", "ceiling", "escalations", "within", "unused", "forbidden", "lifted")},
+}
+
+
 def item_from_request_record(
     record: Mapping[str, Any], decision: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """A request event from the history in the shape of a pending item, for :func:`render_request`.
+) -> PendingItem:
+    """A request event from the history as a pending item, for :func:`render_request`.
 
     The evaluation is the decision's: the request event holds the operation only, and a
     history entry without it would read "within the sandbox, no escalations" for a
-    request that escalated."""
-    body = record.get("body") or {}
-    decided = (decision or {}).get("body") or {}
-    return {
-        "request_id": record.get("request_id", ""),
-        "fingerprint": record.get("fingerprint", ""),
-        "session_id": record.get("session_id", ""),
-        "command": record.get("command", ""),
-        "peer_pid": record.get("peer_pid"),
-        "submitted_at": record.get("at"),
-        "operation": body.get("operation") or {},
-        "evaluation": body.get("evaluation") or decided.get("capability_diff") or {},
-    }
+    request that escalated. What the record lacks is empty (no deadline, no content
+    binding); a part it holds in a shape this console cannot read (a history written by
+    another version) is left out rather than guessed at, and so is said as empty."""
+    body = _mapping(record.get("body"))
+    decided = _mapping(_mapping(decision).get("body"))
+    operation = _mapping(body.get("operation"))
+    evaluation = _mapping(body.get("evaluation")) or _mapping(decided.get("capability_diff"))
+    at, pid = record.get("at"), record.get("peer_pid")
+    return PendingItem(
+        request_id=str(record.get("request_id", "")),
+        fingerprint=str(record.get("fingerprint", "")),
+        submitted_at=float(at) if isinstance(at, int | float) else 0.0,
+        deadline=0.0,
+        peer_pid=pid if type(pid) is int else 0,
+        agent_id="",
+        session_id=str(record.get("session_id", "")),
+        command=str(record.get("command", "")),
+        operation=_recorded(OperationWire, _RECORDED_OPERATION, operation),
+        content=[],
+        unbound=[],
+        supersedes="",
+        proposed=None,
+        evaluation=_recorded(Evaluation, _RECORDED_EVALUATION, evaluation),
+    )
+
+
+def _recorded(kind: type[T], empty: dict[str, Any], found: Mapping[str, Any]) -> T:
+    try:
+        return msgspec.convert({**empty, **found}, kind)
+    except msgspec.ValidationError:
+        return msgspec.convert(empty, kind)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def render_decision(record: Mapping[str, Any] | None, styles: Styles, limit: int) -> Text:

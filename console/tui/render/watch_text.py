@@ -21,7 +21,7 @@ from rich.text import Text
 
 from console.contract.inert import inert
 from console.tui.model.timefmt import ago, clock_time
-from console.tui.model.watch_model import ANSWERS, attribution, degraded_roots
+from console.tui.model.watch_model import ANSWERS, TripwireEntry, attribution, degraded_roots
 from console.tui.render.present import DetailOptions, Rendered, Styles, agent_text, field
 from console.tui.render.untrusted import lookalike_spans
 
@@ -270,9 +270,9 @@ def event_detail(
 # ---------------------------------------------------------------------- tripwire items
 
 
-def render_tripwire(item: Mapping[str, Any], styles: Styles, options: DetailOptions, now: float) -> Rendered:
+def render_tripwire(item: TripwireEntry, styles: Styles, options: DetailOptions, now: float) -> Rendered:
     """A paused session's tripwire item, as the queue's detail shows it."""
-    trip = item.get("tripwire") or {}
+    trip = item.tripwire
     out = Text(end="")
     out.append(" TRIPWIRE ", styles["badge-protected"])
     out.append("  ")
@@ -294,7 +294,7 @@ def render_tripwire(item: Mapping[str, Any], styles: Styles, options: DetailOpti
     field(out, "workspace", path_text(inert(str(trip.get("workspace_root", ""))), styles), styles)
     at = trip.get("at")
     field(out, "when", f"{clock_time(at)} ({ago(now - float(at or now))})", styles)
-    field(out, "item", str(item.get("request_id", "")), styles)
+    field(out, "item", inert(item.request_id), styles)
     out.append("\nDiff", styles["heading"])
     diff = trip.get("diff")
     truncated = False
@@ -325,22 +325,22 @@ def _ident(ident: Any, label: Any, styles: Styles) -> Text:
     return out
 
 
-def tripwire_row(item: Mapping[str, Any], styles: Styles, room: int) -> Text:
+def tripwire_row(item: TripwireEntry, styles: Styles, room: int) -> Text:
     """The queue row of a tripwire item: a loud label and the summary."""
     out = Text(end="")
     out.append(" TRIPWIRE ", styles["badge-protected"])
     out.append(" ")
-    state = str((item.get("tripwire") or {}).get("state", "paused"))
+    state = str(item.tripwire.get("state", "paused"))
     if state != "paused":
         out.append(f"[{state}] ", styles["dim"])
-    summary, _ = agent_text(str(item.get("command", "")), styles, limit=max(8, room - out.cell_len))
+    summary, _ = agent_text(item.command, styles, limit=max(8, room - out.cell_len))
     out.append_text(summary)
     return out
 
 
-def answered(action: str, item: Mapping[str, Any]) -> str:
+def answered(action: str, item: TripwireEntry) -> str:
     """The status line after an answer; inert."""
-    trip = item.get("tripwire") or {}
+    trip = item.tripwire
     return f"{ANSWERS.get(action, action)}: session {inert(str(trip.get('session', '')))[:40]}"
 
 

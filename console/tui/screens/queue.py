@@ -25,7 +25,7 @@ from console.tui.model.badges import confirmation
 from console.tui.model.guard import TypeAheadGuard
 from console.tui.model.pending import Entry
 from console.tui.model.timefmt import parse_duration
-from console.tui.model.watch_model import ANSWERS, is_tripwire, sessions_of
+from console.tui.model.watch_model import ANSWERS, TripwireEntry, sessions_of
 from console.tui.render.watch_text import answered
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import TextPrompt
@@ -141,16 +141,20 @@ class QueueScreen(ConsoleScreen):
             return
         item = entry.item
         self._shown_rid = entry.request_id
-        op = item.get("operation") or {}
-        key = (str(op.get("tool", "")), str(op.get("executable", "")))
+        if isinstance(item, TripwireEntry):
+            if self.detail.request_id != entry.request_id:
+                self.detail.show(item)
+            self._tripwire_bindings(True)
+            return
+        key = (item.operation.tool, item.operation.executable)
         previous = self._previous.get(key)
         if self.detail.request_id != entry.request_id or previous is not self.detail.previous:
             self.detail.show(item, entry.badges, previous)
-        if previous is None and not is_tripwire(item):
+        if previous is None:
             self._load_previous(key, entry.request_id)
-        if self.detail.changes is None and item.get("session_id") and not is_tripwire(item):
-            self._load_changes(entry.request_id, str(item["session_id"]))
-        self._tripwire_bindings(is_tripwire(item))
+        if self.detail.changes is None and item.session_id:
+            self._load_changes(entry.request_id, item.session_id)
+        self._tripwire_bindings(False)
 
     # ------------------------------------------------------------ watcher: changes, tripwire items
 
@@ -182,11 +186,7 @@ class QueueScreen(ConsoleScreen):
         """New changes by a terminal session: the shown request's list follows, twice a second at most."""
         if not self.is_mounted:
             return
-        if (
-            self.detail.item is None
-            or not self.detail.item.get("session_id")
-            or self._changes_timer is not None
-        ):
+        if self.detail.item is None or not self.detail.item.session_id or self._changes_timer is not None:
             return
         if any(sessions_of(e) for e in message.event.events):
             self._changes_timer = self.set_timer(0.5, self._reload_changes)
@@ -194,20 +194,20 @@ class QueueScreen(ConsoleScreen):
     def _reload_changes(self) -> None:
         self._changes_timer = None
         item = self.detail.item
-        if item is not None and item.get("session_id") and not is_tripwire(item):
-            self._load_changes(str(item.get("request_id")), str(item["session_id"]))
+        if item is not None and item.session_id and not isinstance(item, TripwireEntry):
+            self._load_changes(item.request_id, item.session_id)
 
     def action_tripwire(self, answer: str) -> None:
         entry = self._guarded() if answer == "resume" else self.shown()
         if entry is None:
             return
-        if not is_tripwire(entry.item):
+        if not isinstance(entry.item, TripwireEntry):
             self.say("resume, kill and keep paused answer tripwire items; this is a request", "warning")
             return
-        self._send_tripwire(entry, answer)
+        self._send_tripwire(entry, entry.item, answer)
 
     @work(group="decide", exclusive=False)
-    async def _send_tripwire(self, entry: Entry, answer: str) -> None:
+    async def _send_tripwire(self, entry: Entry, item: TripwireEntry, answer: str) -> None:
         try:
             await self.app.link.call("tripwire.resolve", {"id": entry.request_id, "action": answer})
         except RPCError as exc:
@@ -221,7 +221,7 @@ class QueueScreen(ConsoleScreen):
             self.say(f"{answer} {entry.request_id}: not sent — {inert(str(exc))}", "error")
             return
         self.app.watch_monitor.resolved(entry.request_id)
-        self.say(answered(answer, entry.item), "ok" if answer == "resume" else "warning")
+        self.say(answered(answer, item), "ok" if answer == "resume" else "warning")
 
     @work(group="previous", exclusive=False)
     async def _load_previous(self, key: tuple[str, str], request_id: str) -> None:
@@ -298,6 +298,9 @@ class QueueScreen(ConsoleScreen):
     def action_approve(self, scope: str) -> None:
         entry = self._guarded()
         if entry is None:
+            return
+        if isinstance(entry.item, TripwireEntry):
+            self.say("a tripwire item: r resume, K kill, p keep paused", "warning")
             return
         needed = confirmation(entry.item)
         if needed is not None:
@@ -400,7 +403,7 @@ class QueueScreen(ConsoleScreen):
     # ------------------------------------------------------------ deciding
 
     def decide(self, entry: Entry, action: str, extra: Mapping[str, Any]) -> None:
-        if is_tripwire(entry.item):
+        if isinstance(entry.item, TripwireEntry):
             self.say("a tripwire item: r resume, K kill, p keep paused", "warning")
             return
         self._send_decision(entry, action, dict(extra))
@@ -408,7 +411,7 @@ class QueueScreen(ConsoleScreen):
     @work(group="decide", exclusive=False)
     async def _send_decision(self, entry: Entry, action: str, extra: dict[str, Any]) -> None:
         params = {"target": entry.request_id, "action": action, **extra}
-        command = inert(entry.item.get("command", ""))[:80]
+        command = inert(entry.item.command)[:80]
         try:
             result = await self.app.link.call("decide", params)
         except RPCError as exc:
@@ -417,8 +420,9 @@ class QueueScreen(ConsoleScreen):
         except DaemonUnreachable as exc:
             self.say(f"{action} {entry.request_id}: not sent — {inert(str(exc))}", "error")
             return
-        op = entry.item.get("operation") or {}
-        self._previous.pop((str(op.get("tool", "")), str(op.get("executable", ""))), None)
+        if not isinstance(entry.item, TripwireEntry):
+            op = entry.item.operation
+            self._previous.pop((op.tool, op.executable), None)
         for rid in result.get("decided", []):
             self.app.request_left(rid)
         how = {"approve": "approved", "deny": "denied"}[action]

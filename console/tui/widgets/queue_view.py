@@ -12,7 +12,7 @@ from textual.strip import Strip
 
 from console.tui.model.pending import PendingQueue
 from console.tui.model.timefmt import age
-from console.tui.model.watch_model import is_tripwire
+from console.tui.model.watch_model import TripwireEntry
 from console.tui.render.present import agent_text, badge_text
 from console.tui.render.watch_text import tripwire_row
 from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_class, roles
@@ -41,7 +41,7 @@ class QueueView(LineList):
 
     def row_key(self, index: int) -> Hashable:
         entry = self.model.entry(index)
-        return entry.request_id, age(self.clock() - entry.item.get("submitted_at", 0))
+        return entry.request_id, age(self.clock() - entry.item.submitted_at)
 
     def _styles(self) -> dict[str, Style]:
         get = self.component_style
@@ -63,24 +63,20 @@ class QueueView(LineList):
         base = self.row_style(selected)
         get = self.component_style
         row = Text(style=base, no_wrap=True, overflow="crop", end="")
-        row.append(f" {age(self.clock() - item.get('submitted_at', 0)):>4} ", get(role_class("muted")))
-        session, _ = agent_text(
-            item.get("session_id", "") or "-", styles, get(role_class("secondary")), limit=12
-        )
+        row.append(f" {age(self.clock() - item.submitted_at):>4} ", get(role_class("muted")))
+        session, _ = agent_text(item.session_id or "-", styles, get(role_class("secondary")), limit=12)
         session.pad_right(13 - session.cell_len)
         row.append_text(session)
-        tool, _ = agent_text(
-            (item.get("operation") or {}).get("tool", ""), styles, get(role_class("accent")), limit=18
-        )
-        if is_tripwire(item):
+        if isinstance(item, TripwireEntry):
             row.append_text(tripwire_row(item, styles, max(8, width - row.cell_len)))
             return Strip(list(row.render(self.app.console))).crop(0, width)
+        tool, _ = agent_text(item.operation.tool, styles, get(role_class("accent")), limit=18)
         tool.pad_right(19 - tool.cell_len)
         row.append_text(tool)
         if entry.badges:
             row.append_text(badge_text(entry.badges, styles))
             row.append(" ")
         room = max(8, width - row.cell_len)
-        command, _ = agent_text(item.get("command", ""), styles, limit=room)
+        command, _ = agent_text(item.command, styles, limit=room)
         row.append_text(command)
         return Strip(list(row.render(self.app.console))).crop(0, width)

@@ -16,7 +16,8 @@ from rich.text import Text
 from textual.message import Message
 
 from console.tui.model.badges import Badge
-from console.tui.model.watch_model import is_tripwire
+from console.tui.model.pending import QueueItem
+from console.tui.model.watch_model import TripwireEntry
 from console.tui.render.present import DetailOptions, render_request
 from console.tui.render.watch_text import changes_warning, render_session_changes, render_tripwire
 from console.tui.settings.roles import role_class
@@ -43,7 +44,7 @@ class RequestDetail(DetailView):
         super().__init__(id=id)
         self.options = DetailOptions(max_chars=max_chars, max_lines=max_lines)
         self.clock = clock
-        self.item: Mapping[str, Any] | None = None
+        self.item: QueueItem | None = None
         self.badges: Sequence[Badge] = ()
         self.previous: Sequence[Mapping[str, Any]] | None = None
         self.changes: Sequence[Mapping[str, Any]] | None = None  # watch events of the agent session
@@ -54,7 +55,7 @@ class RequestDetail(DetailView):
 
     @property
     def request_id(self) -> str | None:
-        return None if self.item is None else str(self.item.get("request_id"))
+        return None if self.item is None else self.item.request_id
 
     @property
     def shown_key(self) -> str | None:
@@ -65,11 +66,11 @@ class RequestDetail(DetailView):
 
     def show(
         self,
-        item: Mapping[str, Any] | None,
+        item: QueueItem | None,
         badges: Sequence[Badge] = (),
         previous: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
-        if item is None or self.item is None or item.get("request_id") != self.item.get("request_id"):
+        if item is None or self.item is None or item.request_id != self.item.request_id:
             self.options.expanded = False
             self.options.full_fingerprint = False
             self.changes = None
@@ -104,7 +105,7 @@ class RequestDetail(DetailView):
             self.set_text(
                 Text("No request selected.", style=self.get_component_rich_style(role_class("muted")))
             )
-        elif is_tripwire(self.item):
+        elif isinstance(self.item, TripwireEntry):
             rendered = render_tripwire(self.item, self.styles_map(), self.options, now=self.clock())
             self.truncated = rendered.truncated
             self.set_text(rendered.text)
@@ -115,7 +116,7 @@ class RequestDetail(DetailView):
             )
             self.truncated = rendered.truncated
             warning = changes_warning(self.changes, styles)
-            session = str(self.item.get("session_id", "") or "")
+            session = self.item.session_id
             sections = [("warning", warning)] if warning is not None else []
             sections.append(("request", rendered.text))
             sections.append(("changes", render_session_changes(session, self.changes, styles)))

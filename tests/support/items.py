@@ -1,0 +1,59 @@
+"""Pending items for the console's tests: a test writes the fields it is about, as the
+daemon's JSON; :func:`pending_item` fills the rest with empty values and gives the
+:class:`~console.protocol.pending.PendingItem` the console holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from console.protocol.pending import PendingItem
+
+_OPERATION: dict[str, Any] = {
+    "origin": "interactive_command",
+    "mode": "captured",
+    "kind": "shell",
+    "tool": "",
+    "executable": "",
+    "args": [],
+    "workspace_root": "",
+    "cwd": ".",
+    "env": {},
+    "stdin": "",
+    "timeout_ms": 120_000,
+    "output": {"capture_bytes": 65536, "max_bytes": 8 << 20},
+    "workspace_access": "read_only",
+    "write_dirs": [],
+    "network": "none",
+    "capabilities": [],
+    "justification": "",
+    "session_id": "",
+}
+_LINES = ("escalations", "within", "unused", "forbidden", "lifted")
+
+
+def pending_item(item: Mapping[str, Any]) -> PendingItem:
+    """``item`` (a dict as ``pending.list`` gives it, whole or in part) as a PendingItem."""
+    evaluation = dict(item.get("evaluation") or {})
+    for key in _LINES:
+        evaluation[key] = [{"reason": "", **line} for line in evaluation.get(key, [])]
+    whole = {
+        "request_id": "",
+        "fingerprint": "",
+        "submitted_at": 0.0,
+        "deadline": 0.0,
+        "peer_pid": 0,
+        "agent_id": "",
+        "session_id": "",
+        "command": "",
+        "content": [],
+        "unbound": [],
+        "supersedes": "",
+        "proposed": None,
+        **item,
+        "operation": {**_OPERATION, **(item.get("operation") or {})},
+        "evaluation": {"verdict": "review", "reason": "", "requested": [], "ceiling": [], **evaluation},
+    }
+    return msgspec.convert(whole, PendingItem)
