@@ -172,10 +172,10 @@ def test_a_real_daemons_events_decode_to_their_kinds():
         assert "policy" in seen.until(ev.StatusChanged, since=mark).status
 
         sid = new_session(op, other, "echo typed > src/typed.txt; sleep 30")
-        seen.until(ev.SessionChanged, lambda e: e.change == "created" and e.session["id"] == sid)
+        seen.until(ev.SessionChanged, lambda e: e.change == "created" and e.session.id == sid)
         seen.until(ev.WatchBatch, lambda e: any(x.get("path") == "src/typed.txt" for x in e.events))
         op.call("sessions.kill", {"session": sid, "grace_s": 1})
-        seen.until(ev.SessionChanged, lambda e: e.change == "exited" and e.session["id"] == sid)
+        seen.until(ev.SessionChanged, lambda e: e.change == "exited" and e.session.id == sid)
 
         with d.agent() as agent:
             agent.call("agent.attention", {"state": "waiting", "session_id": "typed", "message": "look"})

@@ -38,7 +38,6 @@ from support.fake_daemon import HELLO, client_of, fake_daemon
 from console.client import Client, ResultError, RPCError
 from console.daemon.methods import all_methods
 from console.protocol import invalid, jsonrpc, results
-from console.protocol.pending import PendingItem
 from console.protocol.requests import PARAMS, struct_name
 from console.protocol.results import RESULTS, MethodResult
 
@@ -477,14 +476,15 @@ def test_connect_refuses_a_hello_that_is_no_hello():
         Client.connect(state, role="agent")
 
 
-def test_docs_describe_the_pending_item_once_as_its_struct_has_it():
-    """pending.list, request.get and the pending event name the item; its fields are on a
-    line of their own, generated from PendingItem."""
+@pytest.mark.parametrize("part", sorted(results.NAMED, key=lambda t: t.__name__))
+def test_docs_describe_each_named_part_once_as_its_struct_has_it(part):
+    """Results and events name a pending item and a session object rather than repeat
+    them; the fields of each are on a line of their own, generated from its Struct."""
+    said = results.NAMED[part]
+    start = said[0].upper() + said[1:] + ": "
     lines = [
-        line.removeprefix("A pending item: ")
+        line.removeprefix(start)
         for line in protocol_doc.DOC.read_text(encoding="utf-8").splitlines()
-        if line.startswith("A pending item: ")
+        if line.startswith(start)
     ]
-    assert lines == [results.describe(PendingItem)], (
-        f"docs/protocol.md: write\nA pending item: {results.describe(PendingItem)}"
-    )
+    assert lines == [results.describe(part)], f"docs/protocol.md: write\n{start}{results.describe(part)}"

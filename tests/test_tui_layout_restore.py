@@ -181,7 +181,7 @@ async def test_restore_turned_off_restores_and_saves_nothing(daemon, clock, tmp_
     app = make_app(daemon, clock, **config(tmp_path, restore=False))
     async with app.run_test(size=SIZE) as pilot:
         screen = await show_sessions(pilot, app)
-        await until(pilot, lambda: any(s["id"] == sid for s in screen.sessions))
+        await until(pilot, lambda: any(s.id == sid for s in screen.sessions))
         await pilot.pause(0.5)
         assert screen.layout_tree.root is None
         other = new_session(daemon, BASH)

@@ -379,12 +379,12 @@ async def test_session_list_shows_escaped_titles_and_status(daemon, clock):
     app = make_app(daemon, clock)
     async with app.run_test(size=(200, 40)) as pilot:
         screen = await show_sessions(pilot, app)
-        await until(pilot, lambda: any(s["id"] == sid for s in screen.sessions))
+        await until(pilot, lambda: any(s.id == sid for s in screen.sessions))
         text = await until(pilot, lambda: sid in screen_text(app) and screen_text(app))
         assert "\\e[2J" in text, text
         assert "\\u202e" in text and "[@click=app.quit]" in text, text
         assert app.is_running
-        await until(pilot, lambda: any(s.get("terminal_title") for s in screen.sessions if s["id"] == sid))
+        await until(pilot, lambda: any(s.terminal_title for s in screen.sessions if s.id == sid))
         assert foreign_controls(frame(app)) == ""
         # kill (with confirmation), then remove
         screen.view.select_session(sid)
@@ -396,7 +396,7 @@ async def test_session_list_shows_escaped_titles_and_status(daemon, clock):
         await pilot.press("X")
         await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt))
         await pilot.press("y")
-        await until(pilot, lambda: all(s["id"] != sid for s in screen.sessions))
+        await until(pilot, lambda: all(s.id != sid for s in screen.sessions))
 
 
 async def test_new_session_from_the_prompt_and_an_ended_pane(daemon, clock):
@@ -433,7 +433,7 @@ async def test_awaiting_approval_shows_in_the_list(daemon, clock):
     app = make_app(daemon, clock)
     async with app.run_test(size=SIZE) as pilot:
         screen = await show_sessions(pilot, app)
-        await until(pilot, lambda: any(s["id"] == sid for s in screen.sessions))
+        await until(pilot, lambda: any(s.id == sid for s in screen.sessions))
         waiting_op, tag = tagged(ws, session_id=sid)
         waiting = Agent(daemon, waiting_op, identity)  # the session's own agent asks, from it
         await until(pilot, lambda: "awaiting approval" in screen_text(app))

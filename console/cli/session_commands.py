@@ -8,11 +8,13 @@ import os
 import sys
 from typing import Any
 
+import msgspec
+
 from console.cli.common import CLIError, add_state_dir, age, connect, locations, print_json
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.requests import SessionsAttach, SessionsDetach
-from console.protocol.sessions import recording_note
+from console.protocol.sessions import SessionObject, recording_note
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -71,7 +73,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         stats = s.get("stats") or {}
         cpu = f"{stats['cpu_percent']:.1f}%" if stats else "-"
         label = s["title"] or " ".join(s["argv"])
-        note = f"  [{said}]" if (said := recording_note(s)) else ""
+        note = f"  [{said}]" if (said := recording_note(msgspec.convert(s, SessionObject))) else ""
         print(
             f"{s['id']:<14} {s['status_text']:<18} {attention.get(s['id'], '-'):<15} {age(s['created_at']):>5} "
             f"{cpu:>6} {_mib(stats.get('rss_bytes')):>7}  {inert(s['owner'])[:22]:<22} {inert(label)[:80]}{note}"

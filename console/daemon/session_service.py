@@ -19,11 +19,14 @@ from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from console.contract.operation import Operation
 from console.daemon.errors import InvalidParams, NotFound, ServiceError, Unavailable
 from console.daemon.events import EventHub
 from console.protocol.events import SessionChanged
 from console.protocol.procs import ancestry
+from console.protocol.sessions import SessionObject
 from console.sandbox import Prepared, SandboxSetupError, SandboxUnavailable, prepare
 from console.sessions import (
     Ended,
@@ -101,7 +104,9 @@ class SessionService:
                 return True
         return False
 
-    def to_wire(self, info: SessionInfo) -> dict[str, Any]:
+    def to_wire(self, info: SessionInfo) -> SessionObject:
+        """The session as clients see it; converted, so a field its type does not describe
+        is a daemon bug caught here."""
         out = asdict(info)
         paused = self.watch.holds(info.id)
         if info.alive and paused:
@@ -116,7 +121,7 @@ class SessionService:
             out["stats"] = asdict(stats)
         except SessionError:
             out["stats"] = None
-        return out
+        return msgspec.convert(out, SessionObject)
 
     def status(self) -> dict[str, Any]:
         infos = self.manager.infos()
@@ -183,7 +188,7 @@ class SessionService:
 
     def start_for_operation(
         self, op: Operation, conn: Connection, cols: int = 120, rows: int = 40, request_id: str = ""
-    ) -> dict[str, Any]:
+    ) -> SessionObject:
         """Run an approved interactive/durable operation as a sandboxed session; the
         session's changes are recorded against ``request_id`` too, so the request's history
         entry shows what its session did."""
@@ -254,7 +259,7 @@ class SessionService:
 
     def start_for_operator(
         self, argv: list[str], cwd: str, title: str, cols: int, rows: int, env: dict[str, str] | None
-    ) -> dict[str, Any]:
+    ) -> SessionObject:
         try:
             info = self.manager.create(
                 argv, cwd=cwd, env=env, title=title, cols=cols, rows=rows, owner=OPERATOR, mode="durable"

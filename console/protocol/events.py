@@ -23,13 +23,14 @@ tags a union on one field and the wire already has two. Every Struct forbids unk
 fields: the daemon and its clients ship together, and an event that says more than its
 kind's fields is a daemon bug the tests should see, not something to guess at.
 
-The pending request item (``PendingAdded.request``) is the one shared with the results:
-:class:`~console.protocol.pending.PendingItem`, as ``pending.list`` lists it (it allows
-unknown fields, as results do).
+The pending request item (``PendingAdded.request``) and the session object
+(``SessionChanged.session``) are shared with the results: :class:`~console.protocol.pending.PendingItem`,
+as ``pending.list`` lists it, and :class:`~console.protocol.sessions.SessionObject`, as
+``sessions.list`` does (they allow unknown fields, as results do).
 
 Deliberately left as mappings (``dict[str, Any]``), because the console renders them
 field by field and they have their own pages: a grant (``GrantAdded.grant``, as
-``grants.list``), a session object (``SessionChanged.session``, as ``sessions.list``),
+``grants.list``),
 the daemon status and the watcher status (``StatusChanged.status``,
 ``WatchStatusChanged.watch``), watch entries (``WatchBatch.events``, as
 ``watch.recent``), tripwire items (``TripwireRaised.item``), an attention entry and the
@@ -47,6 +48,7 @@ import msgspec
 
 from console.protocol.invalid import problem
 from console.protocol.pending import PendingItem
+from console.protocol.sessions import SessionObject
 
 
 class Topic(StrEnum):
@@ -134,7 +136,7 @@ class SessionChanged(_Topical, tag="sessions", kw_only=True, frozen=True):
     """A session was created, changed status or terminal title, exited, was lost or removed."""
 
     change: Literal["created", "status", "exited", "lost", "removed", "title"]
-    session: dict[str, Any]
+    session: SessionObject
 
 
 class OutcomeFinished(_Topical, tag="outcomes", kw_only=True, frozen=True):

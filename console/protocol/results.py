@@ -28,20 +28,20 @@ is then absent on the wire too, never ``null``. No result Struct uses ``omit_def
 
 Deliberately left as mappings (``dict[str, Any]``), as in events.py, because they are big
 or open-ended, the console renders them field by field, and they have their own pages: a
-grant row (``grants.list``), a session object
-(``sessions.list``), history rows and records (``history.query``, ``history.detail``), the
+grant row (``grants.list``), history rows and records (``history.query``, ``history.detail``), the
 daemon status inside ``subscribe`` and the parts of ``daemon.status`` (policy, sandbox,
 sessions, watcher, attention), watch entries and watched roots (``watch.recent``,
 ``watch.status``), tripwire items, attention entries, and inside an operation's answer the
 escalations, denials and authorization and the executed outcome's ``outcome``, streams and
 enforcement. What clients branch on (verdicts, ids, counts, cursors, flags) is typed, and
-so is the pending request item (``pending.list``, ``request.get``), which the operator
-decides on: :class:`~console.protocol.pending.PendingItem`.
+so are the pending request item (``pending.list``, ``request.get``), which the operator
+decides on (:class:`~console.protocol.pending.PendingItem`), and the session object
+(``sessions.list`` and the other session methods, :class:`~console.protocol.sessions.SessionObject`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -50,6 +50,7 @@ from msgspec import inspect as mi
 from console.protocol.invalid import problem
 from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
 from console.protocol.pending import PendingItem
+from console.protocol.sessions import SessionObject
 
 
 class MethodResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,7 +155,7 @@ class OperationSubmitResult(OperationDecision, frozen=True, kw_only=True):
     """An allowed interactive or durable operation is a session: ``session`` (null, with
     ``session_error``, when it could not start). Both absent otherwise."""
 
-    session: dict[str, Any] | UnsetType | None = UNSET
+    session: SessionObject | UnsetType | None = UNSET
     session_error: str | UnsetType = UNSET
 
 
@@ -274,13 +275,13 @@ class HistoryAcceptResult(MethodResult, frozen=True, kw_only=True):
 
 
 class SessionsListResult(MethodResult, frozen=True, kw_only=True):
-    sessions: list[dict[str, Any]]
+    sessions: list[SessionObject]
 
 
 class OneSession(MethodResult, frozen=True, kw_only=True):
     """The answers that are one session object (get, new, kill, wait, adopt)."""
 
-    session: dict[str, Any]
+    session: SessionObject
 
 
 class SessionsGetResult(OneSession, frozen=True, kw_only=True):
@@ -486,6 +487,7 @@ RESULTS: dict[str, type[MethodResult]] = {
     "agent.attention_list": AgentAttentionListResult,
 }
 """Every method's result, by method name."""
+_METHOD_OF: dict[type[MethodResult], str] = {cls: name for name, cls in RESULTS.items()}
 
 
 # ---------------------------------------------------------------- clients
@@ -518,6 +520,19 @@ def decode_result(method: str, result: Any) -> MethodResult | None:
     except msgspec.ValidationError as exc:
         what, path = problem(exc)
         raise ResultError(method, what, path) from None
+
+
+R = TypeVar("R", bound=MethodResult)
+
+
+def as_result(kind: type[R], result: Any) -> R:
+    """An answer as its Struct: for a caller that wants attributes, not the dict the
+    clients hand back. The client already checked it, so this only converts (it raises
+    :class:`ResultError` as the client would, for an answer nobody checked)."""
+    method = _METHOD_OF[kind]
+    decoded = decode_result(method, result)
+    assert isinstance(decoded, kind)
+    return decoded
 
 
 # ---------------------------------------------------------------- docs
@@ -580,7 +595,7 @@ def _describe_type(kind: Any) -> str:
 
 _LIKE: dict[type, str] = {OperationDecision: "operation.submit", HistoryDetailResult: "history.detail"}
 # Parts docs/protocol.md describes once, each on a line of its own (``A pending item: …``).
-NAMED: dict[type, str] = {PendingItem: "a pending item"}
+NAMED: dict[type, str] = {PendingItem: "a pending item", SessionObject: "a session object"}
 
 
 def _plural(kind: Any) -> str:

@@ -34,7 +34,7 @@ from console import __version__
 from console.client import AsyncClient, DaemonUnreachable, ResultError, RPCError
 from console.protocol import events as ev
 from console.protocol.pending import PendingItem
-from console.protocol.results import PendingListResult, decode_result
+from console.protocol.results import PendingListResult, as_result
 
 PAGE = 500
 TOPICS = [t.value for t in ev.Topic]  # every topic: the console shows them all
@@ -203,9 +203,7 @@ class DaemonLink:
             params: dict[str, Any] = {"limit": PAGE}
             if after:
                 params["after"] = after
-            # The client checked the answer; the same check gives it as its type.
-            page = decode_result("pending.list", await client.call("pending.list", params))
-            assert isinstance(page, PendingListResult)
+            page = as_result(PendingListResult, await client.call("pending.list", params))
             pending.extend(page.pending)
             if page.next is None:
                 break

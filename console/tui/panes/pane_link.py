@@ -24,6 +24,8 @@ from typing import Any
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import BUSY, NOT_FOUND
+from console.protocol.results import SessionsGetResult, as_result
+from console.protocol.sessions import SessionObject
 from console.terminal import KeyEncoder, MouseEncoder, Screen
 
 Connect = Callable[[], Awaitable[AsyncClient]]
@@ -65,7 +67,7 @@ class PaneLink:
         self.read_only = read_only
         self.state = CONNECTING
         self.message = "attaching…"  # inert text for the pane's title bar
-        self.info: dict[str, Any] = {}
+        self.info: SessionObject | None = None  # the session, once sessions.get answered
         self.screen: Screen | None = None
         self.keys: KeyEncoder | None = None
         self.mouse: MouseEncoder | None = None
@@ -129,7 +131,7 @@ class PaneLink:
             self._start(result)
             with contextlib.suppress(DaemonUnreachable, RPCError):
                 info = await client.call("sessions.get", {"session": self.session_id})
-                self.info = info.get("session") or {}
+                self.info = as_result(SessionsGetResult, info).session
                 self.on_update()
             self._kick_sender()
             self._kick_resize()

@@ -278,7 +278,7 @@ class PaneView(Widget):
             scrolled = max(0, total - offset - rows)
         return {
             "id": link.session_id,
-            "title": inert(str(info.get("title") or " ".join(map(str, info.get("argv") or []))))[:120],
+            "title": inert((info.title or " ".join(info.argv)) if info is not None else "")[:120],
             "terminal_title": inert(screen.title)[:120] if screen is not None else "",
             "state": link.state,
             "message": link.message,
@@ -295,7 +295,8 @@ class PaneView(Widget):
     @property
     def paused(self) -> bool:
         """The tripwire stopped this session: typing would only queue up behind the freeze."""
-        return self.link.info.get("status_text") == "paused by tripwire"
+        info = self.link.info
+        return info is not None and info.status_text == "paused by tripwire"
 
     PAUSED_SAY = "the tripwire paused this session: resume it first (R in the list, r in the queue)"
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,6 +31,8 @@ from textual.widgets import Static
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.events import SessionChanged
+from console.protocol.results import SessionsListResult, SessionsNewResult, as_result
+from console.protocol.sessions import SessionObject
 from console.tui.link import DaemonLink
 from console.tui.model import layout_file
 from console.tui.panes.pane_area import DOWN, RIGHT, Layout, Node, PaneArea, PaneFrame, Split
@@ -46,7 +47,6 @@ from console.tui.widgets.sessions_view import HEADER, SessionsView, command_line
 
 POLL_S = 2.0  # CPU and memory are sampled by the daemon about once a second
 EVENT_COALESCE_S = 0.3
-ALIVE = ("running", "idle")  # a session a restored pane re-attaches to; the others ended
 # What a new session's terminal says it is: the pane's emulator (libghostty-vt).
 SESSION_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor"}
 
@@ -61,7 +61,7 @@ class SessionsScreen(ConsoleScreen):
         super().__init__(id="sessions")
         self.layout_tree = Layout()
         self.connect: Connect | None = None  # how panes reach the daemon (tests replace it)
-        self.sessions: list[dict[str, Any]] = []
+        self.sessions: list[SessionObject] = []
         self._live: Timer | None = None
         self._poll: Timer | None = None
         self._last_pane: PaneState | None = None
@@ -130,7 +130,7 @@ class SessionsScreen(ConsoleScreen):
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"sessions unavailable: {inert(str(exc))[:200]}", "error")
             return
-        self.sessions = list(result.get("sessions", []))
+        self.sessions = list(as_result(SessionsListResult, result).sessions)
         self._show_list()
         if not self._restore_started:
             self._restore_started = True
@@ -141,7 +141,7 @@ class SessionsScreen(ConsoleScreen):
         attached = frozenset(p.session_id for p in self.layout_tree.panes())
         if self.is_mounted:
             self.view.set_rows(self.sessions, attached)
-        waiting = sum(1 for s in self.sessions if s.get("status_text") == "awaiting approval")
+        waiting = sum(1 for s in self.sessions if s.status_text == "awaiting approval")
         self.app.pills.set(
             "sessions",
             f"{waiting} session{'s' if waiting != 1 else ''} awaiting approval" if waiting else "",
@@ -172,20 +172,18 @@ class SessionsScreen(ConsoleScreen):
 
     def _apply(self, event: SessionChanged) -> None:
         session = event.session
-        if "id" not in session:
-            return
         removed = event.change == "removed"
-        rows = [s for s in self.sessions if s.get("id") != session["id"]]
+        rows = [s for s in self.sessions if s.id != session.id]
         if not removed:
             for i, s in enumerate(self.sessions):
-                if s.get("id") == session["id"]:
+                if s.id == session.id:
                     rows.insert(i, session)
                     break
             else:
                 rows.append(session)
         self.sessions = rows
         for state in self.layout_tree.panes():  # a pane shows its session's own state
-            if state.session_id == session["id"] and not removed:
+            if state.session_id == session.id and not removed:
                 state.link.info = session
                 state.link.on_update()
 
@@ -194,13 +192,15 @@ class SessionsScreen(ConsoleScreen):
         self._show_list()
         self.reload()
 
-    def selected_session(self) -> Mapping[str, Any] | None:
-        """The session a sessions-view key acts on: the focused pane's, else the list's."""
+    def selected_session(self) -> tuple[str, SessionObject | None] | None:
+        """The session a sessions-view key acts on, by id: the focused pane's (which the
+        list may not know yet: then its object is None), else the list's."""
         pane = self.focused_pane()
         if pane is not None:
             sid = pane.state.session_id
-            return next((s for s in self.sessions if s.get("id") == sid), {"id": sid})
-        return self.view.selected()
+            return sid, next((s for s in self.sessions if s.id == sid), None)
+        session = self.view.selected()
+        return None if session is None else (session.id, session)
 
     def on_line_list_opened(self, message: LineList.Opened) -> None:
         if isinstance(message.source, SessionsView):
@@ -213,7 +213,7 @@ class SessionsScreen(ConsoleScreen):
         if session is None:
             self.say("no session selected", "warning")
             return
-        self.run_worker(self.open_pane(str(session["id"]), read_only=read_only), group="panes-open")
+        self.run_worker(self.open_pane(session.id, read_only=read_only), group="panes-open")
 
     def action_new_session(self) -> None:
         def answered(line: str | None) -> None:
@@ -238,7 +238,7 @@ class SessionsScreen(ConsoleScreen):
     ) -> None:
         cwd = os.getcwd()
         if beside is not None:
-            cwd = str(beside.link.info.get("cwd") or cwd)
+            cwd = (beside.link.info.cwd if beside.link.info is not None else "") or cwd
         cols, rows = self._pane_size_guess(direction)
         params = {"argv": argv, "cwd": cwd, "title": "", "cols": cols, "rows": rows, "env": SESSION_ENV}
         try:
@@ -246,10 +246,10 @@ class SessionsScreen(ConsoleScreen):
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"could not start {inert(shlex.join(argv))[:80]}: {inert(str(exc))[:160]}", "error")
             return
-        session = result["session"]
+        session = as_result(SessionsNewResult, result).session
         self.sessions = [*self.sessions, session]
         self._show_list()
-        await self.open_pane(str(session["id"]), beside=beside, direction=direction)
+        await self.open_pane(session.id, beside=beside, direction=direction)
 
     def _pane_size_guess(self, direction: str | None) -> tuple[int, int]:
         pane = self.focused_pane()
@@ -263,13 +263,14 @@ class SessionsScreen(ConsoleScreen):
         return max(20, self.size.width), max(5, self.size.height - 14)
 
     def action_resume(self) -> None:
-        session = self.selected_session()
-        if session is None:
+        target = self.selected_session()
+        if target is None:
             return
-        if session.get("status_text") != "paused by tripwire":
-            self.say(f"{session['id']} is not paused by the tripwire", "warning")
+        sid, session = target
+        if session is None or session.status_text != "paused by tripwire":
+            self.say(f"{sid} is not paused by the tripwire", "warning")
             return
-        self._resume(str(session["id"]))
+        self._resume(sid)
 
     @work(group="sessions-resume", exclusive=True)
     async def _resume(self, sid: str) -> None:
@@ -286,12 +287,12 @@ class SessionsScreen(ConsoleScreen):
         self.reload()
 
     def action_kill(self) -> None:
-        session = self.selected_session()
-        if session is None:
+        target = self.selected_session()
+        if target is None:
             return
-        sid = str(session["id"])
+        sid, session = target
         text = Text(f"{sid}: ")
-        text.append(inert(command_line(session) or str(session.get("title", "")))[:300], "bold")
+        text.append(inert(_described(session))[:300], "bold")
         text.append("\n\nTERM to its process group and every descendant, then KILL after 3 s.")
 
         def answered(yes: bool | None) -> None:
@@ -301,13 +302,13 @@ class SessionsScreen(ConsoleScreen):
         self.app.push_screen(ConfirmPrompt("Kill this session?", text, yes="Kill"), answered)
 
     def action_remove(self) -> None:
-        session = self.selected_session()
-        if session is None:
+        target = self.selected_session()
+        if target is None:
             return
-        sid = str(session["id"])
-        alive = session.get("status") in ("running", "idle")
+        sid, session = target
+        alive = session is not None and session.alive
         text = Text(f"{sid}: ")
-        text.append(inert(command_line(session) or str(session.get("title", "")))[:300], "bold")
+        text.append(inert(_described(session))[:300], "bold")
         text.append(
             "\n\nIts recording is deleted."
             + (" It is still running and will be killed first." if alive else "")
@@ -326,11 +327,11 @@ class SessionsScreen(ConsoleScreen):
         self._call("sessions.remove", {"session": sid}, f"removed {sid}")
 
     def action_adopt(self) -> None:
-        session = self.selected_session()
-        if session is None:
+        target = self.selected_session()
+        if target is None:
             return
-        sid = str(session["id"])
-        if session.get("owner") == "operator":
+        sid, session = target
+        if session is not None and session.owner == "operator":
             self.say(f"{sid} is already yours", "warning")
             return
         self._call("sessions.adopt", {"session": sid}, f"adopted {sid}: it keeps running without its agent")
@@ -539,7 +540,7 @@ class SessionsScreen(ConsoleScreen):
             return
         if doc is None or doc.root is None:
             return
-        known = {str(s.get("id")): s for s in self.sessions}
+        known = {s.id: s for s in self.sessions}
         skipped: list[str] = []
         made: dict[int, PaneState] = {}
         count = iter(range(layout_file.MAX_PANES + 1))
@@ -548,7 +549,7 @@ class SessionsScreen(ConsoleScreen):
             if isinstance(n, layout_file.Pane):
                 at = next(count)
                 session = known.get(n.session)
-                if session is None or session.get("status") not in ALIVE:
+                if session is None or not session.alive:
                     skipped.append(f"session {n.session} {'gone' if session is None else 'ended'}")
                     return None
                 made[at] = self._attached_state(n.session, n.read_only)
@@ -678,3 +679,10 @@ def _check_command(text: str) -> str | None:
     if not argv:
         return "give a command, e.g. bash or python3"
     return None
+
+
+def _described(session: SessionObject | None) -> str:
+    """What a confirmation names a session by: its command, else its title."""
+    if session is None:
+        return ""
+    return command_line(session) or session.title

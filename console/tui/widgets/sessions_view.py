@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.strip import Strip
 
-from console.protocol.sessions import recording_note
+from console.protocol.sessions import SessionObject, recording_note
 from console.tui.model.timefmt import age
 from console.tui.render.present import agent_text
 from console.tui.settings.roles import role_class
@@ -33,9 +33,8 @@ def memory(n: Any) -> str:
     return f"{int(n)}B"
 
 
-def command_line(session: Mapping[str, Any]) -> str:
-    argv = [str(a) for a in session.get("argv") or []]
-    return shlex.join(argv) if argv else ""
+def command_line(session: SessionObject) -> str:
+    return shlex.join(session.argv) if session.argv else ""
 
 
 class SessionsView(LineList):
@@ -52,12 +51,12 @@ class SessionsView(LineList):
 
     def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[Mapping[str, Any]] = []
+        self.rows: list[SessionObject] = []
         self.clock = clock
         self.attached: frozenset[str] = frozenset()
         self.empty_message = "Loading…"
 
-    def set_rows(self, rows: Sequence[Mapping[str, Any]], attached: frozenset[str] | None = None) -> None:
+    def set_rows(self, rows: Sequence[SessionObject], attached: frozenset[str] | None = None) -> None:
         """Replace the rows, keeping the cursor on the same session."""
         current = self.selected()
         self.rows = list(rows)
@@ -67,7 +66,7 @@ class SessionsView(LineList):
         self._cache.clear()
         if current is not None:
             for i, row in enumerate(rows):
-                if row.get("id") == current.get("id"):
+                if row.id == current.id:
                     if i != self.cursor:
                         self.set_reactive(LineList.cursor, i)
                     break
@@ -75,12 +74,12 @@ class SessionsView(LineList):
         if rows:
             self.post_message(self.Highlighted(self, min(self.cursor, len(rows) - 1)))
 
-    def selected(self) -> Mapping[str, Any] | None:
+    def selected(self) -> SessionObject | None:
         return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
 
     def select_session(self, session_id: str) -> bool:
         for i, row in enumerate(self.rows):
-            if row.get("id") == session_id:
+            if row.id == session_id:
                 self.cursor = i
                 return True
         return False
@@ -90,18 +89,16 @@ class SessionsView(LineList):
 
     def row_key(self, index: int) -> Hashable:
         s = self.rows[index]
-        stats = s.get("stats") or {}
         now = int(self.clock())
         return (
-            s.get("id"),
-            s.get("status_text"),
-            s.get("title"),
-            s.get("terminal_title"),
-            stats.get("cpu_percent"),
-            stats.get("rss_bytes"),
-            s.get("last_output_at") and now - int(s["last_output_at"]),
-            now - int(s.get("created_at") or now),
-            s.get("id") in self.attached,
+            s.id,
+            s.status_text,
+            s.title,
+            s.terminal_title,
+            s.stats,
+            s.last_output_at and now - int(s.last_output_at),
+            now - int(s.created_at or now),
+            s.id in self.attached,
             recording_note(s),
         )
 
@@ -117,21 +114,19 @@ class SessionsView(LineList):
         get = self.component_style
         styles = self.agent_styles()
         now = self.clock()
-        status_text = str(s.get("status_text") or s.get("status") or "")
-        status = str(s.get("status") or "")
+        status_text = s.status_text or s.status
         if status_text == "awaiting approval":
             look = "awaiting"
-        elif status in ("running", "idle"):
-            look = status
+        elif s.alive:
+            look = s.status
         else:
             look = "ended"
-        stats = s.get("stats") or {}
-        alive = status in ("running", "idle")
-        cpu = f"{float(stats['cpu_percent']):.1f}%" if alive and stats.get("sampled_at") else "-"
-        mem = memory(stats.get("rss_bytes")) if alive and stats.get("sampled_at") else "-"
-        last = s.get("last_output_at")
-        output = age(now - float(last)) if last else "-"
-        sid = str(s.get("id", ""))
+        sampled = s.stats if s.alive and s.stats is not None and s.stats.sampled_at else None
+        cpu = f"{sampled.cpu_percent:.1f}%" if sampled is not None else "-"
+        mem = memory(sampled.rss_bytes) if sampled is not None else "-"
+        last = s.last_output_at
+        output = age(now - last) if last else "-"
+        sid = s.id
         row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
         note = recording_note(s)
         full, width = width, max(8, width - len(note) - 2) if note else width
@@ -139,12 +134,12 @@ class SessionsView(LineList):
         row.append(marker, get(self.LOOKS["attached"]))
         row.append(f"{sid[:10]:<10} ")
         row.append(f"{status_text[:18]:<18} ", get(self.LOOKS[look]))
-        row.append(f"{age(now - float(s.get('created_at') or now)):>5} ")
+        row.append(f"{age(now - (s.created_at or now)):>5} ")
         row.append(f"{cpu:>6} {mem:>7} {output:>7}  ")
-        owner, _ = agent_text(str(s.get("owner", "")), styles, limit=16)
+        owner, _ = agent_text(s.owner, styles, limit=16)
         row.append_text(owner)
         row.append(" " * max(1, 17 - owner.cell_len))
-        title = str(s.get("title") or "")
+        title = s.title
         room = max(8, width - row.cell_len)
         if title:
             piece, _ = agent_text(title, styles, limit=room)
@@ -154,7 +149,7 @@ class SessionsView(LineList):
         piece, _ = agent_text(command_line(s), styles, limit=room)
         piece.stylize(get(role_class("muted")) if title else "")
         row.append_text(piece)
-        terminal_title = str(s.get("terminal_title") or "")
+        terminal_title = s.terminal_title
         if terminal_title and width - row.cell_len > 8:
             row.append("  — ", get(role_class("muted")))
             piece, _ = agent_text(terminal_title, styles, limit=max(4, width - row.cell_len))
