@@ -330,3 +330,29 @@ def test_interpreter_family_uses_given_or_resolved_name():
     assert interpreter_family("/usr/bin/python", "/usr/bin/x") == "python"
     assert interpreter_family("sh", "/usr/bin/dash") == "shell"
     assert interpreter_family("git") is None
+
+
+def test_an_executable_renamed_over_while_it_is_resolved_is_found(tmp_path, monkeypatch):
+    """An editor's save renames a new file over the old one. Resolving a path opens it
+    and asks the kernel for its name; when the rename lands between the two, the name
+    reads "… (deleted)" and the path was reported missing: `executable_not_found` for a
+    script that existed all along (a full run of tests/escapes/test_content_swap.py hit
+    it once). The race is microseconds wide, so it is caused here by making the first
+    answer the one a rename in between gives."""
+    script = tmp_path / "build.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    real_readlink = os.readlink
+    renamed = [True]
+
+    def readlink(path, *args, **kwargs):
+        target = real_readlink(path, *args, **kwargs)
+        if renamed and str(path).startswith("/proc/self/fd/"):
+            renamed.pop()
+            return target + " (deleted)"
+        return target
+
+    monkeypatch.setattr(os, "readlink", readlink)
+    found = OSHost().resolve(str(script))
+    assert not renamed  # the fault was met
+    assert (found.path, found.kind) == (str(script), "exec")

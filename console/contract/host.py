@@ -68,21 +68,30 @@ class OSHost:
             self._resolved[path] = (now, found)
         return found
 
-    @staticmethod
-    def _resolve(path: str) -> Resolved:
+    # How often a path whose file was replaced while it was being resolved is resolved
+    # again (an editor's save, `mv new old`: the path names a file all along).
+    REPLACED_RETRIES = 3
+
+    @classmethod
+    def _resolve(cls, path: str) -> Resolved:
         # The kernel resolves an O_PATH descriptor (open, fstat, readlink, close), where
         # os.path.realpath walks every component and a stat follows.
-        try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except OSError:
-            return Resolved(os.path.realpath(path), "missing")
-        try:
-            st = os.fstat(fd)
-            resolved = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            return Resolved(os.path.realpath(path), "missing")
-        finally:
-            os.close(fd)
+        for _ in range(cls.REPLACED_RETRIES + 1):
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                return Resolved(os.path.realpath(path), "missing")
+            try:
+                st = os.fstat(fd)
+                resolved = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                return Resolved(os.path.realpath(path), "missing")
+            finally:
+                os.close(fd)
+            # " (deleted)": the file opened was unlinked or renamed over since; the path
+            # may name its replacement, which the next pass opens.
+            if not resolved.endswith(" (deleted)"):
+                break
         if not resolved.startswith("/") or resolved.endswith(" (deleted)"):
             return Resolved(os.path.realpath(path), "missing")
         if stat.S_ISDIR(st.st_mode):
