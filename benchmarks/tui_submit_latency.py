@@ -34,7 +34,7 @@ _original = QueueView.render_row
 
 def _recording_render_row(self, index, width, selected):  # type: ignore[no-untyped-def]
     entry = self.model.entry(index)
-    shown.setdefault(entry.item["command"].rsplit("--tag=", 1)[-1], time.perf_counter())
+    shown.setdefault(entry.item.command.rsplit("--tag=", 1)[-1], time.perf_counter())
     return _original(self, index, width, selected)
 
 

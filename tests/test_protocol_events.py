@@ -200,10 +200,10 @@ def test_a_real_daemons_watch_and_outcome_events_decode_to_their_kinds():
         assert finished.request_id == done["decision"]["request_id"] and finished.exit_code == 0
 
         sid = new_session(op, ws, "sleep 0.5; echo x >> .env; sleep 60")
-        item = seen.until(ev.TripwireRaised, lambda e: e.item["session"] == sid).item
-        assert item["state"] == "paused"
-        op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
-        assert seen.until(ev.TripwireResolved).item["id"] == item["id"]
+        item = seen.until(ev.TripwireRaised, lambda e: e.item.session == sid).item
+        assert item.state == "paused"
+        op.call("tripwire.resolve", {"id": item.id, "action": "kill"})
+        assert seen.until(ev.TripwireResolved).item.id == item.id
 
         mark = seen.mark()
         d.loc.policy.write_text(d.loc.policy.read_text().replace('"pause"', '"alert"'))

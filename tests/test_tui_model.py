@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support.items import pending_item
+from support.items import pending_item, tripwire_notice
 
 from console.protocol.pending import PendingItem
 from console.tui.desktop import clean, osc9, osc777, sequence
@@ -46,7 +46,7 @@ def test_tripwires_then_escalations_then_the_rest_each_in_arrival_order():
     q.add(item("r-1", "ls"))
     q.add(item("r-2", "pip install", [{"kind": "external_network"}]))
     q.add(item("r-3", "make"))
-    assert q.add(tripwire_entry({"id": "t-1", "summary": "tripwire", "session": "s1"})) == 0
+    assert q.add(tripwire_entry(tripwire_notice({"id": "t-1", "summary": "tripwire", "session": "s1"}))) == 0
     q.add(item("r-4", "curl x", [{"kind": "external_network"}]))
     assert [e.request_id for e in q] == ["t-1", "r-2", "r-4", "r-1", "r-3"]
     q.set_filter("")

@@ -8,7 +8,7 @@ import random
 import pytest
 from rich.style import Style
 from support.daemon import running_daemon, workspace
-from support.items import pending_item
+from support.items import pending_item, tripwire_notice
 from support.tui import Agent, Clock, make_app, pending_with, select, tagged, until
 
 from console.contract.host import OSHost
@@ -206,7 +206,7 @@ async def test_a_new_tripwire_goes_to_the_top_and_takes_the_cursor(daemon, clock
     async with app.run_test(size=SIZE) as pilot:
         rid = await pending_with(pilot, app, tag)
         await select(pilot, app, rid, clock)
-        app.add_pending(tripwire_entry({"id": "tw-1", "summary": ""}))
+        app.add_pending(tripwire_entry(tripwire_notice({"id": "tw-1"})))
         queue = app.views["queue"]
         await until(pilot, lambda: queue.detail.request_id == "tw-1")
         assert app.pending.entry(0).request_id == "tw-1"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from support.items import tripwire_notice
+
 from console.tui.model.watch_model import (
     TripwireEntry,
     WatchEvents,
@@ -69,7 +71,9 @@ def test_sandbox_and_degraded_badges():
 
 
 def test_a_tripwire_item_becomes_a_queue_item_of_its_own_kind():
-    entry = tripwire_entry({"id": "t-1", "summary": "session s modified .env", "session": "s", "at": 5.0})
+    entry = tripwire_entry(
+        tripwire_notice({"id": "t-1", "summary": "session s modified .env", "session": "s", "at": 5.0})
+    )
     assert entry.request_id == "t-1" and entry.command == "session s modified .env"
     assert isinstance(entry, TripwireEntry) and not isinstance({"request_id": "r-1"}, TripwireEntry)
 

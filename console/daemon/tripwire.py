@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import msgspec
+
+from console.protocol.tripwire import TripwireNotice
 from console.sessions.writers import OPEN_FOR_WRITE
 from console.watch import display_path
 
@@ -43,7 +46,13 @@ class TripwireItem:
     def open(self) -> bool:
         return self.state in (TripwireState.PAUSED, TripwireState.EXITED)
 
+    def notice(self) -> TripwireNotice:
+        """The item as clients see it (:meth:`to_wire`, typed): converted, so a field its
+        type does not describe is a daemon bug caught here."""
+        return msgspec.convert(self.to_wire(), TripwireNotice)
+
     def to_wire(self) -> dict[str, Any]:
+        """The item as JSON: what the history keeps, and :meth:`notice`'s source."""
         what = display_path(self.path)
         if self.count > 1:
             what = f"{self.count:,} files under {what.rstrip('/')}/"

@@ -45,6 +45,7 @@ from console.protocol.events import (
     WatchStatusChanged,
 )
 from console.protocol.requests import TripwireResolution
+from console.protocol.tripwire import TripwireNotice
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.writers import (
     PID_FANOTIFY,
@@ -536,7 +537,7 @@ class WatchService:
                     continue
                 item = self._item(ev, c, diff, TripwireState.EXITED, flood)
                 self._history("tripwire", item, TripwireState.EXITED)
-                self.events.publish(TripwireRaised(item=item.to_wire()))
+                self.events.publish(TripwireRaised(item=item.notice()))
                 self._alert(ev, c, exited=True)
                 continue
             if mode is Tripwire.ALERT or not firm:
@@ -553,7 +554,7 @@ class WatchService:
             self._stop_session(item)
             self.sessions.changed(c.session_id)
             self._history("tripwire", item, TripwireState.PAUSED)
-            self.events.publish(TripwireRaised(item=item.to_wire()))
+            self.events.publish(TripwireRaised(item=item.notice()))
             log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
 
     def _on_hint(self, hint: Hint) -> None:
@@ -614,7 +615,7 @@ class WatchService:
         item.diff = self.watcher.baseline_diff(item.workspace_root, item.path)
         self.tripwires[item.id] = item
         self._history("tripwire", item, TripwireState.PAUSED)
-        self.events.publish(TripwireRaised(item=item.to_wire()))
+        self.events.publish(TripwireRaised(item=item.notice()))
 
     def _fan_candidate(self, session_id: str) -> Candidate | None:
         try:
@@ -745,7 +746,7 @@ class WatchService:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def resolve(self, item_id: str, action: TripwireResolution) -> dict[str, Any]:
+    async def resolve(self, item_id: str, action: TripwireResolution) -> TripwireNotice:
         item = self.tripwires.get(item_id)
         if item is None or not (item.open or item.state is TripwireState.KEPT):
             raise NotFound(f"no open tripwire item {item_id}")
@@ -779,8 +780,9 @@ class WatchService:
         self.sessions.changed(item.session)
         with contextlib.suppress(StoreUnavailable):  # logged by the callback
             await asyncio.wrap_future(self._history("tripwire_resolved", item, item.state))
-        self.events.publish(TripwireResolved(item=item.to_wire()))
-        return item.to_wire()
+        notice = item.notice()
+        self.events.publish(TripwireResolved(item=notice))
+        return notice
 
     def _history(self, kind: str, item: TripwireItem, state: TripwireState) -> Future[list[int]]:
         wire = item.to_wire()

@@ -23,18 +23,18 @@ tags a union on one field and the wire already has two. Every Struct forbids unk
 fields: the daemon and its clients ship together, and an event that says more than its
 kind's fields is a daemon bug the tests should see, not something to guess at.
 
-The pending request item (``PendingAdded.request``) and the session object
-(``SessionChanged.session``) are shared with the results: :class:`~console.protocol.pending.PendingItem`,
-as ``pending.list`` lists it, and :class:`~console.protocol.sessions.SessionObject`, as
-``sessions.list`` does (they allow unknown fields, as results do).
+The pending request item (``PendingAdded.request``), the session object
+(``SessionChanged.session``) and the tripwire item (``TripwireRaised.item``,
+``TripwireResolved.item``) are shared with the results: :class:`~console.protocol.pending.PendingItem`,
+:class:`~console.protocol.sessions.SessionObject` and
+:class:`~console.protocol.tripwire.TripwireNotice`, as ``pending.list``, ``sessions.list``
+and ``tripwire.list`` give them (they allow unknown fields, as results do).
 
 Deliberately left as mappings (``dict[str, Any]``), because the console renders them
 field by field and they have their own pages: a grant (``GrantAdded.grant``, as
-``grants.list``),
-the daemon status and the watcher status (``StatusChanged.status``,
+``grants.list``), the daemon status and the watcher status (``StatusChanged.status``,
 ``WatchStatusChanged.watch``), watch entries (``WatchBatch.events``, as
-``watch.recent``), tripwire items (``TripwireRaised.item``), an attention entry and the
-outcome's denials. What clients branch on — topic, change, ids, verdicts, counts,
+``watch.recent``), an attention entry and the outcome's denials. What clients branch on — topic, change, ids, verdicts, counts,
 states — is typed.
 """
 
@@ -49,6 +49,7 @@ import msgspec
 from console.protocol.invalid import problem
 from console.protocol.pending import PendingItem
 from console.protocol.sessions import SessionObject
+from console.protocol.tripwire import TripwireNotice
 
 
 class Topic(StrEnum):
@@ -181,12 +182,12 @@ class TripwireRaised(_Changing, tag="tripwire", kw_only=True, frozen=True):
     ``exited`` (its writer had already gone)."""
 
     topic: Literal["watch"] = "watch"
-    item: dict[str, Any]
+    item: TripwireNotice
 
 
 class TripwireResolved(_Changing, tag="tripwire_resolved", kw_only=True, frozen=True):
     topic: Literal["watch"] = "watch"
-    item: dict[str, Any]
+    item: TripwireNotice
 
 
 # ------------------------------------------------------------------ attention

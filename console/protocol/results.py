@@ -31,12 +31,14 @@ or open-ended, the console renders them field by field, and they have their own 
 grant row (``grants.list``), history rows and records (``history.query``, ``history.detail``), the
 daemon status inside ``subscribe`` and the parts of ``daemon.status`` (policy, sandbox,
 sessions, watcher, attention), watch entries and watched roots (``watch.recent``,
-``watch.status``), tripwire items, attention entries, and inside an operation's answer the
+``watch.status``), attention entries, and inside an operation's answer the
 escalations, denials and authorization and the executed outcome's ``outcome``, streams and
 enforcement. What clients branch on (verdicts, ids, counts, cursors, flags) is typed, and
 so are the pending request item (``pending.list``, ``request.get``), which the operator
-decides on (:class:`~console.protocol.pending.PendingItem`), and the session object
-(``sessions.list`` and the other session methods, :class:`~console.protocol.sessions.SessionObject`).
+decides on (:class:`~console.protocol.pending.PendingItem`), the session object
+(``sessions.list`` and the other session methods, :class:`~console.protocol.sessions.SessionObject`)
+and the tripwire item (``tripwire.list``, ``tripwire.resolve``,
+:class:`~console.protocol.tripwire.TripwireNotice`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from console.protocol.invalid import problem
 from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
 from console.protocol.pending import PendingItem
 from console.protocol.sessions import SessionObject
+from console.protocol.tripwire import TripwireNotice
 
 
 class MethodResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -389,11 +392,11 @@ class WatchRemoveResult(WatchStatusResult, frozen=True, kw_only=True):
 
 
 class TripwireListResult(MethodResult, frozen=True, kw_only=True):
-    items: list[dict[str, Any]]
+    items: list[TripwireNotice]
 
 
 class TripwireResolveResult(MethodResult, frozen=True, kw_only=True):
-    item: dict[str, Any]
+    item: TripwireNotice
 
 
 # ---------------------------------------------------------------- workspaces
@@ -595,7 +598,11 @@ def _describe_type(kind: Any) -> str:
 
 _LIKE: dict[type, str] = {OperationDecision: "operation.submit", HistoryDetailResult: "history.detail"}
 # Parts docs/protocol.md describes once, each on a line of its own (``A pending item: …``).
-NAMED: dict[type, str] = {PendingItem: "a pending item", SessionObject: "a session object"}
+NAMED: dict[type, str] = {
+    PendingItem: "a pending item",
+    SessionObject: "a session object",
+    TripwireNotice: "a tripwire item",
+}
 
 
 def _plural(kind: Any) -> str:

@@ -247,7 +247,7 @@ class ConsoleApp(App[None]):
 
     @on(DaemonLink.TripwireResolved)
     def _tripwire_resolved(self, message: DaemonLink.TripwireResolved) -> None:
-        self.watch_monitor.resolved(str(message.event.item.get("id", "")))
+        self.watch_monitor.resolved(message.event.item.id)
 
     @on(DaemonLink.AttentionChanged)
     def _attention(self, message: DaemonLink.AttentionChanged) -> None:

@@ -20,6 +20,8 @@ from textual.screen import ModalScreen
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.events import WatchBatch
+from console.protocol.results import TripwireListResult, as_result
+from console.protocol.tripwire import TripwireNotice
 from console.tui.desktop import sequence
 from console.tui.model.watch_model import WatchEvents, degraded_roots, sandbox_pill, tripwire_entry
 
@@ -37,7 +39,7 @@ class WatchMonitor:
         self.events = WatchEvents()
         self.watch_status: dict[str, Any] = {}
         self.unseen = 0
-        self.paused: dict[str, Mapping[str, Any]] = {}
+        self.paused: dict[str, TripwireNotice] = {}
         self.dropped = 0
         self.loaded = False
         # The watch panel listens here: (rows added on top of all, of protected-only), or a reload.
@@ -108,11 +110,11 @@ class WatchMonitor:
         """A protected change raised by the daemon (an ``alert``)."""
         self._alert(summary)
 
-    def tripwire(self, item: Mapping[str, Any]) -> None:
+    def tripwire(self, item: TripwireNotice) -> None:
         """A tripwire item: a paused session's goes to the queue (an exited writer's is only shown)."""
-        if item.get("state", "paused") == "paused":
+        if item.paused:
             self._add_item(item)
-            self._alert(f"{item.get('summary', '')} — session paused, answer it in the queue")
+            self._alert(f"{item.summary} — session paused, answer it in the queue")
 
     # ------------------------------------------------------------ seen / unseen
 
@@ -131,8 +133,8 @@ class WatchMonitor:
 
     # ------------------------------------------------------------ tripwire items
 
-    def _add_item(self, item: Mapping[str, Any]) -> None:
-        ident = str(item.get("id", ""))
+    def _add_item(self, item: TripwireNotice) -> None:
+        ident = item.id
         if not ident or ident in self.paused:
             return
         self.paused[ident] = item
@@ -178,14 +180,14 @@ class WatchMonitor:
         link = self.app.link
         try:
             recent = await link.call("watch.recent", {"limit": RECENT_ON_CONNECT})
-            items = await link.call("tripwire.list", {})
+            items = as_result(TripwireListResult, await link.call("tripwire.list", {})).items
         except (RPCError, DaemonUnreachable) as exc:
             self.app.pills.set("watcher", f"watcher unavailable: {inert(str(exc))[:60]}", "warning")
             return
         self.events.replace(e for e in recent.get("events") or () if isinstance(e, Mapping))
         self.loaded = True
-        for item in items.get("items") or ():
-            if isinstance(item, Mapping) and item.get("state", "paused") == "paused":
+        for item in items:
+            if item.paused:
                 self._add_item(item)
         if self.on_reloaded is not None:
             self.on_reloaded()

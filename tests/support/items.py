@@ -1,6 +1,6 @@
-"""Pending items for the console's tests: a test writes the fields it is about, as the
-daemon's JSON; :func:`pending_item` fills the rest with empty values and gives the
-:class:`~console.protocol.pending.PendingItem` the console holds."""
+"""Pending and tripwire items for the console's tests: a test writes the fields it is
+about, as the daemon's JSON; :func:`pending_item` and :func:`tripwire_notice` fill the
+rest with empty values and give the Struct the console holds."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from console.protocol.pending import PendingItem
+from console.protocol.tripwire import TripwireNotice
 
 _OPERATION: dict[str, Any] = {
     "origin": "interactive_command",
@@ -57,3 +58,28 @@ def pending_item(item: Mapping[str, Any]) -> PendingItem:
         "evaluation": {"verdict": "review", "reason": "", "requested": [], "ceiling": [], **evaluation},
     }
     return msgspec.convert(whole, PendingItem)
+
+
+def tripwire_notice(item: Mapping[str, Any]) -> TripwireNotice:
+    """``item`` (a tripwire item as ``tripwire.list`` gives it, whole or in part) as a
+    TripwireNotice: a paused session's, by default."""
+    whole = {
+        "id": "",
+        "at": 0.0,
+        "session": "",
+        "session_label": "",
+        "workspace_root": "",
+        "display_path": "",
+        "pattern": "",
+        "change": "modified",
+        "diff": None,
+        "state": "paused",
+        "basis": "",
+        "stopped": True,
+        "stop_mode": "",
+        "count": 1,
+        "sample": [],
+        "summary": "",
+        **item,
+    }
+    return msgspec.convert(whole, TripwireNotice)

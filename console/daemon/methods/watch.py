@@ -95,10 +95,10 @@ async def remove(ctx: CallContext, args: WatchRemove) -> WatchRemoveResult:
 async def tripwire_list(ctx: CallContext, args: TripwireList) -> TripwireListResult:
     items = ctx.services.watch.tripwires.values()
     if args.include_resolved:
-        return TripwireListResult(items=[t.to_wire() for t in items])
+        return TripwireListResult(items=[t.notice() for t in items])
     if args.open:  # paused, kept paused, and exited writers' items
-        return TripwireListResult(items=[t.to_wire() for t in items if t.open or t.state == "kept"])
-    return TripwireListResult(items=[t.to_wire() for t in items if t.state == "paused"])
+        return TripwireListResult(items=[t.notice() for t in items if t.open or t.state == "kept"])
+    return TripwireListResult(items=[t.notice() for t in items if t.state == "paused"])
 
 
 async def tripwire_resolve(ctx: CallContext, args: TripwireResolve) -> TripwireResolveResult:

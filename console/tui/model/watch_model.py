@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from console.protocol.tripwire import TripwireNotice
+
 Event = Mapping[str, Any]
 
 KEEP = 10_000
@@ -149,26 +151,31 @@ def sandbox_pill(status: Mapping[str, Any]) -> tuple[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class TripwireEntry:
-    """A tripwire item (the daemon's, as ``TripwireRaised.item``) as the pending queue holds
-    it, beside the requests: answered with resume, kill or keep paused, never approved."""
+    """A tripwire item as the pending queue holds it, beside the requests: answered with
+    resume, kill or keep paused, never approved."""
 
-    request_id: str  # the tripwire's id
-    command: str  # its summary: what the queue's row says
-    session_id: str  # the terminal session it stopped
-    submitted_at: float
-    tripwire: Mapping[str, Any]
+    tripwire: TripwireNotice
+
+    @property
+    def request_id(self) -> str:  # the queue's key
+        return self.tripwire.id
+
+    @property
+    def command(self) -> str:  # what the queue's row says
+        return self.tripwire.summary
+
+    @property
+    def session_id(self) -> str:  # the terminal session it stopped
+        return self.tripwire.session
+
+    @property
+    def submitted_at(self) -> float:
+        return self.tripwire.at
 
 
-def tripwire_entry(item: Mapping[str, Any]) -> TripwireEntry:
+def tripwire_entry(item: TripwireNotice) -> TripwireEntry:
     """A tripwire item in the shape the pending queue holds."""
-    at = item.get("at")
-    return TripwireEntry(
-        request_id=str(item.get("id", "")),
-        command=str(item.get("summary", "")),
-        session_id=str(item.get("session", "")),
-        submitted_at=float(at) if isinstance(at, int | float) else 0.0,
-        tripwire=dict(item),
-    )
+    return TripwireEntry(item)
 
 
 # Answers to a tripwire item: (tripwire.resolve action, past tense for the status line).

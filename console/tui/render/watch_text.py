@@ -276,27 +276,27 @@ def render_tripwire(item: TripwireEntry, styles: Styles, options: DetailOptions,
     out = Text(end="")
     out.append(" TRIPWIRE ", styles["badge-protected"])
     out.append("  ")
-    summary, _ = agent_text(str(trip.get("summary", "")), styles, styles["escalation"], limit=300)
+    summary, _ = agent_text(trip.summary, styles, styles["escalation"], limit=300)
     out.append_text(summary)
     out.append("\n")
-    state = str(trip.get("state", "paused"))
+    state = trip.state
     if state == "paused":
         out.append("The session is stopped (SIGSTOP). ", styles["warning"])
         out.append("r resume · K kill · p keep paused", styles["label"])
     else:
         out.append(f"state: {state}", styles["dim"])
     out.append("\n\n")
-    field(out, "session", _ident(trip.get("session"), trip.get("session_label"), styles), styles)
-    field(out, "path", path_text(inert(str(trip.get("display_path", ""))), styles, styles["program"]), styles)
-    pattern, _ = agent_text(str(trip.get("pattern", "")), styles, styles["escalation"], limit=200)
+    field(out, "session", _ident(trip.session, trip.session_label, styles), styles)
+    field(out, "path", path_text(inert(trip.display_path), styles, styles["program"]), styles)
+    pattern, _ = agent_text(trip.pattern, styles, styles["escalation"], limit=200)
     field(out, "pattern", pattern, styles)
-    field(out, "change", str(trip.get("change", "?")), styles)
-    field(out, "workspace", path_text(inert(str(trip.get("workspace_root", ""))), styles), styles)
-    at = trip.get("at")
-    field(out, "when", f"{clock_time(at)} ({ago(now - float(at or now))})", styles)
+    field(out, "change", inert(trip.change or "?"), styles)
+    field(out, "workspace", path_text(inert(trip.workspace_root), styles), styles)
+    at = trip.at
+    field(out, "when", f"{clock_time(at)} ({ago(now - (at or now))})", styles)
     field(out, "item", inert(item.request_id), styles)
     out.append("\nDiff", styles["heading"])
-    diff = trip.get("diff")
+    diff = trip.diff
     truncated = False
     if diff is None:
         out.append("  none kept (not a small text file)\n", styles["dim"])
@@ -330,7 +330,7 @@ def tripwire_row(item: TripwireEntry, styles: Styles, room: int) -> Text:
     out = Text(end="")
     out.append(" TRIPWIRE ", styles["badge-protected"])
     out.append(" ")
-    state = str(item.tripwire.get("state", "paused"))
+    state = item.tripwire.state
     if state != "paused":
         out.append(f"[{state}] ", styles["dim"])
     summary, _ = agent_text(item.command, styles, limit=max(8, room - out.cell_len))
@@ -341,7 +341,7 @@ def tripwire_row(item: TripwireEntry, styles: Styles, room: int) -> Text:
 def answered(action: str, item: TripwireEntry) -> str:
     """The status line after an answer; inert."""
     trip = item.tripwire
-    return f"{ANSWERS.get(action, action)}: session {inert(str(trip.get('session', '')))[:40]}"
+    return f"{ANSWERS.get(action, action)}: session {inert(trip.session)[:40]}"
 
 
 # ---------------------------------------------------------------------- a pending request's session

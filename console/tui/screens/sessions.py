@@ -31,7 +31,7 @@ from textual.widgets import Static
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.events import SessionChanged
-from console.protocol.results import SessionsListResult, SessionsNewResult, as_result
+from console.protocol.results import SessionsListResult, SessionsNewResult, TripwireListResult, as_result
 from console.protocol.sessions import SessionObject
 from console.tui.link import DaemonLink
 from console.tui.model import layout_file
@@ -276,10 +276,10 @@ class SessionsScreen(ConsoleScreen):
     async def _resume(self, sid: str) -> None:
         """Resume answers the session's open tripwire items, as `r` in the queue does."""
         try:
-            items = (await self.app.link.call("tripwire.list", {"open": True})).get("items", [])
-            mine = [i for i in items if i.get("session") == sid]
+            listed = as_result(TripwireListResult, await self.app.link.call("tripwire.list", {"open": True}))
+            mine = [i for i in listed.items if i.session == sid]
             for item in mine:
-                await self.app.link.call("tripwire.resolve", {"id": item["id"], "action": "resume"})
+                await self.app.link.call("tripwire.resolve", {"id": item.id, "action": "resume"})
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"resume {sid}: {inert(str(exc))[:200]}", "error")
             return
