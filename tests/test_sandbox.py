@@ -593,6 +593,37 @@ async def test_missing_executable_is_recognised_without_any_capture(ws, cfg, san
     assert result.outcome.kind is OutcomeKind.EXECUTABLE_NOT_FOUND
 
 
+@pytest.mark.needs_root
+def test_a_sandbox_child_that_died_in_setup_is_a_setup_failure_not_a_timeout():
+    """bwrap's child that fails its setup (a write dir gone) is a zombie until bwrap reaps
+    it, and a zombie keeps its /proc entry: the check asked whether that entry existed and
+    called the failure "did not finish its setup in time", a mount mismatch that blamed a
+    swapped directory (test_bwraps_own_setup_failure_is_classified failed on it once in a
+    loaded full run). Here the child is a zombie for as long as the check takes."""
+    from collections import Counter
+
+    from console.sandbox import verify
+
+    child = subprocess.Popen(["/bin/true"])  # never waited for: it stays a zombie
+    try:
+        for _ in range(2000):
+            with open(f"/proc/{child.pid}/status", "rb") as f:
+                if b"State:\tZ" in f.read():
+                    break
+            threading.Event().wait(0.005)
+        info_r, info_w = os.pipe()
+        block_r, block_w = os.pipe()
+        os.write(info_w, b'{"child-pid": %d}\n' % child.pid)
+        os.close(info_w)
+        try:
+            assert verify.confirm(child.pid, info_r, block_w, [], Counter(), timeout_s=5.0) is False
+        finally:
+            for fd in (info_r, block_r, block_w):
+                os.close(fd)
+    finally:
+        child.wait()
+
+
 def test_bwraps_own_setup_failure_is_classified(ws, cfg, sandbox_probe, outside):
     from console.sandbox.executor import _bwrap_failure
 

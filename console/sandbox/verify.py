@@ -100,8 +100,9 @@ def _read_pid(info_fd: int, deadline: float) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def _setup_done(pid: int, deadline: float) -> bool:
-    """Wait until ``pid`` has dropped its capabilities; False if it exited first."""
+def _setup_done(pid: int, deadline: float) -> bool | None:
+    """Wait until ``pid`` has dropped its capabilities: True; False if it exited first
+    (gone, or a zombie its parent has not reaped yet); None at the deadline."""
     delay = 0.0002
     while True:
         try:
@@ -114,8 +115,10 @@ def _setup_done(pid: int, deadline: float) -> bool:
                 if int(line.split()[1], 16) == 0:
                     return True
                 break
-        if b"State:\tZ" in status or time.monotonic() > deadline:
+        if b"State:\tZ" in status:
             return False
+        if time.monotonic() > deadline:
+            return None
         time.sleep(delay)
         delay = min(delay * 1.2, 0.0005)
 
@@ -216,10 +219,13 @@ def confirm(
     child = _read_pid(info_fd, deadline)
     if child is None:
         return False
-    if not _setup_done(child, deadline):
-        if os.path.exists(f"/proc/{child}"):
-            _kill(bwrap_pid, child)
-            raise MountMismatch("the sandbox did not finish its setup in time")
+    done = _setup_done(child, deadline)
+    if done is None:
+        _kill(bwrap_pid, child)
+        raise MountMismatch("the sandbox did not finish its setup in time")
+    if not done:
+        # bwrap's setup failed (its error is on its stderr). A zombie child still has its
+        # /proc entry: asking whether that exists called this failure a timeout.
         return False
     try:
         check(child, expected, extra_points)
