@@ -149,8 +149,12 @@ class Daemon:
             i.owner == owner and i.alive for i in self.sessions.manager.infos()
         )
 
-    def _policy_changed(self) -> None:
+    def status_changed(self) -> None:
+        """Tell subscribers the whole status again (policy, workspace trust, history)."""
         self.events.publish(StatusChanged(status=self.status()))
+
+    def _policy_changed(self) -> None:
+        self.status_changed()
         task = asyncio.ensure_future(self.watch.policy_changed())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -202,7 +206,7 @@ class Daemon:
             self.loc,
             self.policy,
             self.store,
-            on_change=lambda: self.events.publish(StatusChanged(status=self.status())),
+            on_change=self.status_changed,
         )
         await self.workspaces.load()
         self.broker = Broker(

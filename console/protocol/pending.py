@@ -15,6 +15,9 @@ enumerations stay strings here, as the contract's wire form has them.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Any
+
 import msgspec
 from msgspec import UNSET, UnsetType
 
@@ -122,3 +125,36 @@ class PendingItem(msgspec.Struct, frozen=True, kw_only=True):
     supersedes: str
     proposed: ProposedChange | None
     evaluation: Evaluation
+
+
+# An operation and an evaluation with nothing in them: what fills the parts of an item
+# that a record does not hold (a history entry, one written by an older daemon).
+EMPTY_OPERATION: MappingProxyType[str, Any] = MappingProxyType(
+    {
+        "origin": "",
+        "mode": "",
+        "kind": "",
+        "tool": "",
+        "executable": "",
+        "args": [],
+        "workspace_root": "",
+        "cwd": ".",
+        "env": {},
+        "stdin": "",
+        "timeout_ms": 0,
+        "output": {"capture_bytes": 0, "max_bytes": 0},
+        "workspace_access": "",
+        "write_dirs": [],
+        "network": "",
+        "capabilities": [],
+        "justification": "",
+        "session_id": "",
+    }
+)
+EMPTY_EVALUATION: MappingProxyType[str, Any] = MappingProxyType(
+    {
+        "verdict": "",
+        "reason": "",
+        **{k: [] for k in ("requested", "ceiling", "escalations", "within", "unused", "forbidden", "lifted")},
+    }
+)

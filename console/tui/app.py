@@ -225,9 +225,10 @@ class ConsoleApp(App[None]):
             if (low, high) in self._history_told:
                 continue
             self._history_told.add((low, high))
-            self.notify(
-                history_remedy(low, high), title="history", severity="error", timeout=30, markup=False
-            )
+            self._say_history(low, high)
+
+    def _say_history(self, low: int, high: int) -> None:
+        self.notify(history_remedy(low, high), title="history", severity="error", timeout=30, markup=False)
 
     def watch_connection(self, state: Connection) -> None:
         label, variant = DAEMON_PILL[state]
@@ -336,9 +337,7 @@ class ConsoleApp(App[None]):
             self.action_show("watch")
         elif message.key == "history":
             for low, high in unaccepted_rows(self.daemon_status):
-                self.notify(
-                    history_remedy(low, high), title="history", severity="error", timeout=30, markup=False
-                )
+                self._say_history(low, high)
 
     # ------------------------------------------------------------ notifications
 

@@ -9,29 +9,9 @@ from typing import Any
 
 import msgspec
 
-from console.protocol.pending import PendingItem
+from console.protocol.pending import EMPTY_EVALUATION, EMPTY_OPERATION, PendingItem
 from console.protocol.tripwire import TripwireNotice
 
-_OPERATION: dict[str, Any] = {
-    "origin": "interactive_command",
-    "mode": "captured",
-    "kind": "shell",
-    "tool": "",
-    "executable": "",
-    "args": [],
-    "workspace_root": "",
-    "cwd": ".",
-    "env": {},
-    "stdin": "",
-    "timeout_ms": 120_000,
-    "output": {"capture_bytes": 65536, "max_bytes": 8 << 20},
-    "workspace_access": "read_only",
-    "write_dirs": [],
-    "network": "none",
-    "capabilities": [],
-    "justification": "",
-    "session_id": "",
-}
 _LINES = ("escalations", "within", "unused", "forbidden", "lifted")
 
 
@@ -54,8 +34,8 @@ def pending_item(item: Mapping[str, Any]) -> PendingItem:
         "supersedes": "",
         "proposed": None,
         **item,
-        "operation": {**_OPERATION, **(item.get("operation") or {})},
-        "evaluation": {"verdict": "review", "reason": "", "requested": [], "ceiling": [], **evaluation},
+        "operation": {**EMPTY_OPERATION, **(item.get("operation") or {})},
+        "evaluation": {**EMPTY_EVALUATION, "verdict": "review", **evaluation},
     }
     return msgspec.convert(whole, PendingItem)
 

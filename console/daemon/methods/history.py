@@ -20,7 +20,6 @@ from msgspec import UNSET
 from console.daemon.connection import CallContext, Method
 from console.daemon.quotas import MAX_RESULT_BYTES, MAX_ROW_BYTES
 from console.protocol import jsonrpc
-from console.protocol.events import StatusChanged
 from console.protocol.history import KINDS
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
 from console.protocol.requests import (
@@ -196,7 +195,7 @@ async def accept(ctx: CallContext, args: HistoryAccept) -> HistoryAcceptResult:
     if accepted:
         await ctx.services.broker.load()  # the grants created in them now count
         # Consoles show unaccepted rows from the status: they see the change at once.
-        ctx.services.events.publish(StatusChanged(status=ctx.services.status()))
+        ctx.services.status_changed()
     return HistoryAcceptResult(accepted=list(accepted), unaccepted=list(store.unaccepted_rows))
 
 

@@ -22,7 +22,7 @@ from rich.style import Style
 from rich.text import Text
 
 from console.contract.inert import Finding, findings, inert
-from console.protocol.pending import Evaluation, OperationWire, PendingItem
+from console.protocol.pending import EMPTY_EVALUATION, EMPTY_OPERATION, Evaluation, OperationWire, PendingItem
 from console.tui.model.argdiff import argv_diff, closest, split_command
 from console.tui.model.badges import Badge
 from console.tui.model.shellsplit import PartKind, chain_for, shell_script
@@ -645,34 +645,6 @@ def render_previous(
 
 T = TypeVar("T")
 
-# What a history record leaves out of a pending item (no deadline, agent or content
-# binding is recorded with the request), and what an older daemon's record may lack.
-_RECORDED_OPERATION: dict[str, Any] = {
-    "origin": "",
-    "mode": "",
-    "kind": "",
-    "tool": "",
-    "executable": "",
-    "args": [],
-    "workspace_root": "",
-    "cwd": ".",
-    "env": {},
-    "stdin": "",
-    "timeout_ms": 0,
-    "output": {"capture_bytes": 0, "max_bytes": 0},
-    "workspace_access": "",
-    "write_dirs": [],
-    "network": "",
-    "capabilities": [],
-    "justification": "",
-    "session_id": "",
-}
-_RECORDED_EVALUATION: dict[str, Any] = {
-    "verdict": "",
-    "reason": "",
-    **{k: [] for k in ("requested", "ceiling", "escalations", "within", "unused", "forbidden", "lifted")},
-}
-
 
 def item_from_request_record(
     record: Mapping[str, Any], decision: Mapping[str, Any] | None = None
@@ -698,20 +670,20 @@ def item_from_request_record(
         agent_id="",
         session_id=str(record.get("session_id", "")),
         command=str(record.get("command", "")),
-        operation=_recorded(OperationWire, _RECORDED_OPERATION, operation),
+        operation=_recorded(OperationWire, EMPTY_OPERATION, operation),
         content=[],
         unbound=[],
         supersedes="",
         proposed=None,
-        evaluation=_recorded(Evaluation, _RECORDED_EVALUATION, evaluation),
+        evaluation=_recorded(Evaluation, EMPTY_EVALUATION, evaluation),
     )
 
 
-def _recorded(kind: type[T], empty: dict[str, Any], found: Mapping[str, Any]) -> T:
+def _recorded(kind: type[T], empty: Mapping[str, Any], found: Mapping[str, Any]) -> T:
     try:
         return msgspec.convert({**empty, **found}, kind)
     except msgspec.ValidationError:
-        return msgspec.convert(empty, kind)
+        return msgspec.convert(dict(empty), kind)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
