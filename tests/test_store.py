@@ -220,6 +220,34 @@ def test_a_conflicting_job_fails_alone_in_its_batch(db: Path, store: Store):
     assert store.verify().ok
 
 
+def test_a_conflicting_job_alone_in_its_batch_is_undone_and_the_store_goes_on(db: Path, store: Store):
+    # A batch of one job runs without a savepoint: its failure rolls back the whole
+    # transaction, which must leave neither rows nor a stale chain head behind.
+    store.append(ev(1, request_id="dup")).result()
+    with pytest.raises(StoreConflict, match="already has a decision"):
+        store.append(ev(2, request_id="dup")).result(timeout=10)
+    assert store.stats().largest_batch == 1
+    assert store.append(ev(3, request_id="c")).result(timeout=10) == [2]
+    assert raw(db).execute("SELECT count(*) FROM events").fetchone()[0] == 2
+    assert store.verify().ok
+
+
+def test_the_head_anchor_names_the_tail_once_the_writer_is_idle(db: Path, store: Store):
+    # Answers are given before the anchor is rewritten as committed; the rewrite still
+    # follows before the next batch (the pending anchor covers the moment between).
+    for i in range(3):
+        store.append(ev(i)).result()
+    store.append(ev(9)).result()
+    tail = raw(db).execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+    head = HeadFile.open_readonly(str(db) + HEAD_SUFFIX)
+    assert head is not None
+    deadline = time.monotonic() + 10
+    while (anchor := head.read()) is not None and anchor.pending_seq is not None:
+        assert time.monotonic() < deadline, anchor
+        time.sleep(0.01)
+    assert anchor is not None and (anchor.seq, anchor.hash) == tuple(tail)
+
+
 def test_bad_events_fail_their_own_call_with_a_clear_error(store: Store):
     cases = [
         (ev(1, kind="Bad Kind"), "event kind"),

@@ -67,7 +67,8 @@ class Anchor:
         return (seq, hash_) == (self.pending_seq, self.pending_hash)
 
     def to_bytes(self) -> bytes:
-        text = strictjson.dumps(
+        # Written twice per commit: the chain's encoder (in C), not json.dumps.
+        text = canonical(
             {
                 "v": 1,
                 "store_id": self.store_id,
@@ -76,7 +77,7 @@ class Anchor:
                 "pending_seq": self.pending_seq,
                 "pending_hash": self.pending_hash,
             }
-        ).encode("ascii")
+        )
         if len(text) >= _HEAD_SIZE:
             raise ValueError("head anchor does not fit its record")
         return text + b" " * (_HEAD_SIZE - 1 - len(text)) + b"\n"

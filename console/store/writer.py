@@ -1,7 +1,8 @@
 """Group commit: one thread writes every change, a batch of queued jobs per transaction.
 
 A job is a function run inside the batch's ``BEGIN IMMEDIATE … COMMIT`` under its own
-savepoint, so one job that conflicts (a second decision for a request) fails alone.
+savepoint, so one job that conflicts (a second decision for a request) fails alone (a
+batch of one job needs no savepoint: its transaction is rolled back instead).
 Futures resolve only after ``COMMIT`` has returned, i.e. once the batch is on disk
 (``synchronous=FULL``). If the batch cannot be committed (disk full, read-only file,
 I/O error) every job in it fails with :class:`StoreUnavailable` and nothing of it is
@@ -492,10 +493,9 @@ class Writer:
             conn.close()
 
     def _run_batch(self, jobs: list[_Job]) -> None:
-        settled: list[tuple[Future[Any], bool, Any]] = []
         try:
             with self.lock:
-                settled = self._commit_batch(jobs)
+                self._commit_batch(jobs)
         except BaseException as exc:
             error = unavailable(exc, "committing to the history")
             if error.reason == "internal":
@@ -503,27 +503,37 @@ class Writer:
             else:
                 log.warning("%s", error)
             self.stats.failed_batches += 1
-            settled = [(job.future, False, error) for job in jobs]
-        for future, ok, value in settled:
-            _settle(future, ok, value)
+            for job in jobs:
+                _settle(job.future, False, error)
 
-    def _commit_batch(self, jobs: list[_Job]) -> list[tuple[Future[Any], bool, Any]]:
+    def _commit_batch(self, jobs: list[_Job]) -> None:
+        """Run the jobs in one transaction and settle their futures once it is committed.
+
+        A job that fails alone is undone to its savepoint; a batch of one job needs none,
+        since undoing it is undoing the transaction. The futures are settled right after
+        ``COMMIT``, before the head anchor is rewritten as committed: until then the
+        pending anchor already names this tail, which open and verify accept."""
         conn = self._ensure_conn()
         start_seq, start_hash = self.seq, self.hash
         tx = Tx(conn, start_seq, start_hash)
         results: list[tuple[Future[Any], bool, Any]] = []
+        savepoints = len(jobs) > 1
         try:
             conn.execute("BEGIN IMMEDIATE")
             for job in jobs:
                 mark = (tx.seq, tx.hash, len(tx.search), len(tx.later))
-                conn.execute("SAVEPOINT job")
+                if savepoints:
+                    conn.execute("SAVEPOINT job")
                 fn = job.fn
                 assert fn is not None  # only jobs with a function reach a batch
                 try:
                     value = fn(tx)
                 except _JOB_ERRORS as exc:
-                    conn.execute("ROLLBACK TO job")
-                    conn.execute("RELEASE job")
+                    if savepoints:
+                        conn.execute("ROLLBACK TO job")
+                        conn.execute("RELEASE job")
+                    else:
+                        conn.execute("ROLLBACK")
                     tx.seq, tx.hash = mark[0], mark[1]
                     del tx.search[mark[2] :]
                     del tx.later[mark[3] :]
@@ -531,8 +541,13 @@ class Writer:
                         exc = StoreConflict(f"the history refused the change: {exc}")
                     results.append((job.future, False, exc))
                 else:
-                    conn.execute("RELEASE job")
+                    if savepoints:
+                        conn.execute("RELEASE job")
                     results.append((job.future, True, value))
+            if not conn.in_transaction:  # the batch's one job failed and was rolled back
+                for future, ok, value in results:
+                    _settle(future, ok, value)
+                return
             appended = tx.seq != start_seq
             if appended and (tx.later or self._unindexed):
                 conn.execute(
@@ -563,6 +578,8 @@ class Writer:
             if not self._unindexed:
                 self._unindexed_since = time.monotonic()
             self._unindexed.extend(tx.later)
+        for future, ok, value in results:
+            _settle(future, ok, value)
         if appended:
             try:
                 self._head.write(Anchor(self._store_id, tx.seq, tx.hash))
@@ -575,4 +592,3 @@ class Writer:
         stats.events += tx.seq - start_seq
         stats.largest_batch = max(stats.largest_batch, len(jobs))
         self._unchecked_commits += 1
-        return results
