@@ -286,13 +286,20 @@ class _Binder:
     def file(self, path: str, cwd: str) -> tuple[str, str | None]:
         """Bind the file at ``path`` (joined to ``cwd``, symlinks resolved)."""
         full = posixpath.normpath(posixpath.join(cwd, path))
-        real = self.host.resolve(full).path
+        found = self.host.resolve(full)
+        real = found.path
         if real not in self.out.content:
             if len(self.out.content) >= MAX_BOUND_FILES:
                 self.out.note(TOO_MANY)
                 return real, None
-            digest = self.host.file_sha256(real)
-            if digest is None and self.host.resolve(real).kind in ("exec", "file"):
+            # Missing when resolved is bound as missing: a file created since is a change
+            # of content, which the run's check refuses (console/sandbox/content_pins.py).
+            digest = None if found.kind == "missing" else self.host.file_sha256(real)
+            if (
+                digest is None
+                and found.kind != "missing"
+                and self.host.resolve(real).kind in ("exec", "file")
+            ):
                 raise invalid(
                     self.field,
                     "content_unreadable",

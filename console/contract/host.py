@@ -61,12 +61,34 @@ class OSHost:
         hit = self._resolved.get(path)
         if hit is not None and now - hit[0] < self.RESOLVE_TTL:
             return hit[1]
-        found = self._resolve(path)
-        if found.kind != "missing":  # something created a moment later must be seen
-            if len(self._resolved) > 4096:
-                self._resolved.clear()
-            self._resolved[path] = (now, found)
+        found = self._opened(path)
+        if found is None:  # never cached: something created a moment later must be seen
+            return self._missing(path)
+        if len(self._resolved) > 4096:
+            self._resolved.clear()
+        self._resolved[path] = (now, found)
         return found
+
+    def _missing(self, path: str) -> Resolved:
+        """Where a path that names nothing would be: what ``os.path.realpath`` says.
+
+        When not even a dangling symlink is there, and the parent is a directory or names
+        nothing itself, that is the parent's answer (an existing one cached) joined with
+        the name, which is how realpath builds it: the same answer without realpath's
+        stat of every component, which made the candidate files of ``python -m name``
+        most of a request's parsing. ``tests/test_host_resolve.py`` holds the two equal.
+        """
+        parent, name = os.path.split(path)
+        if name and name not in (".", "..") and parent.startswith("/"):
+            try:
+                os.lstat(path)
+            except FileNotFoundError:
+                where = self.resolve(parent)
+                if where.kind in ("dir", "missing"):
+                    return Resolved(os.path.join(where.path, name), "missing")
+            except OSError:
+                pass
+        return Resolved(os.path.realpath(path), "missing")
 
     # How often a path whose file was replaced while it was being resolved is resolved
     # again (an editor's save, `mv new old`: the path names a file all along).
@@ -74,18 +96,25 @@ class OSHost:
 
     @classmethod
     def _resolve(cls, path: str) -> Resolved:
+        """Resolved afresh, no cache (a missing path as ``os.path.realpath`` names it)."""
+        found = cls._opened(path)
+        return Resolved(os.path.realpath(path), "missing") if found is None else found
+
+    @classmethod
+    def _opened(cls, path: str) -> Resolved | None:
+        """What an existing path names; None when it names nothing (now)."""
         # The kernel resolves an O_PATH descriptor (open, fstat, readlink, close), where
         # os.path.realpath walks every component and a stat follows.
         for _ in range(cls.REPLACED_RETRIES + 1):
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
-                return Resolved(os.path.realpath(path), "missing")
+                return None
             try:
                 st = os.fstat(fd)
                 resolved = os.readlink(f"/proc/self/fd/{fd}")
             except OSError:
-                return Resolved(os.path.realpath(path), "missing")
+                return None
             finally:
                 os.close(fd)
             # " (deleted)": the file opened was unlinked or renamed over since; the path
@@ -93,7 +122,7 @@ class OSHost:
             if not resolved.endswith(" (deleted)"):
                 break
         if not resolved.startswith("/") or resolved.endswith(" (deleted)"):
-            return Resolved(os.path.realpath(path), "missing")
+            return None
         if stat.S_ISDIR(st.st_mode):
             kind = "dir"
         elif stat.S_ISREG(st.st_mode):

@@ -33,11 +33,9 @@ class StrictJSONError(ValueError):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise StrictJSONError("duplicate_key", "an object has the same key twice")
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise StrictJSONError("duplicate_key", "an object has the same key twice")
     return obj
 
 
@@ -72,6 +70,10 @@ def _parse_int(digits: str) -> int:
     return int(digits)
 
 
+# One decoder for every call: json.loads with hooks builds a new one each time.
+_decoder = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_reject_constant, parse_int=_parse_int)
+
+
 def loads(data: str | bytes) -> Any:
     """Decode one JSON document strictly; raises :class:`StrictJSONError`."""
     if isinstance(data, bytes | bytearray):
@@ -82,9 +84,9 @@ def loads(data: str | bytes) -> Any:
     else:
         text = data
     try:
-        value = json.loads(
-            text, object_pairs_hook=_pairs, parse_constant=_reject_constant, parse_int=_parse_int
-        )
+        if text.startswith("\ufeff"):  # what json.loads refuses before decoding
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM", text, 0)
+        value = _decoder.decode(text)
     except StrictJSONError:
         raise
     except RecursionError:
@@ -93,8 +95,21 @@ def loads(data: str | bytes) -> Any:
         raise StrictJSONError(
             "invalid_json", f"not valid JSON (line {exc.lineno}, column {exc.colno})"
         ) from None
-    _check(value, 0)
+    if not _plain(text):
+        _check(value, 0)
     return value
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` can hold neither a lone surrogate nor nesting past MAX_DEPTH, so
+    the walk of :func:`_check` would find nothing: ASCII text gets a surrogate only from a
+    ``\\uD800``-``\\uDFFF`` escape, and it cannot nest deeper than it has brackets."""
+    return (
+        text.isascii()
+        and "\\ud" not in text
+        and "\\uD" not in text
+        and text.count("[") + text.count("{") <= MAX_DEPTH
+    )
 
 
 def dumps(value: Any) -> str:

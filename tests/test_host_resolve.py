@@ -1,0 +1,76 @@
+"""OSHost.resolve names every path as os.path.realpath does, missing ones included.
+
+A missing path is resolved from its parent's (cached) answer instead of by realpath's
+walk; the content binding keys files by these names, and the sandbox's check resolves
+afresh with realpath, so the two must agree or a command is refused as changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from console.contract.host import OSHost
+
+# Components a path is made of: directories, files, symlinks of every kind, and names
+# that exist nowhere.
+NAMES = [
+    "d",
+    "e",
+    "f.py",
+    "to_d",
+    "to_f",
+    "dangling",
+    "rel_dangling",
+    "loop",
+    "missing",
+    "pkg",
+    "__init__.py",
+]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("resolve")
+    (root / "d" / "e").mkdir(parents=True)
+    (root / "d" / "f.py").write_text("x = 1\n")
+    (root / "f.py").write_text("x = 2\n")
+    (root / "to_d").symlink_to(root / "d")
+    (root / "d" / "to_d").symlink_to("..")  # relative, upward
+    (root / "to_f").symlink_to("d/f.py")
+    (root / "dangling").symlink_to(root / "nowhere" / "deeper")
+    (root / "d" / "rel_dangling").symlink_to("../absent")
+    (root / "loop").symlink_to("loop")
+    return root
+
+
+paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=5).map("/".join)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rel=paths)
+def test_resolve_agrees_with_realpath(tree: Path, rel: str) -> None:
+    path = os.path.normpath(os.path.join(tree, rel))
+    fresh = OSHost().resolve(path)
+    assert fresh.path == os.path.realpath(path), (rel, fresh)
+    assert OSHost._resolve(path) == fresh  # the sandbox's uncached resolution
+
+
+def test_a_cached_parent_and_a_missing_child_agree_with_realpath(tree: Path) -> None:
+    host = OSHost()
+    for rel in ["to_d", "to_d/missing", "to_d/pkg/__init__.py", "dangling/x", "d/rel_dangling/y/z", "loop/a"]:
+        path = os.path.join(tree, rel)
+        assert host.resolve(path).path == os.path.realpath(path), rel
+
+
+def test_a_missing_path_created_a_moment_later_is_seen(tree: Path, tmp_path: Path) -> None:
+    host = OSHost()
+    target = tmp_path / "pkg" / "__init__.py"
+    assert host.resolve(str(target)).kind == "missing"
+    target.parent.mkdir()
+    target.write_text("")
+    assert host.resolve(str(target)) == (str(target), "file")
