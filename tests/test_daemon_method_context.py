@@ -54,13 +54,13 @@ def test_grant_methods_run_on_real_services_without_a_daemon(services):
     fingerprint = "ab" * 32
     added = call(services, "grants.add", {"fingerprint": fingerprint, "note": "from a unit test"})
     assert isinstance(added, GrantsAddResult)
-    assert added.grant["fingerprint"] == fingerprint
+    assert added.grant.fingerprint == fingerprint
     listed = call(services, "grants.list", {})
     assert isinstance(listed, GrantsListResult)
-    assert [g["fingerprint"] for g in listed.grants] == [fingerprint]
-    revoked = call(services, "grants.revoke", {"target": added.grant["id"]})
+    assert [g.fingerprint for g in listed.grants] == [fingerprint]
+    revoked = call(services, "grants.revoke", {"target": added.grant.id})
     assert isinstance(revoked, GrantsRevokeResult)
-    assert revoked.revoked == [added.grant["id"]]
+    assert revoked.revoked == [added.grant.id]
     assert call(services, "grants.list", {}) == GrantsListResult(grants=[])
 
 

@@ -142,6 +142,23 @@ def new_session(op: Client, cwd: Path, command: str) -> str:
     return str(info["id"])
 
 
+def test_a_grant_is_one_shape_in_the_answer_the_event_and_the_list():
+    """decide's answer and the ``added`` event gave a grant without what it was granted
+    for (``tool``, ``summary``), which only ``grants.list`` had."""
+    ws = workspace()
+    with running_daemon("approval_timeout_s = 60\n") as d, d.operator() as op:
+        op.subscribe(["pending", "grants"])
+        seen = Recorder(op)
+        answer = submit_in_thread(d, operation(ws, args=["shape"], network="any", tool="claude-code:Bash"))
+        rid = seen.until(ev.PendingAdded).request.request_id
+        decided = op.call("decide", {"target": rid, "action": "approve", "scope": "always"})
+        event = seen.until(ev.GrantAdded).grant
+        assert answer()["verdict"] == "allow"
+        (listed,) = op.call("grants.list")["grants"]
+        assert decided["grant"] == msgspec.to_builtins(event) == listed
+        assert (event.tool, event.summary.endswith(" shape")) == ("claude-code:Bash", True)
+
+
 def test_a_real_daemons_events_decode_to_their_kinds():
     ws, other = workspace(), workspace()
     with running_daemon("approval_timeout_s = 60\n") as d, d.operator() as op:
@@ -160,9 +177,9 @@ def test_a_real_daemons_events_decode_to_their_kinds():
         with d.agent() as agent:  # the same operation again: the grant answers it
             again = agent.submit(net)["request_id"]
         assert seen.until(ev.Decided, lambda e: e.request_id == again).queued is False
-        assert grant["id"] in seen.until(ev.GrantsUsed).grant_ids
-        op.call("grants.revoke", {"target": grant["id"]})
-        assert seen.until(ev.GrantsRevoked).grant_ids == [grant["id"]]
+        assert grant.id in seen.until(ev.GrantsUsed).grant_ids
+        op.call("grants.revoke", {"target": grant.id})
+        assert seen.until(ev.GrantsRevoked).grant_ids == [grant.id]
 
         mark = seen.mark()
         op.call("watch.add", {"workspace_root": str(other)})
@@ -313,7 +330,7 @@ async def test_screens_hear_the_events_they_listen_for(daemon):
 
         await asyncio.to_thread(add)
         view = grants.query_one(GrantsView)
-        await until(pilot, lambda: any(g["fingerprint"] == fingerprint for g in view.rows))
+        await until(pilot, lambda: any(g.fingerprint == fingerprint for g in view.rows))
 
 
 def test_the_blocking_client_refuses_malformed_events_too(caplog):

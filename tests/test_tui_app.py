@@ -143,11 +143,11 @@ async def test_approve_for_the_session_settles_the_next_one_and_shows_a_grant(da
         await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
         view = app.screen.query_one(GrantsView)
         grant = await until(
-            pilot, lambda: next((g for g in view.rows if g["fingerprint"] == answer["fingerprint"]), None)
+            pilot, lambda: next((g for g in view.rows if g.fingerprint == answer["fingerprint"]), None)
         )
-        assert grant["scope"] == "session" and grant["session_id"] == first.identity["id"]
+        assert grant.scope == "session" and grant.session_id == first.identity["id"]
         await pilot.pause()
-        assert grant["id"] in screen_text(app)
+        assert grant.id in screen_text(app)
 
 
 async def test_approve_always_with_an_expiry_then_revoke(daemon, ws, clock):
@@ -168,14 +168,14 @@ async def test_approve_always_with_an_expiry_then_revoke(daemon, ws, clock):
         await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
         view = app.screen.query_one(GrantsView)
         grant = await until(
-            pilot, lambda: next((g for g in view.rows if g["fingerprint"] == answer["fingerprint"]), None)
+            pilot, lambda: next((g for g in view.rows if g.fingerprint == answer["fingerprint"]), None)
         )
-        assert 8 * 3600 - 60 < grant["expires_at"] - grant["created_at"] <= 8 * 3600
+        assert 8 * 3600 - 60 < grant.expires_at - grant.created_at <= 8 * 3600
         view.cursor = view.rows.index(grant)
         await pilot.press("r")
         await until(pilot, lambda: app.screen.CONTEXT == "confirm")
         await pilot.press("y")
-        await until(pilot, lambda: all(g["id"] != grant["id"] for g in view.rows))
+        await until(pilot, lambda: all(g.id != grant.id for g in view.rows))
         asked = Agent(daemon, op)  # revoked: the operator is asked again
         rid2 = await pending_with(pilot, app, tag)
         assert rid2 != rid and asked.waiting
@@ -379,14 +379,14 @@ async def test_the_remaining_keys(daemon, ws, clock):
         await pilot.press("3")
         await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
         view = app.screen.query_one(GrantsView)
-        grant = await until(pilot, lambda: next((g for g in view.rows if g["fingerprint"] == fp), None))
+        grant = await until(pilot, lambda: next((g for g in view.rows if g.fingerprint == fp), None))
         view.cursor = view.rows.index(grant)
         await pilot.press("r")
         await until(pilot, lambda: app.screen.CONTEXT == "confirm")
         await pilot.press("y")
-        await until(pilot, lambda: all(g["id"] != grant["id"] for g in view.rows))
+        await until(pilot, lambda: all(g.id != grant.id for g in view.rows))
         await pilot.press("i")  # inactive ones too
-        await until(pilot, lambda: any(g["id"] == grant["id"] and g["revoked_at"] for g in view.rows))
+        await until(pilot, lambda: any(g.id == grant.id and g.revoked_at for g in view.rows))
         assert "revoked" in screen_text(app)
 
         theme, keymap = app.theme, app.keymap_name

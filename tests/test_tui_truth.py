@@ -410,3 +410,27 @@ def test_a_previous_decision_made_in_another_workspace_says_so():
     sub = evaluated(ws, args=["-c", "ls"], cwd="src")
     plain = render_request(sub, [], PLAIN, options, previous=[record], now=60).text.plain
     assert f"the same command in another directory ({ws}): the policy allowed" in plain
+
+
+async def test_a_used_once_grant_says_used_and_is_not_shown_as_active(daemon, clock):
+    """A once-grant that allowed its one request no longer applies (the daemon's rule);
+    with inactive grants shown, the screen listed it like an active one, because it
+    marked only revoked and expired grants."""
+    from support.tui import screen_text
+
+    from console.tui.screens.grants import GrantsScreen
+
+    op, _tag = tagged(workspace())
+    with daemon.agent() as agent:
+        fingerprint = agent.submit(op, timeout_s=0.05)["fingerprint"]
+    with daemon.operator() as operator:
+        gid = operator.call("grants.add", {"fingerprint": fingerprint, "scope": "once"})["grant"]["id"]
+    with daemon.agent() as agent:
+        assert agent.submit(op)["reason"] == "grant_once"
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
+        await pilot.press("i")
+        line = await until(pilot, lambda: next((s for s in screen_text(app).splitlines() if gid in s), None))
+        assert " used " in line, line

@@ -31,6 +31,7 @@ from console.daemon.proposed import proposed_change
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
 from console.policy.diff import NEW_WORKSPACE
 from console.protocol.events import Decided, GrantAdded, GrantsRevoked, GrantsUsed, PendingAdded
+from console.protocol.grants import GrantObject
 from console.protocol.pending import PendingItem
 from console.protocol.requests import DecideAction
 from console.sandbox.content_pins import content_changed_since
@@ -523,17 +524,17 @@ class Broker:
             if changed:
                 raise await self._changed_since_shown(items, now, changed)
 
+        granted = None
         if grant is not None:
+            granted = GrantObject.of(grant, first.op.tool, command_line(first.op))
             try:
-                await self._durable(
-                    self.store.add_grant(grant, tool=first.op.tool, summary=command_line(first.op))
-                )
+                await self._durable(self.store.add_grant(grant, tool=granted.tool, summary=granted.summary))
                 if grant.effect is Effect.ALLOW and grant.scope is GrantScope.ALWAYS:
                     await self._trust_new_workspace(first)
             except StoreUnavailable as exc:
                 raise self._fail_closed(items, now, exc) from None
             self.grants.put(grant)
-            self.events.publish(GrantAdded(grant=grant.to_dict()))
+            self.events.publish(GrantAdded(grant=granted))
 
         verdict = Verdict.ALLOW if action is DecideAction.APPROVE else Verdict.DENY
         reason_code = "operator_approved" if action is DecideAction.APPROVE else (reason or "operator_denied")
@@ -568,7 +569,7 @@ class Broker:
         return {
             "decided": [p.id for p, _ in answers],
             "verdict": verdict.value,
-            "grant": grant.to_dict() if grant else None,
+            "grant": granted,
         }
 
     async def _trust_new_workspace(self, item: Pending) -> None:
@@ -701,7 +702,7 @@ class Broker:
     async def add_grant(self, grant: Grant, *, tool: str = "", summary: str = "") -> Grant:
         await self._durable(self.store.add_grant(grant, tool=tool, summary=summary))
         self.grants.put(grant)
-        self.events.publish(GrantAdded(grant=grant.to_dict()))
+        self.events.publish(GrantAdded(grant=GrantObject.of(grant, tool, summary)))
         return grant
 
     async def revoke(self, target: str) -> list[str]:

@@ -24,15 +24,16 @@ fields: the daemon and its clients ship together, and an event that says more th
 kind's fields is a daemon bug the tests should see, not something to guess at.
 
 The pending request item (``PendingAdded.request``), the session object
-(``SessionChanged.session``) and the tripwire item (``TripwireRaised.item``,
-``TripwireResolved.item``) are shared with the results: :class:`~console.protocol.pending.PendingItem`,
-:class:`~console.protocol.sessions.SessionObject` and
-:class:`~console.protocol.tripwire.TripwireNotice`, as ``pending.list``, ``sessions.list``
-and ``tripwire.list`` give them (they allow unknown fields, as results do).
+(``SessionChanged.session``), the tripwire item (``TripwireRaised.item``,
+``TripwireResolved.item``) and the grant (``GrantAdded.grant``) are shared with the
+results: :class:`~console.protocol.pending.PendingItem`,
+:class:`~console.protocol.sessions.SessionObject`,
+:class:`~console.protocol.tripwire.TripwireNotice` and
+:class:`~console.protocol.grants.GrantObject`, as ``pending.list``, ``sessions.list``,
+``tripwire.list`` and ``grants.list`` give them (they allow unknown fields, as results do).
 
 Deliberately left as mappings (``dict[str, Any]``), because the console renders them
-field by field and they have their own pages: a grant (``GrantAdded.grant``, as
-``grants.list``), the daemon status and the watcher status (``StatusChanged.status``,
+field by field and they have their own pages: the daemon status and the watcher status (``StatusChanged.status``,
 ``WatchStatusChanged.watch``), watch entries (``WatchBatch.events``, as
 ``watch.recent``), an attention entry and the outcome's denials. What clients branch on — topic, change, ids, verdicts, counts,
 states — is typed.
@@ -46,6 +47,7 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
+from console.protocol.grants import GrantObject
 from console.protocol.invalid import problem
 from console.protocol.pending import PendingItem
 from console.protocol.sessions import SessionObject
@@ -102,7 +104,7 @@ class Decided(_Topical, tag="decided", kw_only=True, frozen=True):
 
 class GrantAdded(_Changing, tag="added", kw_only=True, frozen=True):
     topic: Literal["grants"] = "grants"
-    grant: dict[str, Any]
+    grant: GrantObject
 
 
 class GrantsUsed(_Changing, tag="used", kw_only=True, frozen=True):

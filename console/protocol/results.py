@@ -27,8 +27,8 @@ A key the daemon sometimes leaves out is ``X | UnsetType = UNSET`` (``may be abs
 is then absent on the wire too, never ``null``. No result Struct uses ``omit_defaults``.
 
 Deliberately left as mappings (``dict[str, Any]``), as in events.py, because they are big
-or open-ended, the console renders them field by field, and they have their own pages: a
-grant row (``grants.list``), history rows and records (``history.query``, ``history.detail``), the
+or open-ended, the console renders them field by field, and they have their own pages:
+history rows and records (``history.query``, ``history.detail``), the
 daemon status inside ``subscribe`` and the parts of ``daemon.status`` (policy, sandbox,
 sessions, watcher, attention), watch entries and watched roots (``watch.recent``,
 ``watch.status``), attention entries, and inside an operation's answer the
@@ -36,9 +36,10 @@ escalations, denials and authorization and the executed outcome's ``outcome``, s
 enforcement. What clients branch on (verdicts, ids, counts, cursors, flags) is typed, and
 so are the pending request item (``pending.list``, ``request.get``), which the operator
 decides on (:class:`~console.protocol.pending.PendingItem`), the session object
-(``sessions.list`` and the other session methods, :class:`~console.protocol.sessions.SessionObject`)
-and the tripwire item (``tripwire.list``, ``tripwire.resolve``,
-:class:`~console.protocol.tripwire.TripwireNotice`).
+(``sessions.list`` and the other session methods, :class:`~console.protocol.sessions.SessionObject`),
+the tripwire item (``tripwire.list``, ``tripwire.resolve``,
+:class:`~console.protocol.tripwire.TripwireNotice`) and the grant (``grants.list``,
+``grants.add``, ``decide``, :class:`~console.protocol.grants.GrantObject`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from msgspec import inspect as mi
 
+from console.protocol.grants import GrantObject
 from console.protocol.invalid import problem
 from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
 from console.protocol.pending import PendingItem
@@ -193,15 +195,15 @@ class RequestGetResult(MethodResult, frozen=True, kw_only=True):
 class DecideResult(MethodResult, frozen=True, kw_only=True):
     decided: list[str]
     verdict: Literal["allow", "deny"]
-    grant: dict[str, Any] | None
+    grant: GrantObject | None
 
 
 class GrantsListResult(MethodResult, frozen=True, kw_only=True):
-    grants: list[dict[str, Any]]
+    grants: list[GrantObject]
 
 
 class GrantsAddResult(MethodResult, frozen=True, kw_only=True):
-    grant: dict[str, Any]
+    grant: GrantObject
 
 
 class GrantsRevokeResult(MethodResult, frozen=True, kw_only=True):
@@ -599,6 +601,7 @@ def _describe_type(kind: Any) -> str:
 _LIKE: dict[type, str] = {OperationDecision: "operation.submit", HistoryDetailResult: "history.detail"}
 # Parts docs/protocol.md describes once, each on a line of its own (``A pending item: …``).
 NAMED: dict[type, str] = {
+    GrantObject: "a grant",
     PendingItem: "a pending item",
     SessionObject: "a session object",
     TripwireNotice: "a tripwire item",

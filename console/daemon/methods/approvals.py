@@ -18,6 +18,7 @@ from console.daemon.errors import ServiceError
 from console.daemon.methods.history import bounded_detail
 from console.daemon.quotas import MAX_RESULT_BYTES
 from console.policy import Grant, GrantScope
+from console.protocol.grants import GrantObject
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.pending import PendingItem
 from console.protocol.requests import (
@@ -180,9 +181,8 @@ async def decide(ctx: CallContext, args: Decide) -> DecideResult:
 
 
 async def grants_list(ctx: CallContext, args: GrantsList) -> GrantsListResult:
-    return GrantsListResult(
-        grants=await asyncio.to_thread(ctx.services.store.grant_rows, include_inactive=args.include_inactive)
-    )
+    rows = await asyncio.to_thread(ctx.services.store.grant_rows, include_inactive=args.include_inactive)
+    return GrantsListResult(grants=[GrantObject(**row) for row in rows])
 
 
 async def grants_add(ctx: CallContext, args: GrantsAdd) -> GrantsAddResult:
@@ -210,7 +210,7 @@ async def grants_add(ctx: CallContext, args: GrantsAdd) -> GrantsAddResult:
         note=note,
     )
     await ctx.services.broker.add_grant(grant, tool=tool, summary=summary)
-    return GrantsAddResult(grant=grant.to_dict())
+    return GrantsAddResult(grant=GrantObject.of(grant, tool, summary))
 
 
 async def grants_revoke(ctx: CallContext, args: GrantsRevoke) -> GrantsRevokeResult:

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.protocol.results import GrantsListResult, GrantsRevokeResult, as_result
 from console.tui.link import DaemonLink
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt
@@ -54,9 +55,9 @@ class GrantsScreen(ConsoleScreen):
             view.set_rows([])
             view.empty_message = "The grants could not be read (see the status line)."
             return
-        rows = result.get("grants", [])
+        rows = as_result(GrantsListResult, result).grants
         self.query_one(GrantsView).set_rows(rows)
-        what = "all grants, including expired and revoked" if include_inactive else "active grants"
+        what = "all grants, including revoked, expired and used" if include_inactive else "active grants"
         self.say(f"{len(rows)} {what} — r: revoke, i: {'hide' if include_inactive else 'show'} inactive")
 
     DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (
@@ -87,12 +88,12 @@ class GrantsScreen(ConsoleScreen):
         grant = self.query_one(GrantsView).selected()
         if grant is None:
             return
-        if grant.get("revoked_at"):
-            self.say(f"{grant.get('id')} is already revoked", "warning")
+        if grant.revoked_at is not None:
+            self.say(f"{grant.id} is already revoked", "warning")
             return
-        gid = str(grant.get("id", ""))
-        text = Text(f"{gid}: {grant.get('effect')} {grant.get('scope')}\n\n")
-        text.append(inert(str(grant.get("summary") or grant.get("fingerprint", "")))[:300], "bold")
+        gid = grant.id
+        text = Text(f"{gid}: {grant.effect} {grant.scope}\n\n")
+        text.append(inert(grant.summary or grant.fingerprint)[:300], "bold")
         text.append("\n\nIdentical requests will be asked again.")
 
         def answered(yes: bool | None) -> None:
@@ -108,5 +109,5 @@ class GrantsScreen(ConsoleScreen):
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"revoke {gid}: {inert(str(exc))}", "error")
             return
-        self.say(f"revoked {', '.join(result.get('revoked', [])) or 'nothing'}", "ok")
+        self.say(f"revoked {', '.join(as_result(GrantsRevokeResult, result).revoked) or 'nothing'}", "ok")
         self.reload()

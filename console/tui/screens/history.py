@@ -20,6 +20,7 @@ from textual.widgets import Input
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.history import SOURCES, VERDICTS
+from console.protocol.results import GrantsAddResult, as_result
 from console.tui.link import DaemonLink
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
 from console.tui.screens.base import ConsoleScreen
@@ -251,7 +252,8 @@ def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
         except (RPCError, DaemonUnreachable) as exc:
             screen.notify(f"grant not added: {inert(str(exc))}", severity="error", markup=False)
             return
-        screen.notify(f"grant {result['grant']['id']} added: always allow {shown[:60]}", markup=False)
+        added = as_result(GrantsAddResult, result).grant
+        screen.notify(f"grant {added.id} added: always allow {shown[:60]}", markup=False)
 
     def answered(yes: bool | None) -> None:
         if yes:

@@ -160,7 +160,7 @@ ACTIONS: list[ActionSpec] = [
         "grants",
         "i",
         "toggle_inactive",
-        "Show or hide expired and revoked grants",
+        "Show or hide grants that no longer apply (revoked, expired, used)",
         label="inactive",
     ),
     # the sessions view (its list; also after the prefix in a pane, acting on that pane's session)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Hashable
+from typing import ClassVar
 
 from rich.text import Text
 from textual.strip import Strip
 
+from console.protocol.grants import GrantObject
 from console.tui.model.timefmt import age, clock_time
 from console.tui.render.present import agent_text
 from console.tui.settings.roles import role_class
@@ -31,11 +32,11 @@ class GrantsView(LineList):
 
     def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[Mapping[str, Any]] = []
+        self.rows: list[GrantObject] = []
         self.clock = clock
         self.empty_message = "Loading…"
 
-    def set_rows(self, rows: list[Mapping[str, Any]]) -> None:
+    def set_rows(self, rows: list[GrantObject]) -> None:
         self.rows = rows
         self.empty_message = "No grants yet. Approve for a session or always, or grant from the history."
         self._cache.clear()
@@ -43,7 +44,7 @@ class GrantsView(LineList):
         if rows:
             self.post_message(self.Highlighted(self, self.cursor))
 
-    def selected(self) -> Mapping[str, Any] | None:
+    def selected(self) -> GrantObject | None:
         return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
 
     def row_count(self) -> int:
@@ -51,11 +52,7 @@ class GrantsView(LineList):
 
     def row_key(self, index: int) -> Hashable:
         g = self.rows[index]
-        return g.get("id"), g.get("uses"), g.get("last_used_at"), g.get("revoked_at"), self._active(g)
-
-    def _active(self, g: Mapping[str, Any]) -> bool:
-        expires = g.get("expires_at")
-        return not g.get("revoked_at") and (not expires or float(expires) > self.clock())
+        return g.id, g.uses, g.last_used_at, g.revoked_at, g.ended(self.clock())
 
     def render_line(self, y: int) -> Strip:
         if not self.rows and y == 1:
@@ -68,27 +65,25 @@ class GrantsView(LineList):
         g = self.rows[index]
         get = self.component_style
         styles = self.agent_styles()
-        active = self._active(g)
+        ended = g.ended(self.clock())
         row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
-        row.append(f" {str(g.get('id', ''))[:13]:<13} ")
-        effect = str(g.get("effect", ""))
+        row.append(f" {g.id[:13]:<13} ")
+        effect = g.effect
         row.append(f"{effect:<6} ", get(self.EFFECTS[effect]) if effect in self.EFFECTS else None)
-        scope = str(g.get("scope", ""))
-        row.append(f"{scope:<8} ")
-        row.append(f"{_minute(g.get('created_at')):<16} ")
-        expires = g.get("expires_at")
-        row.append(f"{_minute(expires) if expires else 'never':<16} ")
-        row.append(f"{int(g.get('uses') or 0):>5} ")
-        last = g.get("last_used_at")
-        row.append(f"{age(self.clock() - float(last)) + ' ago' if last else 'never':<9} ")
-        if not active:
-            row.append("revoked " if g.get("revoked_at") else "expired ", get(self.INACTIVE))
-        what = str(g.get("summary") or "") or f"fingerprint {str(g.get('fingerprint', ''))[:16]}…"
-        if g.get("session_id"):
-            what = f"[session {g['session_id']}] {what}"
+        row.append(f"{g.scope:<8} ")
+        row.append(f"{_minute(g.created_at):<16} ")
+        row.append(f"{_minute(g.expires_at) if g.expires_at is not None else 'never':<16} ")
+        row.append(f"{g.uses:>5} ")
+        last = g.last_used_at
+        row.append(f"{age(self.clock() - last) + ' ago' if last is not None else 'never':<9} ")
+        if ended:
+            row.append(f"{ended} ", get(self.INACTIVE))
+        what = g.summary or f"fingerprint {g.fingerprint[:16]}…"
+        if g.session_id:
+            what = f"[session {g.session_id}] {what}"
         room = max(8, width - row.cell_len)
         piece, _ = agent_text(what, styles, limit=room)
-        if not active:
+        if ended:
             piece.stylize(get(self.INACTIVE))
         row.append_text(piece)
         return Strip(list(row.render(self.app.console))).crop(0, width)
