@@ -183,3 +183,25 @@ def test_an_uncertain_commit_is_indexed_even_when_the_first_reindex_fails(
         assert [r.event.request_id for r in found] == ["r1"]
         report = store.verify()
         assert report.ok, report.message
+
+
+def test_the_search_index_is_merged_between_decisions_not_inside_a_pass(tmp_path: Path):
+    # FTS5 merged segments inside the index pass that reached its threshold, which made one
+    # pass in a few hundred take milliseconds while decisions waited. Automatic merging is
+    # off; the writer merges in small steps while idle. With crisis merges pushed out of
+    # the way, the segments the passes add would pile up (50 here) if nothing merged them.
+    db = tmp_path / "h.db"
+    store = Store.open(db)
+    try:
+        blocker = raw(db)
+        assert blocker.execute("SELECT v FROM events_fts_config WHERE k = 'automerge'").fetchone() == (0,)
+        blocker.execute("INSERT INTO events_fts(events_fts, rank) VALUES ('crisismerge', 64)")
+        for i in range(1, 801):  # 50 index passes, the writer idle between the appends
+            store.append(ev(i, command=f"git commit -m 'change {i}'"), search_later=True).result()
+        for i in (1, 7, 400, 800):  # every pass's rows are still found, merged or not
+            (found,) = store.history(HistoryQuery(search=f"change {i}'")).records
+            assert found.event.request_id == f"r{i}"
+        segments = blocker.execute("SELECT count(DISTINCT segid) FROM events_fts_idx").fetchone()[0]
+        assert segments <= 8, segments
+    finally:
+        store.close()

@@ -114,12 +114,19 @@ _V5_INDEXED_SEQ = (
     "SELECT 'indexed_seq', CAST(coalesce(max(seq), 0) AS TEXT) FROM events",
 )
 
+# The search index merges its segments only when the writer asks (console/store/writer.py,
+# between decisions), never inside an index pass: FTS5's automatic merging made one pass
+# in a few hundred take several milliseconds of CPU, and every decision that arrived
+# meanwhile waited for it (the 1,000 requests/s p99).
+_V6_MERGE_WHEN_IDLE = ("INSERT INTO events_fts(events_fts, rank) VALUES ('automerge', 0)",)
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1_EVENTS,
     _V2_GRANTS,
     _V3_SEARCH,
     _V4_INDEX_IN_WRITER,
     _V5_INDEXED_SEQ,
+    _V6_MERGE_WHEN_IDLE,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

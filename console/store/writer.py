@@ -18,6 +18,8 @@ wait, or at once when a reader asks (:meth:`Writer.catch_up`, which every search
 store calls first, so no search misses a row that was answered). That transaction is
 not synced by itself (the next commit's sync covers it). ``meta.indexed_seq`` says
 through which seq the index is complete; after a crash, opening indexes what is past it.
+The index's segments are merged by the same thread in small steps while no job waits,
+never inside a pass (FTS5's automatic merging is off, console/store/schema.py).
 
 The write-ahead log is copied into the database by a second thread on its own
 connection (:class:`Checkpointer`), beside the writer, so no commit waits for a
@@ -68,6 +70,8 @@ _INDEX = (
 # `benchmarks/daemon.py --only grant`).
 INDEX_EVERY_ROWS = 16
 INDEX_DELAY_S = 0.05
+# Pages of the search index merged per step, between decisions (Writer._merge_while_idle).
+MERGE_PAGES = 4
 # Commits between two checkpoints: about 14 log pages each (a decision's two rows and
 # their index entries), so the log stays within a few MiB and is reused from its start.
 CHECKPOINT_EVERY_COMMITS = 32
@@ -261,6 +265,7 @@ class Writer:
         # Search rows of committed batches, not yet indexed, and since when.
         self._unindexed: list[tuple[Any, ...]] = []
         self._unindexed_since = 0.0
+        self._merge_due = True  # the index may hold segments to merge (checked once)
         self._checkpointer = Checkpointer(connect)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._submit_lock = threading.Lock()
@@ -351,6 +356,7 @@ class Writer:
                     self._checkpointer.close()
                     self._checkpoint("TRUNCATE", force=True)
                     break
+                self._merge_while_idle()
                 checkpointer = self._checkpointer
                 if checkpointer.running:
                     continue
@@ -376,6 +382,32 @@ class Writer:
                 except sqlite3.Error:
                     log.exception("closing the history writer connection")
                 self._conn = None
+
+    def _merge_while_idle(self) -> None:
+        """Merge the search index's segments in small steps while no job waits.
+
+        The index passes only add segments (``automerge`` is off, schema.py); left alone,
+        FTS5 would merge a level at once when it holds ``crisismerge`` (16) of them, in
+        the pass that reaches it. A step writes about :data:`MERGE_PAGES` pages and is
+        not synced by itself, like an index pass."""
+        while self._merge_due and self._queue.empty():
+            try:
+                conn = self._ensure_conn()
+                conn.execute("PRAGMA synchronous = NORMAL")
+                try:
+                    before = conn.total_changes
+                    conn.execute(
+                        "INSERT INTO events_fts(events_fts, rank) VALUES ('merge', ?)", (MERGE_PAGES,)
+                    )
+                    # Fewer than two rows changed: nothing was left to merge.
+                    self._merge_due = conn.total_changes - before >= 2
+                finally:
+                    conn.execute("PRAGMA synchronous = FULL")
+            except Exception as exc:  # never the writer's end: the next index pass retries
+                log.warning("merging the history's search index: %s", exc)
+                self._drop_conn()
+                self._merge_due = False
+                return
 
     def _index_wait(self) -> float | None:
         if not self._unindexed:
@@ -410,6 +442,7 @@ class Writer:
                     )
                     conn.execute("COMMIT")
                     self._unindexed = []
+                    self._merge_due = True
                 finally:
                     conn.execute("PRAGMA synchronous = FULL")
             except BaseException as exc:
