@@ -110,6 +110,32 @@ def test_python_module_found_elsewhere_is_reported_unbound():
     assert unbound == (c.PYTHON_MODULE,)
 
 
+def test_a_module_name_of_a_thousand_parts_is_not_followed():
+    # Each part is a directory to resolve: parsing one such request took the daemon's
+    # loop seconds (about a million path lookups).
+    host = FakeHost(FILES)
+    calls = 0
+    resolve = host.resolve
+
+    def counted(path: str):
+        nonlocal calls
+        calls += 1
+        return resolve(path)
+
+    host.resolve = counted  # type: ignore[method-assign]
+    op = parse(
+        {
+            "kind": "process",
+            "executable": "python3",
+            "args": ["-m", ".".join(["a"] * 1000)],
+            "workspace_root": W,
+        },
+        host,
+    )
+    assert op.unbound == (c.PYTHON_MODULE,)
+    assert calls < 20, calls
+
+
 def test_make_binds_the_makefile_and_its_literal_includes():
     content, unbound = bound("make", "all")
     assert content[f"{W}/GNUmakefile"] is None  # read first if it ever appears

@@ -74,3 +74,10 @@ def test_a_missing_path_created_a_moment_later_is_seen(tree: Path, tmp_path: Pat
     target.parent.mkdir()
     target.write_text("")
     assert host.resolve(str(target)) == (str(target), "file")
+
+
+def test_a_deeply_missing_path_is_named_without_recursion(tree: Path) -> None:
+    # `python -m a.b.c…` makes one candidate path per part; thousands of missing levels
+    # must not exhaust the interpreter's recursion limit (realpath walks them in a loop).
+    path = os.path.join(tree, "d", *["m"] * 1500, "x.py")
+    assert OSHost().resolve(path) == (os.path.realpath(path), "missing")

@@ -50,6 +50,9 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 MAX_BOUND_FILES = 64
 MAX_SCAN_BYTES = 1 << 20  # scripts and makefiles read for what they source/include
 MAX_DEPTH = 8  # wrappers within wrappers
+# A dotted module name deeper than this is not followed: each part is a directory to
+# resolve, and a name of a thousand parts kept the daemon's loop busy for seconds.
+MAX_MODULE_PARTS = 32
 
 # The reasons (fixed text: what the operator reads after "content not bound: ").
 NOT_SIMPLE = "content not bound: the -c script is not a list of simple commands of plain words"
@@ -491,7 +494,11 @@ class _Binder:
     def _module(self, name: str, cwd: str) -> None:
         """``python -m name`` from ``cwd`` (first on sys.path): bind what is there."""
         parts = name.split(".")
-        if not name or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts):
+        if (
+            not name
+            or len(parts) > MAX_MODULE_PARTS
+            or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts)
+        ):
             self.out.note(PYTHON_MODULE)
             return
         for k in range(1, len(parts)):

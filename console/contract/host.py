@@ -57,35 +57,49 @@ class OSHost:
         self._resolved: dict[str, tuple[float, Resolved]] = {}
 
     def resolve(self, path: str) -> Resolved:
+        found = self._existing(path)
+        return found if found is not None else self._missing(path)
+
+    def _existing(self, path: str) -> Resolved | None:
+        """What an existing path names, from the cache when it is fresh; None when it names
+        nothing, which is never cached: something created a moment later must be seen."""
         now = time.monotonic()
         hit = self._resolved.get(path)
         if hit is not None and now - hit[0] < self.RESOLVE_TTL:
             return hit[1]
         found = self._opened(path)
-        if found is None:  # never cached: something created a moment later must be seen
-            return self._missing(path)
-        if len(self._resolved) > 4096:
-            self._resolved.clear()
-        self._resolved[path] = (now, found)
+        if found is not None:
+            if len(self._resolved) > 4096:
+                self._resolved.clear()
+            self._resolved[path] = (now, found)
         return found
 
     def _missing(self, path: str) -> Resolved:
         """Where a path that names nothing would be: what ``os.path.realpath`` says.
 
-        When not even a dangling symlink is there, and the parent is a directory or names
-        nothing itself, that is the parent's answer (an existing one cached) joined with
-        the name, which is how realpath builds it: the same answer without realpath's
-        stat of every component, which made the candidate files of ``python -m name``
-        most of a request's parsing. ``tests/test_host_resolve.py`` holds the two equal.
+        Up from the path to the nearest ancestor that exists: when that is a directory and
+        the next name down has no entry at all (not even a dangling symlink), the answer is
+        the ancestor's canonical path (cached like any existing one) joined with the rest,
+        which is how realpath builds it, without its stat of every component: those made
+        the candidate files of ``python -m name`` most of a request's parsing.
+        ``tests/test_host_resolve.py`` holds the two equal.
         """
-        parent, name = os.path.split(path)
-        if name and name not in (".", "..") and parent.startswith("/"):
+        rest: list[str] = []
+        here = path
+        while True:
+            parent, name = os.path.split(here)
+            if not name or name in (".", "..") or not parent.startswith("/"):
+                return Resolved(os.path.realpath(path), "missing")
+            rest.append(name)
+            above = self._existing(parent)
+            if above is not None:
+                break
+            here = parent
+        if above.kind == "dir":
             try:
-                os.lstat(path)
+                os.lstat(here)
             except FileNotFoundError:
-                where = self.resolve(parent)
-                if where.kind in ("dir", "missing"):
-                    return Resolved(os.path.join(where.path, name), "missing")
+                return Resolved(os.path.join(above.path, *reversed(rest)), "missing")
             except OSError:
                 pass
         return Resolved(os.path.realpath(path), "missing")
