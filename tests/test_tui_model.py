@@ -12,7 +12,7 @@ from console.tui.model.guard import TypeAheadGuard
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
 from console.tui.model.pending import PendingQueue
 from console.tui.model.timefmt import age, ago, parse_duration
-from console.tui.model.watch_model import tripwire_entry
+from console.tui.model.watch_model import TripwireEntry
 
 
 def item(rid: str, command: str = "ls", escalations: list[dict] | None = None, **extra) -> PendingItem:
@@ -46,7 +46,7 @@ def test_tripwires_then_escalations_then_the_rest_each_in_arrival_order():
     q.add(item("r-1", "ls"))
     q.add(item("r-2", "pip install", [{"kind": "external_network"}]))
     q.add(item("r-3", "make"))
-    assert q.add(tripwire_entry(tripwire_notice({"id": "t-1", "summary": "tripwire", "session": "s1"}))) == 0
+    assert q.add(TripwireEntry(tripwire_notice({"id": "t-1", "summary": "tripwire", "session": "s1"}))) == 0
     q.add(item("r-4", "curl x", [{"kind": "external_network"}]))
     assert [e.request_id for e in q] == ["t-1", "r-2", "r-4", "r-1", "r-3"]
     q.set_filter("")

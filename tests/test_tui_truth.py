@@ -16,7 +16,7 @@ from console.contract.operation import parse
 from console.policy.config import policy_from_toml
 from console.policy.evaluate import evaluate
 from console.protocol.pending import PendingItem
-from console.tui.model.watch_model import tripwire_entry
+from console.tui.model.watch_model import TripwireEntry
 from console.tui.render.present import PLAIN, DetailOptions, render_previous, render_request
 from console.tui.render.untrusted import block
 from console.tui.screens.prompts import TextPrompt
@@ -206,7 +206,7 @@ async def test_a_new_tripwire_goes_to_the_top_and_takes_the_cursor(daemon, clock
     async with app.run_test(size=SIZE) as pilot:
         rid = await pending_with(pilot, app, tag)
         await select(pilot, app, rid, clock)
-        app.add_pending(tripwire_entry(tripwire_notice({"id": "tw-1"})))
+        app.add_pending(TripwireEntry(tripwire_notice({"id": "tw-1"})))
         queue = app.views["queue"]
         await until(pilot, lambda: queue.detail.request_id == "tw-1")
         assert app.pending.entry(0).request_id == "tw-1"

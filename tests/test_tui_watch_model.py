@@ -9,7 +9,6 @@ from console.tui.model.watch_model import (
     WatchEvents,
     degraded_roots,
     sandbox_pill,
-    tripwire_entry,
 )
 from console.tui.render.outcome_text import record_row, render_outcome
 from console.tui.render.present import PLAIN
@@ -71,7 +70,7 @@ def test_sandbox_and_degraded_badges():
 
 
 def test_a_tripwire_item_becomes_a_queue_item_of_its_own_kind():
-    entry = tripwire_entry(
+    entry = TripwireEntry(
         tripwire_notice({"id": "t-1", "summary": "session s modified .env", "session": "s", "at": 5.0})
     )
     assert entry.request_id == "t-1" and entry.command == "session s modified .env"

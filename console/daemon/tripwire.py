@@ -46,10 +46,11 @@ class TripwireItem:
     def open(self) -> bool:
         return self.state in (TripwireState.PAUSED, TripwireState.EXITED)
 
-    def notice(self) -> TripwireNotice:
-        """The item as clients see it (:meth:`to_wire`, typed): converted, so a field its
-        type does not describe is a daemon bug caught here."""
-        return msgspec.convert(self.to_wire(), TripwireNotice)
+    def notice(self, wire: dict[str, Any] | None = None) -> TripwireNotice:
+        """The item as clients see it (:meth:`to_wire`, typed, or ``wire`` when the caller
+        has just made it): converted, so a field its type does not describe is a daemon bug
+        caught here."""
+        return msgspec.convert(self.to_wire() if wire is None else wire, TripwireNotice)
 
     def to_wire(self) -> dict[str, Any]:
         """The item as JSON: what the history keeps, and :meth:`notice`'s source."""

@@ -536,8 +536,8 @@ class WatchService:
                 if any(t.session == c.session_id and t.open for t in self.tripwires.values()):
                     continue
                 item = self._item(ev, c, diff, TripwireState.EXITED, flood)
-                self._history("tripwire", item, TripwireState.EXITED)
-                self.events.publish(TripwireRaised(item=item.notice()))
+                _, notice = self._history("tripwire", item, TripwireState.EXITED)
+                self.events.publish(TripwireRaised(item=notice))
                 self._alert(ev, c, exited=True)
                 continue
             if mode is Tripwire.ALERT or not firm:
@@ -553,9 +553,9 @@ class WatchService:
             item = self._item(ev, c, diff, TripwireState.PAUSED, flood)
             self._stop_session(item)
             self.sessions.changed(c.session_id)
-            self._history("tripwire", item, TripwireState.PAUSED)
-            self.events.publish(TripwireRaised(item=item.notice()))
-            log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
+            _, notice = self._history("tripwire", item, TripwireState.PAUSED)
+            self.events.publish(TripwireRaised(item=notice))
+            log.warning("tripwire: %s (%s); session stopped", notice.summary, c.basis)
 
     def _on_hint(self, hint: Hint) -> None:
         """The sentinel saw a protected name change (console/watch/sentinel.py): stop a
@@ -614,8 +614,8 @@ class WatchService:
             item.basis = basis
         item.diff = self.watcher.baseline_diff(item.workspace_root, item.path)
         self.tripwires[item.id] = item
-        self._history("tripwire", item, TripwireState.PAUSED)
-        self.events.publish(TripwireRaised(item=item.notice()))
+        _, notice = self._history("tripwire", item, TripwireState.PAUSED)
+        self.events.publish(TripwireRaised(item=notice))
 
     def _fan_candidate(self, session_id: str) -> Candidate | None:
         try:
@@ -778,13 +778,17 @@ class WatchService:
                 self.accepted.pop(next(iter(self.accepted)))
             self.watcher.accept_baseline(item.workspace_root, item.path)
         self.sessions.changed(item.session)
+        stored, notice = self._history("tripwire_resolved", item, item.state)
         with contextlib.suppress(StoreUnavailable):  # logged by the callback
-            await asyncio.wrap_future(self._history("tripwire_resolved", item, item.state))
-        notice = item.notice()
+            await asyncio.wrap_future(stored)
         self.events.publish(TripwireResolved(item=notice))
         return notice
 
-    def _history(self, kind: str, item: TripwireItem, state: TripwireState) -> Future[list[int]]:
+    def _history(
+        self, kind: str, item: TripwireItem, state: TripwireState
+    ) -> tuple[Future[list[int]], TripwireNotice]:
+        """Write the item's history row; returns the write and the item as the consoles
+        are told it, both from one wire form."""
         wire = item.to_wire()
         row = Event(
             kind=kind,
@@ -799,7 +803,7 @@ class WatchService:
         )
         future = self.store.append(row)
         future.add_done_callback(_log_store_failure)
-        return future
+        return future, item.notice(wire)
 
 
 def _new_item(c: Candidate, root: str, path: str, pattern: str, kind: str, **rest: Any) -> TripwireItem:

@@ -27,6 +27,21 @@ class Effect(StrEnum):
 _PRIORITY = {GrantScope.ALWAYS: 0, GrantScope.SESSION: 1, GrantScope.ONCE: 2}
 
 
+def ended(
+    scope: str, effect: str, uses: int, expires_at: float | None, revoked_at: float | None, now: float
+) -> str:
+    """Why a grant no longer applies at ``now``: ``revoked``, ``expired``, or ``used`` (a
+    once-grant that allowed its one request); ``""`` while it does. The one rule, for the
+    daemon's grants and for a client's copy of one (console/protocol/grants.py)."""
+    if revoked_at is not None:
+        return "revoked"
+    if expires_at is not None and now >= expires_at:
+        return "expired"
+    if scope == GrantScope.ONCE and effect == Effect.ALLOW and uses >= 1:
+        return "used"
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class Grant:
     id: str
@@ -42,13 +57,13 @@ class Grant:
     note: str = ""
 
     def applies(self, fingerprint: str, session_id: str, now: float) -> bool:
-        if self.fingerprint != fingerprint or self.revoked_at is not None:
+        if self.fingerprint != fingerprint or self.ended(now):
             return False
-        if self.expires_at is not None and now >= self.expires_at:
-            return False
-        if self.scope is GrantScope.SESSION and (not session_id or self.session_id != session_id):
-            return False
-        return not (self.scope is GrantScope.ONCE and self.effect is Effect.ALLOW and self.uses >= 1)
+        return not (self.scope is GrantScope.SESSION and (not session_id or self.session_id != session_id))
+
+    def ended(self, now: float) -> str:
+        """Why it no longer applies at ``now`` (:func:`ended`), or ``""`` while it does."""
+        return ended(self.scope, self.effect, self.uses, self.expires_at, self.revoked_at, now)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -7,12 +7,9 @@ daemon may add a key; every key it has is always sent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 
-if TYPE_CHECKING:
-    from console.policy.grants import Grant
+from console.policy.grants import Grant, ended
 
 
 class GrantObject(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,13 +39,6 @@ class GrantObject(msgspec.Struct, frozen=True, kw_only=True):
         return cls(**grant.to_dict(), tool=tool, summary=summary)
 
     def ended(self, now: float) -> str:
-        """Why it no longer applies at ``now`` (``revoked``, ``expired``, or ``used``: a
-        once-grant that allowed its one request), or ``""`` while it does; the daemon's
-        rule (console/store/store.py)."""
-        if self.revoked_at is not None:
-            return "revoked"
-        if self.expires_at is not None and now >= self.expires_at:
-            return "expired"
-        if self.scope == "once" and self.effect == "allow" and self.uses >= 1:
-            return "used"
-        return ""
+        """Why it no longer applies at ``now`` (``revoked``, ``expired``, ``used``), or
+        ``""`` while it does: the daemon's rule (console/policy/grants.py)."""
+        return ended(self.scope, self.effect, self.uses, self.expires_at, self.revoked_at, now)

@@ -503,7 +503,7 @@ class Store:
                 revoked_at=row[9],
                 note=row[10],
             )
-            if include_inactive or _active(g, when):
+            if include_inactive or not g.ended(when):
                 out.append(g)
         return out
 
@@ -764,14 +764,6 @@ def _failed(exc: BaseException) -> Future[Any]:
     future: Future[Any] = Future()
     future.set_exception(exc)
     return future
-
-
-def _active(g: Grant, now: float) -> bool:
-    if g.revoked_at is not None:
-        return False
-    if g.expires_at is not None and now >= g.expires_at:
-        return False
-    return not (g.scope is GrantScope.ONCE and g.effect is Effect.ALLOW and g.uses >= 1)
 
 
 def _reconcile(conn: sqlite3.Connection, head: HeadFile, created: bool) -> tuple[str, list[Event]]:

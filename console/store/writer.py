@@ -389,10 +389,14 @@ class Writer:
         The index passes only add segments (``automerge`` is off, schema.py); left alone,
         FTS5 would merge a level at once when it holds ``crisismerge`` (16) of them, in
         the pass that reaches it. A step writes about :data:`MERGE_PAGES` pages and is
-        not synced by itself, like an index pass."""
+        not synced by itself, like an index pass. Only on a connection already open: a
+        dropped one is opened again by the next batch, which also settles a commit whose
+        outcome was uncertain (:meth:`_ensure_conn`), and a merge must not stand in for it."""
         while self._merge_due and self._queue.empty():
+            conn = self._conn
+            if conn is None:
+                return
             try:
-                conn = self._ensure_conn()
                 conn.execute("PRAGMA synchronous = NORMAL")
                 try:
                     before = conn.total_changes
@@ -611,6 +615,12 @@ class Writer:
             if not self._unindexed:
                 self._unindexed_since = time.monotonic()
             self._unindexed.extend(tx.later)
+        stats = self.stats  # before the answers: a caller that has one may read them
+        stats.commits += 1
+        stats.jobs += len(jobs)
+        stats.events += tx.seq - start_seq
+        stats.largest_batch = max(stats.largest_batch, len(jobs))
+        self._unchecked_commits += 1
         for future, ok, value in results:
             _settle(future, ok, value)
         if appended:
@@ -619,9 +629,3 @@ class Writer:
             except OSError:
                 # The pending anchor already names this tail; verify and open accept it.
                 log.warning("could not finish the history head anchor", exc_info=True)
-        stats = self.stats
-        stats.commits += 1
-        stats.jobs += len(jobs)
-        stats.events += tx.seq - start_seq
-        stats.largest_batch = max(stats.largest_batch, len(jobs))
-        self._unchecked_commits += 1

@@ -23,7 +23,7 @@ from console.protocol.events import WatchBatch
 from console.protocol.results import TripwireListResult, as_result
 from console.protocol.tripwire import TripwireNotice
 from console.tui.desktop import sequence
-from console.tui.model.watch_model import WatchEvents, degraded_roots, sandbox_pill, tripwire_entry
+from console.tui.model.watch_model import TripwireEntry, WatchEvents, degraded_roots, sandbox_pill
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp
@@ -138,7 +138,7 @@ class WatchMonitor:
         if not ident or ident in self.paused:
             return
         self.paused[ident] = item
-        self.app.add_pending(tripwire_entry(item))
+        self.app.add_pending(TripwireEntry(item))
         self._paused_pill()
 
     def resolved(self, ident: str) -> None:

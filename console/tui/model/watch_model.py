@@ -173,10 +173,5 @@ class TripwireEntry:
         return self.tripwire.at
 
 
-def tripwire_entry(item: TripwireNotice) -> TripwireEntry:
-    """A tripwire item in the shape the pending queue holds."""
-    return TripwireEntry(item)
-
-
 # Answers to a tripwire item: (tripwire.resolve action, past tense for the status line).
 ANSWERS = {"resume": "resumed", "kill": "killed", "keep_paused": "kept paused"}
