@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
+import threading
 
 import pytest
 from support.daemon import operation, workspace
+
+from console.client import AsyncClient, Client
 
 DAEMON_POLICY = None  # the daemon's own defaults
 
@@ -227,3 +232,49 @@ def test_too_many_in_flight_refuses_only_the_extra_requests(daemon):
     assert all(r["error"]["data"]["quota"] == "requests_in_flight" for r in replies)
     s.close()  # the 64 waiting requests are cancelled with the connection
     assert still_serves(daemon)
+
+
+@contextlib.contextmanager
+def accept_queue_full(d):
+    """The daemon stopped (SIGSTOP) with its agent socket's accept queue filled; it is
+    let go 0.3 s after the block is entered."""
+    queued = []
+    os.kill(d.proc.pid, signal.SIGSTOP)
+    try:
+        for _ in range(20_000):
+            s = socket.socket(socket.AF_UNIX)
+            s.setblocking(False)
+            try:
+                s.connect(str(d.loc.agent_socket))
+            except BlockingIOError:
+                s.close()
+                break
+            queued.append(s)
+        else:
+            pytest.fail("the accept queue never filled")
+        threading.Timer(0.3, os.kill, (d.proc.pid, signal.SIGCONT)).start()
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(d.proc.pid, signal.SIGCONT)
+        for s in queued:
+            s.close()
+
+
+def test_a_full_accept_queue_is_waited_out_not_reported_unreachable(fresh_daemon):
+    """While the daemon is too busy to accept, its socket's queue fills and a connect
+    answers EAGAIN: that is a busy daemon, which the client waits for (within its
+    deadline), not a missing one."""
+    d = fresh_daemon
+    with accept_queue_full(d), Client.connect(d.state_dir, timeout_s=60) as agent:
+        assert agent.call("daemon.status")["pid"] == d.proc.pid
+
+
+async def test_the_async_client_waits_out_a_full_accept_queue_too(fresh_daemon):
+    d = fresh_daemon
+    with accept_queue_full(d):
+        agent = await AsyncClient.connect(d.state_dir)
+        try:
+            assert (await agent.call("daemon.status"))["pid"] == d.proc.pid
+        finally:
+            await agent.close()

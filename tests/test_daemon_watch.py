@@ -138,19 +138,20 @@ def test_exec_outcome_leaves_out_what_the_sandbox_could_not_have_written(setup):
     d = start()
     with d.operator() as watcher:
         watcher.subscribe(["watch"])
-        proc = subprocess.Popen(
-            exec_json(d, "sleep 1.2; echo x > mine.txt"), cwd=ws, stdout=subprocess.PIPE, text=True
-        )
-        time.sleep(0.6)
+        # The operation runs until the other writes were seen: no timing guess.
+        script = "touch started; while [ ! -e go ]; do sleep 0.02; done; echo x > mine.txt"
+        proc = subprocess.Popen(exec_json(d, script), cwd=ws, stdout=subprocess.PIPE, text=True)
+        wait_for(lambda: (ws / "started").exists(), timeout_s=60)
         (ws / ".env").write_text("TOKEN=someone-else\n")
         (ws / ".git" / "hooks" / "pre-commit").write_text("echo someone else\n")
+        # Still raised, against the operation, worded as what is known: it happened while.
+        while (event := watcher.next_event()).get("change") != "alert":
+            continue
+        (ws / "go").touch()
         out, _ = proc.communicate(timeout=60)
         paths = {c["path"] for c in json.loads(out)["result"]["outcome"]["changes"]}
         assert "mine.txt" in paths
         assert ".env" not in paths and ".git/hooks/pre-commit" not in paths, paths
-        # Still raised, against the operation, worded as what is known: it happened while.
-        while (event := watcher.next_event()).get("change") != "alert":
-            continue
         request_id = event["operation"]
         assert request_id.startswith("r-") and request_id in out
         assert event["summary"].endswith(f"changed while operation {request_id} ran in the workspace")

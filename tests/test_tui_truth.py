@@ -280,7 +280,7 @@ async def test_a_status_message_expires():
 # ---------------------------------------------------------------- finding 14
 
 
-async def test_a_call_made_while_the_console_connects_waits_instead_of_failing():
+async def test_a_call_made_while_the_console_connects_waits_instead_of_failing(monkeypatch):
     """`sessions attach ID` asked the daemon before the link was up and said "not
     connected to the daemon" while everything worked."""
     import asyncio
@@ -289,6 +289,7 @@ async def test_a_call_made_while_the_console_connects_waits_instead_of_failing()
     from test_tui_snapshots import make
 
     from console.client import DaemonUnreachable
+    from console.tui import link as link_module
 
     app = make()
 
@@ -297,6 +298,9 @@ async def test_a_call_made_while_the_console_connects_waits_instead_of_failing()
         return ReplayClient()
 
     app.link._connect = slow
+    # A generous wait for the slow connection (a loaded machine), a short one for the
+    # connection that never comes.
+    monkeypatch.setattr(link_module, "CONNECT_WAIT_S", 60.0)
     async with app.run_test(size=(120, 40)):
         app.link.client = None
         app.link.connected.clear()
@@ -305,6 +309,7 @@ async def test_a_call_made_while_the_console_connects_waits_instead_of_failing()
         app.link.client = None
         app.link.connected.clear()
         app.link._connect = lambda: asyncio.sleep(3600)  # never again
+        monkeypatch.setattr(link_module, "CONNECT_WAIT_S", 0.5)
         with pytest.raises(DaemonUnreachable, match="did not answer"):
             await app.link.call("grants.list")
 

@@ -26,6 +26,7 @@ from support.tui import (
     tagged,
     until,
 )
+from support.watch import write_at_once
 from textual.color import Color
 
 from console.tui.widgets.watch_detail import WatchDetail
@@ -154,18 +155,18 @@ async def test_the_badge_counts_unseen_protected_changes_and_viewing_clears_it(e
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
         assert app.pills.get("watch") == ""
-        (ws / f"key-{t}.pem").write_text("secret\n")
-        (ws / ".git" / "hooks" / f"post-merge-{t}").write_text("#!/bin/sh\n")
+        write_at_once(ws / f"key-{t}.pem", "secret\n", ws)
+        write_at_once(ws / ".git" / "hooks" / f"post-merge-{t}", "#!/bin/sh\n", ws)
         (ws / f"ordinary-{t}.txt").write_text("not protected\n")
         await until(pilot, lambda: app.pills.get("watch") == "2 protected changes")
         assert app.pills.items["watch"][1] == "error"
         await pilot.press("5")
         await until(pilot, lambda: app.pills.get("watch") == "")
-        (ws / f"id_ed25519-{t}").write_text("k\n")  # seen as it arrives: no badge while looking
+        write_at_once(ws / f"id_ed25519-{t}", "k\n", ws)  # seen as it arrives: no badge while looking
         await until(pilot, lambda: index_of(app, f"id_ed25519-{t}") is not None)
         assert app.pills.get("watch") == ""
         await pilot.press("1")
-        (ws / ".git" / "hooks" / f"pre-rebase-{t}").write_text("#!/bin/sh\n")
+        write_at_once(ws / ".git" / "hooks" / f"pre-rebase-{t}", "#!/bin/sh\n", ws)
         await until(pilot, lambda: app.pills.get("watch") == "1 protected change")
         await pilot.click(
             "StatusPills",

@@ -59,7 +59,10 @@ def test_a_flood_is_one_item_and_does_not_hide_env(env):
         for i in range(FILES):
             (flood / f"f{i:05d}").write_text("x")
             if i == FILES // 2:
-                (ws / ".env").write_text("TOKEN=stolen\n")  # a different protected path, mid-flood
+                # A different protected path, mid-flood, in one step (a rename is one
+                # event; a create and a write may land in two batches under load).
+                (ws / "env.new").write_text("TOKEN=stolen\n")
+                (ws / "env.new").rename(ws / ".env")
         assert settled_count(op, ".git/hooks/flood", FILES + 1)  # the files and the directory
         events = group_events(op, ".git/hooks/flood")
         assert len(events) <= 21, [e["display_path"] for e in events]

@@ -10,6 +10,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from console.client import dial
 from console.client.errors import DaemonUnreachable, check_peer, socket_for
 from console.locations import Locations
 from console.protocol import jsonrpc
@@ -19,6 +20,9 @@ from console.protocol.requests import MethodParams, to_params
 from console.protocol.results import ResultError, decode_result
 
 log = logging.getLogger("agent-console.client")
+
+# How long a connect waits for a daemon too busy to accept (console/client/dial.py).
+CONNECT_WAIT_S = 10.0
 
 
 class AsyncClient:
@@ -47,11 +51,14 @@ class AsyncClient:
     ) -> AsyncClient:
         path, token = socket_for(role, state_dir)
         try:
-            reader, writer = await asyncio.open_unix_connection(str(path), limit=MAX_FRAME)
+            sock = await dial.unix_async(str(path), CONNECT_WAIT_S)
+            reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_FRAME)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise DaemonUnreachable(
                 f"no daemon answers on {path} ({exc.strerror}); start one: agent-console daemon start"
             ) from None
+        except TimeoutError:
+            raise DaemonUnreachable(f"timed out connecting to {path} (the daemon is busy)") from None
         except OSError as exc:
             raise DaemonUnreachable(f"cannot connect to {path}: {exc.strerror}") from None
         check_peer(writer.get_extra_info("socket"))

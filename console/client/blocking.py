@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from console.client import dial
 from console.client.errors import DaemonUnreachable, check_peer, socket_for
 from console.locations import Locations
 from console.protocol import jsonrpc
@@ -65,8 +66,7 @@ class Client:
             sock.close()
             raise
         try:
-            sock.settimeout(wait_s)
-            sock.connect(str(path))
+            dial.unix_blocking(sock, str(path), wait_s)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             sock.close()
             raise DaemonUnreachable(

@@ -7,6 +7,7 @@ performance assertions (those live in benchmarks/watch.py).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -18,6 +19,19 @@ from console.watch import Attributions, FileEvent, WatchStatus, WorkspaceWatcher
 
 WAIT_S = 20.0
 FAST = {"rescan_interval_s": 0.3, "settle_s": 0.5, "debounce_ms": 100, "step_ms": 10}
+
+
+def write_at_once(path: Path, text: str, aside: Path) -> None:
+    """Give ``path`` its content in one step (written in the directory ``aside``, under a
+    name nothing protects, and renamed into place): a file created and then written is two
+    changes when a loaded machine splits them across two watcher batches, and a test that
+    counts changes means one."""
+    temp = aside / f"aside-{os.getpid()}-{next(_asides)}.tmp"
+    temp.write_text(text)
+    temp.rename(path)
+
+
+_asides = itertools.count()
 
 
 class Recorder:
