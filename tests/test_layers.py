@@ -32,7 +32,9 @@ ALLOWED = {
     "watch": {"contract", "policy"},
     "adapters": {"contract", "policy", "protocol", "client"},
     "daemon": {"contract", "policy", "protocol", "store", "sessions", "watch", "sandbox"},
-    "tui": {"contract", "policy", "protocol", "client", "terminal"},
+    "remote": {"contract", "policy", "protocol", "client"},
+    "web": {"contract", "policy", "protocol", "client", "remote"},
+    "tui": {"contract", "policy", "protocol", "client", "terminal", "remote"},
 }
 # Top-level modules every layer above the pure ones may use: the package itself
 # (its version) and where state lives.
@@ -49,6 +51,8 @@ FORBIDDEN = {
     "sessions": {"textual", "rich", "sqlite3"},
     "watch": {"textual", "rich", "sqlite3"},
     "daemon": {"textual", "rich"},
+    "remote": {"textual", "rich", "sqlite3"},
+    "web": {"textual", "rich", "sqlite3"},
 }
 
 

@@ -22,6 +22,7 @@ from console.cli import (
     exec_commands,
     history_commands,
     hook_commands,
+    hosts_commands,
     operator_commands,
     session_commands,
     tripwire_commands,
@@ -43,6 +44,7 @@ COMMAND_MODULES = [
     watch_commands,
     tripwire_commands,
     workspace_commands,
+    hosts_commands,
     hook_commands,
     contract_commands,
 ]
