@@ -33,7 +33,8 @@ ALLOWED = {
     "adapters": {"contract", "policy", "protocol", "client"},
     "daemon": {"contract", "policy", "protocol", "store", "sessions", "watch", "sandbox"},
     "remote": {"contract", "policy", "protocol", "client"},
-    "web": {"contract", "policy", "protocol", "client", "remote"},
+    # The console's pure model (badges, the typed-word rule) is shared, never Textual.
+    "web": {"contract", "policy", "protocol", "client", "remote", "tui"},
     "tui": {"contract", "policy", "protocol", "client", "terminal", "remote"},
 }
 # Top-level modules every layer above the pure ones may use: the package itself

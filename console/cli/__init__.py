@@ -28,6 +28,7 @@ from console.cli import (
     tripwire_commands,
     tui_commands,
     watch_commands,
+    web_commands,
     workspace_commands,
 )
 from console.cli.common import CLIError
@@ -45,6 +46,7 @@ COMMAND_MODULES = [
     tripwire_commands,
     workspace_commands,
     hosts_commands,
+    web_commands,
     hook_commands,
     contract_commands,
 ]
