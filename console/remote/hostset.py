@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from console.client import AsyncClient
 from console.remote.contexts import Target
-from console.remote.link import RemoteHost
+
+if TYPE_CHECKING:
+    from console.remote.link import RemoteHost
 
 Connect = Callable[[], Awaitable[AsyncClient]]
 
@@ -18,7 +21,12 @@ class HostSet:
     def __init__(self, targets: list[Target], state_dir: str | os.PathLike[str] | None) -> None:
         self.targets = {t.name: t for t in targets}
         self.state_dir = state_dir
-        self.remote = {t.name: RemoteHost(t.name, t.url) for t in targets if t.url is not None}
+        self.remote: dict[str, RemoteHost] = {}
+        if any(t.url is not None for t in targets):
+            # asyncssh takes a quarter of a second to import: only a console with a remote host pays it.
+            from console.remote.link import RemoteHost
+
+            self.remote = {t.name: RemoteHost(t.name, t.url) for t in targets if t.url is not None}
 
     @property
     def names(self) -> list[str]:
