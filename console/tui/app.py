@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from textual import on
 from textual.app import App
@@ -45,7 +45,6 @@ from textual.timer import Timer
 from console.contract.inert import inert
 from console.protocol import events as ev
 from console.protocol.pending import PendingItem
-from console.remote.hostset import HostSet
 from console.tui.commands import ConsoleCommands
 from console.tui.desktop import sequence
 from console.tui.link import RETRY_S, Connect, DaemonLink
@@ -60,6 +59,9 @@ from console.tui.settings.prepared import Settings, SettingsError
 from console.tui.watch_monitor import WatchMonitor
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.status_pills import NO_PILLS, Pills, PillTable, StatusPills
+
+if TYPE_CHECKING:
+    from console.remote.hostset import HostSet
 
 NOTIFY_COALESCE_S = 0.4
 REMOTE_RETRY_MAX_S = 30.0  # a host over SSH is retried with backoff up to this
@@ -134,6 +136,7 @@ class ConsoleApp(App[None]):
         self.monotonic = monotonic
         self.pending = PendingQueue()
         self.pills = Pills(self)
+        self.hosts = hosts
         self.links = _links(self, state_dir, connect, hosts)
         self.link = next(iter(self.links.values()))  # the first host's: what the other views show
         self.primary_host = self.link.host
@@ -160,6 +163,11 @@ class ConsoleApp(App[None]):
             self.notify(notice, title="keys", severity="warning", timeout=30, markup=False)
         for i, link in enumerate(self.links.values()):
             self.run_worker(link.run(), name=f"daemon-{i}", group="daemon", exit_on_error=False)
+
+    async def on_unmount(self) -> None:
+        """Quitting ends the SSH connections to other hosts (their daemons go on)."""
+        if self.hosts is not None:
+            await self.hosts.close()
 
     @property
     def multi_host(self) -> bool:
