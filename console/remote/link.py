@@ -40,7 +40,7 @@ with warnings.catch_warnings():
 
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.protocol.jsonrpc import MAX_FRAME, UNAVAILABLE
+from console.protocol.jsonrpc import MAX_FRAME, METHOD_NOT_FOUND, UNAVAILABLE
 from console.protocol.results import LinkTicketResult, ResultError, as_result
 from console.remote.url import HostURL
 
@@ -177,7 +177,14 @@ class RemoteHost:
                 fresh = minter = await self._stdio_client(client)
             try:
                 ticket = as_result(LinkTicketResult, await minter.call("link.ticket"))
-            except (RPCError, DaemonUnreachable) as exc:
+            except RPCError as exc:
+                if exc.code == METHOD_NOT_FOUND:  # an older daemon: dial-stdio serves as well
+                    self.transport = "stdio: the daemon gives no link tickets"
+                    return self._track(fresh if fresh is not None else await self._stdio_client(client))
+                if fresh is not None:
+                    await fresh.close()
+                raise HostUnreachable(f"{self.name}: the daemon gave no link ticket: {_why(exc)}") from None
+            except DaemonUnreachable as exc:
                 if fresh is not None:
                     await fresh.close()
                 raise HostUnreachable(f"{self.name}: the daemon gave no link ticket: {_why(exc)}") from None

@@ -54,7 +54,7 @@ class QueueScreen(ConsoleScreen):
         super().__init__(id="queue")
         self.guard: TypeAheadGuard | None = None
         self._previous: OrderedDict[tuple[str, str, str], list[dict[str, Any]]] = OrderedDict()
-        self._shown_rid: str | None = None
+        self._shown_key: str | None = None
         self._detail_pending = False
         self._view: QueueView | None = None
         self._detail: RequestDetail | None = None
@@ -109,8 +109,8 @@ class QueueScreen(ConsoleScreen):
             return
         view = self.view
         model = self.app.pending
-        if self._shown_rid is not None:
-            index = model.index_of(self._shown_rid)  # the queue key of the request shown
+        if self._shown_key is not None:
+            index = model.index_of(self._shown_key)
             if index is not None and index != view.cursor:
                 view.set_reactive(QueueView.cursor, index)
         view.rows_changed(first)
@@ -139,11 +139,11 @@ class QueueScreen(ConsoleScreen):
         self._detail_pending = False
         entry = self.current()
         if entry is None:
-            self._shown_rid = None
+            self._shown_key = None
             self.detail.show(None)
             return
         item = entry.item
-        self._shown_rid = entry.key
+        self._shown_key = entry.key
         if isinstance(item, TripwireEntry):
             if self.detail.key != entry.key:
                 self.detail.show(item, host=entry.host)
