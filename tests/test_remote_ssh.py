@@ -195,3 +195,50 @@ async def test_a_remote_session_attaches_through_the_link(lab: SSHLab) -> None:
         await client.call("sessions.kill", {"session": session["id"], "grace_s": 0})
     finally:
         await host.close()
+
+
+async def test_the_web_inbox_merges_hosts_and_marks_one_unreachable(lab: SSHLab) -> None:
+    from console.remote.contexts import Target
+    from console.remote.hostset import HostSet
+    from console.web.inbox import DecisionRefused, Inbox
+
+    a, b = lab.hosts[0], lab.hosts[1]
+    hostset = HostSet([Target("a", parse_host_url(a.url())), Target("b", parse_host_url(b.url()))], None)
+    inbox = Inbox({n: hostset.connector(n, "test-web") for n in hostset.names})
+    inbox.start()
+    ws = workspace()
+    on_b = submit_in_thread(b.daemon, operation(ws, network="any"), timeout_s=60)
+
+    async def until(predicate, timeout_s: float = 30.0):  # type: ignore[no-untyped-def]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while loop.time() < deadline:
+            if value := predicate():
+                return value
+            await asyncio.sleep(0.05)
+        raise AssertionError("condition not met in time")
+
+    try:
+        (host, item), *_ = await until(inbox.items)
+        assert host == "b"
+        await until(lambda: inbox.hosts["a"].state == "connected")
+        # Bound to the host, the id and the fingerprint shown: another host or fingerprint is refused.
+        with pytest.raises(DecisionRefused):
+            await inbox.decide("a", item.request_id, item.fingerprint, {"action": "deny"})
+        with pytest.raises(DecisionRefused):
+            await inbox.decide("b", item.request_id, "0" * 64, {"action": "deny"})
+        b.stop_sshd()
+        try:
+            await until(lambda: inbox.hosts["b"].state == "unreachable")
+            assert inbox.items() == [] and inbox.hosts["a"].state == "connected"
+            with pytest.raises(DecisionRefused, match="unreachable"):
+                await inbox.decide("b", item.request_id, item.fingerprint, {"action": "approve"})
+        finally:
+            b.start_sshd()
+        await until(lambda: inbox.hosts["b"].state == "connected")
+        result = await inbox.decide("b", item.request_id, item.fingerprint, {"action": "deny", "note": "n"})
+        assert result["decided"] == [item.request_id]
+        assert (await asyncio.to_thread(on_b))["note"] == "n"
+    finally:
+        await inbox.stop()
+        await hostset.close()

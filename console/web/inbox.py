@@ -80,16 +80,16 @@ class Inbox:
         state = self.hosts.get(host)
         if state is None:
             raise DecisionRefused(f"no host {host!r} here")
-        item = state.pending.get(request_id)
-        if item is None:
-            raise DecisionRefused(f"{request_id} is no longer pending on {host}")
-        if item.fingerprint != fingerprint:
-            raise DecisionRefused(f"{request_id} on {host} is not the request that was shown (fingerprint)")
         client = state.client
         if client is None or state.state != "connected":
             raise DecisionRefused(
                 f"{host} is unreachable; its requests fail closed there by their own timeout"
             )
+        item = state.pending.get(request_id)
+        if item is None:
+            raise DecisionRefused(f"{request_id} is no longer pending on {host}")
+        if item.fingerprint != fingerprint:
+            raise DecisionRefused(f"{request_id} on {host} is not the request that was shown (fingerprint)")
         try:
             return await client.call("decide", {**params, "target": request_id})
         except RPCError as exc:
@@ -105,8 +105,8 @@ class Inbox:
         while True:
             try:
                 client = await self._connect[name]()
-            except (DaemonUnreachable, OSError, RPCError) as exc:
-                self._lost(state, str(exc))
+            except Exception as exc:  # DaemonUnreachable (HostUnreachable), OSError, RPCError, …
+                self._lost(state, str(exc) or type(exc).__name__)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX_S)
                 continue
@@ -115,6 +115,9 @@ class Inbox:
                 why = "the daemon closed the connection"
             except (DaemonUnreachable, OSError, RPCError) as exc:
                 why = str(exc)
+            except Exception as exc:  # never leave a host shown as connected by a dead task
+                log.exception("%s: the inbox's link failed", name)
+                why = f"internal error ({type(exc).__name__}); see the log"
             finally:
                 state.client = None
                 await client.close()

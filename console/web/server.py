@@ -93,7 +93,10 @@ def build_app(inbox: Inbox, auth: WebAuth, site: Site) -> web.Application:
             response: web.StreamResponse = refuse(421, "this server does not answer to that Host name")
         elif request.method not in ("GET", "HEAD") and request.headers.get("Origin") not in site.origins:
             response = refuse(403, "refused: the request did not come from this page (Origin)")
-        elif request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+        elif request.method not in ("GET", "HEAD") and request.headers.get(
+            "Sec-Fetch-Site", "same-origin"
+        ) not in ("same-origin", "none"):
+            # (A GET may come from another site: a push link clicked in ntfy's web app.)
             response = refuse(403, "refused: a request from another site")
         else:
             try:
