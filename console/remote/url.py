@@ -89,7 +89,7 @@ def parse_host_url(text: str) -> HostURL:
     if at and not _USER.fullmatch(user):
         raise HostURLError(f"{text!r}: the user name may hold letters, digits, '.', '_' and '-'")
     try:
-        host, port = parts.hostname or "", parts.port or 22
+        host, port = parts.hostname or "", 22 if parts.port is None else parts.port
     except ValueError:
         raise HostURLError(f"{text!r}: the port is a number from 1 to 65535") from None
     if hostport.startswith("["):
