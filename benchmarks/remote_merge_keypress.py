@@ -10,7 +10,7 @@ queues, and the cursor is moved with the down and up keys; two clocks stop after
 press, as in benchmarks/tui_keypress.py (whose measurement this reuses): the first frame
 painted after the key, and the frame that shows the newly selected request's detail.
 The reference is the same measurement in the same run with 10 pending on each host.
-Target (issue 31): median <= 16 ms with 3 × 1,000.
+Target: median <= 16 ms with 3 × 1,000.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ run:
 - the fallback: ``agent-console daemon dial-stdio`` on an exec channel.
 
 Each figure is the time of the ``decide`` call (the decision is committed to the
-history before the answer). Target (issue 31): the link's median at most 2 ms above the
+history before the answer). Target: the link's median at most 2 ms above the
 local median, on loopback.
 """
 

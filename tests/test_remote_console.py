@@ -102,7 +102,7 @@ async def test_an_unreachable_host_shows_and_its_requests_fail_closed_there(lab:
     app = console(lab, "a", "b", clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         op, tag = tagged(ws)
-        agent = Agent(b.daemon, op, timeout_s=6)
+        agent = Agent(b.daemon, op, timeout_s=15)
         host, rid = await find(pilot, app, tag)
         assert host == "b"
         b.stop_sshd()
@@ -112,7 +112,7 @@ async def test_an_unreachable_host_shows_and_its_requests_fail_closed_there(lab:
             await pilot.press("a")
             status = app.screen.query_one("#status", StatusLine)
             await until(pilot, lambda: "not sent" in status.message)
-            answer = await agent.answer()
+            answer = await agent.answer(timeout=40)
             assert (answer["verdict"], answer["reason"]) == ("deny", "approval_timeout")
         finally:
             b.start_sshd()

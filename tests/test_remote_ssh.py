@@ -139,11 +139,12 @@ def test_a_socket_outside_the_daemons_is_refused(lab: SSHLab, home: Path) -> Non
 def test_an_unreachable_host_fails_closed_there(lab: SSHLab, home: Path) -> None:
     b = lab.hosts[1]
     ws = workspace()
-    answer = submit_in_thread(b.daemon, operation(ws, network="any"), timeout_s=4)
-    wait_for(lambda: b.daemon.operator().call("pending.list")["count"])
+    answer = submit_in_thread(b.daemon, operation(ws, network="any"), timeout_s=10)
+    with b.daemon.operator() as op:
+        listed = wait_for(lambda: op.call("pending.list")["pending"])
+    rid = listed[0]["request_id"]
     b.stop_sshd()
     try:
-        rid = b.daemon.operator().call("pending.list")["pending"][0]["request_id"]
         refused = console(home, "--host", b.url(), "approve", rid)
         assert refused.returncode == 3
         assert "cannot reach" in refused.stderr
