@@ -32,7 +32,10 @@ ALLOWED = {
     "watch": {"contract", "policy"},
     "adapters": {"contract", "policy", "protocol", "client"},
     "daemon": {"contract", "policy", "protocol", "store", "sessions", "watch", "sandbox"},
-    "tui": {"contract", "policy", "protocol", "client", "terminal"},
+    "remote": {"contract", "policy", "protocol", "client"},
+    # The console's pure model (badges, the typed-word rule) is shared, never Textual.
+    "web": {"contract", "policy", "protocol", "client", "remote", "tui"},
+    "tui": {"contract", "policy", "protocol", "client", "terminal", "remote"},
 }
 # Top-level modules every layer above the pure ones may use: the package itself
 # (its version) and where state lives.
@@ -49,6 +52,8 @@ FORBIDDEN = {
     "sessions": {"textual", "rich", "sqlite3"},
     "watch": {"textual", "rich", "sqlite3"},
     "daemon": {"textual", "rich"},
+    "remote": {"textual", "rich", "sqlite3"},
+    "web": {"textual", "rich", "sqlite3"},
 }
 
 

@@ -168,6 +168,10 @@ def test_every_answer_of_a_real_daemon_is_its_struct(fresh_daemon: DaemonProcess
         assert "history" in mine and "view" not in mine
         assert theirs["view"] == "agent" and "history" not in theirs and "watch" not in theirs
 
+        # link.ticket: what an operator connection over SSH says hello with (docs/remote.md).
+        ticket = check(op, "link.ticket")
+        assert ticket["socket"] == str(d.loc.operator_socket)
+
         with d.operator() as listener:
             assert check(listener, "subscribe", {"topics": ["decided"]})["topics"] == ["decided"]
             assert check(listener, "unsubscribe") == {}

@@ -22,11 +22,13 @@ from console.cli import (
     exec_commands,
     history_commands,
     hook_commands,
+    hosts_commands,
     operator_commands,
     session_commands,
     tripwire_commands,
     tui_commands,
     watch_commands,
+    web_commands,
     workspace_commands,
 )
 from console.cli.common import CLIError
@@ -43,6 +45,8 @@ COMMAND_MODULES = [
     watch_commands,
     tripwire_commands,
     workspace_commands,
+    hosts_commands,
+    web_commands,
     hook_commands,
     contract_commands,
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -15,6 +16,7 @@ from console.contract.problem import Problem
 from console.locations import Locations, UnsafeLocation, locate
 from console.protocol.jsonrpc import INVALID_PARAMS
 from console.protocol.procs import agent_process_pid
+from console.remote.contexts import ENV_HOST, ContextError, Target, hosts_path, load_contexts
 
 EXIT_OK = 0
 EXIT_DENIED = 1
@@ -40,13 +42,72 @@ def add_state_dir(p: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="where the daemon keeps its state and sockets (default: $AGENT_CONSOLE_HOME or ~/.local/state/agent-console)",
     )
+    add_host(p)
+
+
+def add_host(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--host",
+        action="append",
+        metavar="HOST",
+        default=argparse.SUPPRESS,
+        help="the daemon to talk to: local, a name from `agent-console hosts`, or "
+        "ssh://[user@]box[:port][/state/dir] (default: $AGENT_CONSOLE_HOST, else the current host, "
+        "else this machine; docs/remote.md)",
+    )
+
+
+def hosts(args: argparse.Namespace) -> list[Target]:
+    """The hosts an operator command talks to: ``--host``, $AGENT_CONSOLE_HOST, the
+    current named host, else this machine (console/remote/contexts.py)."""
+    try:
+        contexts = load_contexts(hosts_path(getattr(args, "state_dir", None)))
+        return contexts.resolve(getattr(args, "host", None), os.environ.get(ENV_HOST))
+    except ContextError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def one_host(args: argparse.Namespace) -> Target:
+    found = hosts(args)
+    if len(found) != 1:
+        raise CLIError(
+            f"this command talks to one host, and {', '.join(t.name for t in found)} are named; "
+            "give one with --host (the console takes several)"
+        )
+    return found[0]
+
+
+def local_files(args: argparse.Namespace, what: str) -> Locations:
+    """This machine's state, for a command that reads or runs it here (refused when the
+    operator's host is another machine, which it would silently not be about)."""
+    target = one_host(args)
+    if not target.local:
+        raise CLIError(
+            f"{what} works on this machine's files, and the host is {target.name}: run it there "
+            f"(ssh {target.url.address if target.url else target.name} agent-console …)"
+        )
+    return locations(args)
 
 
 def locations(args: argparse.Namespace) -> Locations:
+    """This machine's state (agents, hooks and the daemon itself never follow the
+    operator's host; an explicit remote ``--host`` is refused)."""
+    for value in getattr(args, "host", None) or ():
+        if value != "local":
+            raise CLIError(f"--host {value}: this command works on this machine only")
     return locate(getattr(args, "state_dir", None))
 
 
 def connect(args: argparse.Namespace, role: str, *, timeout_s: float | None = 30.0) -> Client:
+    if role == "operator":
+        target = one_host(args)
+        if not target.local:
+            from console.remote.blocking import connect_blocking
+
+            try:
+                return connect_blocking(target, timeout_s=timeout_s)
+            except DaemonUnreachable as exc:
+                raise CLIError(str(exc), EXIT_UNREACHABLE) from None
     try:
         return Client.connect(
             locations(args),

@@ -1,4 +1,4 @@
-"""`agent-console daemon run|start|stop|status`."""
+"""`agent-console daemon run|start|stop|status|dial-stdio`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ import sys
 import time
 from typing import Any
 
-from console.cli.common import EXIT_UNREACHABLE, CLIError, add_state_dir, connect, locations, print_json, when
+from console.cli.common import (
+    EXIT_UNREACHABLE,
+    CLIError,
+    add_state_dir,
+    connect,
+    local_files,
+    locations,
+    one_host,
+    print_json,
+    when,
+)
 from console.client import DaemonUnreachable
 from console.client.spawn import running_pid, start_daemon
 from console.contract.inert import inert
@@ -25,8 +35,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    loc = local_files(args, "daemon run")
     try:
-        asyncio.run(Daemon(locations(args)).serve())
+        asyncio.run(Daemon(loc).serve())
     except AlreadyRunning as exc:
         raise CLIError(str(exc), 1) from None
     except UnsafeLocation as exc:
@@ -36,7 +47,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_start(args: argparse.Namespace) -> int:
     try:
-        pid, started = start_daemon(locations(args))
+        pid, started = start_daemon(local_files(args, "daemon start"))
     except (DaemonUnreachable, UnsafeLocation) as exc:
         raise CLIError(str(exc), 1) from None
     print(f"started, pid {pid}" if started else f"already running, pid {pid}")
@@ -44,6 +55,8 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
+    if not one_host(args).local:
+        return _stop_remote(args)
     loc = locations(args)
     pid = running_pid(loc)
     if pid is None:
@@ -67,6 +80,29 @@ def cmd_stop(args: argparse.Namespace) -> int:
     raise CLIError(f"the daemon (pid {pid}) is still running after {args.wait:.0f} s", 1)
 
 
+def _stop_remote(args: argparse.Namespace) -> int:
+    """Stop the daemon of another host: asked over the link (its pid is not ours to watch)."""
+    with connect(args, "operator") as client:
+        if not args.force:
+            ending = _would_end(client)
+            if ending:
+                for line in ending:
+                    print(line, file=sys.stderr)
+                raise CLIError("the daemon keeps running: stop it anyway with `daemon stop --force`", 1)
+        answer: dict[str, Any] = {}
+        with contextlib.suppress(DaemonUnreachable):
+            answer = client.call("daemon.stop")
+    print(f"asked {one_host(args).name} to stop" + (f" (pid {answer['pid']})" if "pid" in answer else ""))
+    return 0
+
+
+def cmd_dial_stdio(args: argparse.Namespace) -> int:
+    from console.locations import locate
+    from console.remote.dial import main
+
+    return main(locate(getattr(args, "state_dir", None)))
+
+
 def _would_end(client: Any) -> list[str]:
     """What stopping the daemon ends: running PTY sessions (killed) and pending requests
     (denied daemon_shutdown), one line each."""
@@ -85,11 +121,13 @@ def _would_end(client: Any) -> list[str]:
 def cmd_status(args: argparse.Namespace) -> int:
     try:
         client = connect(args, "operator", timeout_s=10)
-    except CLIError:
+    except CLIError as exc:
         if args.json:
             print_json({"running": False})
-        else:
+        elif one_host(args).local:
             print(f"not running ({locations(args).state_dir})")
+        else:
+            print(f"not reachable: {exc}")
         return EXIT_UNREACHABLE
     with client:
         status = client.call("daemon.status")
@@ -155,6 +193,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--force", action="store_true", help="stop even when sessions run or requests wait (they end)"
     )
     q.set_defaults(func=cmd_stop)
+
+    q = dsub.add_parser(
+        "dial-stdio",
+        help="connect standard input and output to this daemon's operator socket (run by sshd for a remote console)",
+        description="Run on this machine by a console on another one, over SSH (docs/remote.md): "
+        "the first line must be a hello; the operator token is read here and added to it, "
+        "then bytes are copied both ways. Only this state dir's daemon is dialled.",
+    )
+    q.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="the daemon's state dir (default: $AGENT_CONSOLE_HOME or ~/.local/state/agent-console)",
+    )
+    q.set_defaults(func=cmd_dial_stdio)
 
     q = dsub.add_parser("status", help="is it running, with which policy; exit 3 when not running")
     add_state_dir(q)

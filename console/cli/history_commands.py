@@ -17,7 +17,7 @@ from console.cli.common import (
     add_state_dir,
     connect,
     fit,
-    locations,
+    local_files,
     paint,
     parse_time,
     print_json,
@@ -123,7 +123,7 @@ def _open_history(args: argparse.Namespace) -> Any:
     or it cannot be opened, with the reason."""
     from console.store import Store, StoreUnavailable
 
-    path = locations(args).database
+    path = local_files(args, f"history {args.history_command}").database
     try:
         return Store.open_readonly(path)
     except StoreUnavailable as exc:

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from console.cli.common import CLIError, add_state_dir, age, connect, locations, print_json
+from console.cli.common import CLIError, add_state_dir, age, connect, local_files, one_host, print_json
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.requests import SessionsAttach, SessionsDetach
@@ -170,7 +170,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from console.sessions import RecordingError, replay
 
-    path = locations(args).sessions_dir / os.path.basename(args.id) / "output.cast"
+    path = local_files(args, "sessions replay").sessions_dir / os.path.basename(args.id) / "output.cast"
     if not path.is_file():
         raise CLIError(f"no recording for session {args.id} in {path.parent}", 1)
     if not args.speed > 0:
@@ -197,7 +197,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
         raise CLIError("the console is not installed in this build", 1) from None
     # A session that does not exist is the same error, and exit code, as for `kill`.
     _call(args, "sessions.get", {"session": args.id})
-    return open_console(args, session=args.id)
+    return open_console(args, session=args.id, targets=[one_host(args)])
 
 
 def cmd_read(args: argparse.Namespace) -> int:

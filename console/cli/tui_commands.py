@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from console.cli.common import CLIError, add_state_dir
+from console.cli.common import CLIError, add_state_dir, hosts
 from console.demo import Demo
 from console.locations import Locations
 
@@ -69,11 +69,12 @@ def _run_app(settings: Any, loc: Locations, *, exit_on_hangup: bool = False) -> 
 
 
 def main_console(args: argparse.Namespace) -> int:
-    """Open the console for ``--state-dir`` (flags: --state-dir, --config, --theme, --keymap, --no-start)."""
+    """Open the console for ``--state-dir`` (flags: --state-dir, --host, --config, --theme, --keymap,
+    --no-start); several hosts are watched at once (docs/remote.md)."""
     from console.tui.launch import LaunchError, start_console
 
     try:
-        return start_console(args)
+        return start_console(args, targets=hosts(args))
     except LaunchError as exc:
         raise CLIError(str(exc), exc.code) from None
 

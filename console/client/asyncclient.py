@@ -72,6 +72,11 @@ class AsyncClient:
             raise
         return self
 
+    @property
+    def closed(self) -> bool:
+        """The connection has ended (the daemon or the link hung up, or :meth:`close`)."""
+        return self._reader_task.done()
+
     async def __aenter__(self) -> AsyncClient:
         return self
 

@@ -24,12 +24,14 @@ log = logging.getLogger("agent-console.client")
 
 
 class Client:
-    def __init__(self, sock: socket.socket, role: str, deadline: float | None = None) -> None:
+    def __init__(
+        self, sock: socket.socket, role: str, deadline: float | None = None, *, idle_s: float | None = None
+    ) -> None:
         self.role = role
         self._sock = sock
         # An absolute time.monotonic() after which every wait gives up (None: no bound).
         self.deadline = deadline
-        self._idle_s: float | None = None
+        self._idle_s: float | None = idle_s  # bounds each wait for the daemon (None: no bound)
         self._buf = bytearray()
         self._ids = itertools.count(1)
         self._events: deque[dict[str, Any]] = deque()

@@ -30,6 +30,7 @@ from console.daemon.events import EventHub
 from console.daemon.execution import ExecutionService
 from console.daemon.held import HeldTable
 from console.daemon.identity import Agent, AgentRegistry
+from console.daemon.link_tickets import LinkTickets
 from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
 from console.daemon.server import (
@@ -99,6 +100,7 @@ class Daemon:
         self.watch: WatchService
         self.workspaces: WorkspaceTrust
         self.held = HeldTable()
+        self.link_tickets = LinkTickets()
         self._stop = asyncio.Event()
         self._background: set[asyncio.Future[None]] = set()
         self._lock_fd: int | None = None

@@ -24,10 +24,12 @@ if TYPE_CHECKING:
     from console.daemon.execution import ExecutionService
     from console.daemon.held import HeldTable
     from console.daemon.identity import AgentRegistry
+    from console.daemon.link_tickets import LinkTickets
     from console.daemon.policy_source import PolicySource
     from console.daemon.session_service import SessionService
     from console.daemon.watch_service import WatchService
     from console.daemon.workspaces import WorkspaceTrust
+    from console.locations import Locations
     from console.sessions.session import Session
     from console.store import Store
     from console.watch import AttributionToken
@@ -102,6 +104,8 @@ class Services(Protocol):
     agents: AgentRegistry
     attention: AttentionTable
     held: HeldTable
+    link_tickets: LinkTickets
+    loc: Locations
     store: Store
     broker: Broker
     workspaces: WorkspaceTrust

@@ -95,6 +95,8 @@ class MethodParams(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
 class Hello(MethodParams, frozen=True, kw_only=True):
     token: Annotated[str, Meta(max_length=256)] = ""  # operator.sock: the operator token
+    # operator.sock: a one-time ticket from link.ticket, instead of the token
+    ticket: Annotated[str, Meta(max_length=128)] = ""
     client: Annotated[str, Meta(max_length=128)] = ""
     # agent.sock: the agent's label for its session
     session_id: Annotated[str, Meta(max_length=MAX_SESSION_CHARS)] = ""
@@ -105,6 +107,10 @@ class Hello(MethodParams, frozen=True, kw_only=True):
 
 
 class DaemonStatus(MethodParams, frozen=True, kw_only=True):
+    pass
+
+
+class LinkTicket(MethodParams, frozen=True, kw_only=True):
     pass
 
 
@@ -389,6 +395,7 @@ def struct_name(method: str) -> str:
 
 PARAMS: dict[str, type[MethodParams]] = {
     "hello": Hello,
+    "link.ticket": LinkTicket,
     "daemon.status": DaemonStatus,
     "daemon.stop": DaemonStop,
     "subscribe": Subscribe,

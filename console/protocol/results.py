@@ -90,6 +90,12 @@ class HelloResult(MethodResult, frozen=True, kw_only=True):
     agent: HelloAgent | UnsetType = UNSET  # agent.sock only
 
 
+class LinkTicketResult(MethodResult, frozen=True, kw_only=True):
+    ticket: str
+    socket: str  # the operator socket the ticket opens, as this daemon knows it
+    expires_in_s: float
+
+
 class StatusHistory(msgspec.Struct, frozen=True, kw_only=True):
     unaccepted: list[tuple[int, int]]  # (from_seq, to_seq) ranges flagged at start-up
 
@@ -443,6 +449,7 @@ class AgentAttentionListResult(MethodResult, frozen=True, kw_only=True):
 
 RESULTS: dict[str, type[MethodResult]] = {
     "hello": HelloResult,
+    "link.ticket": LinkTicketResult,
     "daemon.status": DaemonStatusResult,
     "daemon.stop": DaemonStopResult,
     "subscribe": SubscribeResult,

@@ -18,6 +18,11 @@ Who owns what:
   copy to each running screen that lists the class in its ``DAEMON_EVENTS``, where the
   screen's own ``@on`` handler takes it.
 
+With several hosts (docs/remote.md) the app runs one link per host and merges their
+queues: every pending request and tripwire item carries its host, decisions go to that
+host's link, and a host that cannot be reached has a pill of its own. The other views
+(history, grants, sessions, watch) show the first host.
+
 Quitting leaves the daemon and everything it runs untouched.
 """
 
@@ -28,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from textual import on
 from textual.app import App
@@ -42,8 +47,8 @@ from console.protocol import events as ev
 from console.protocol.pending import PendingItem
 from console.tui.commands import ConsoleCommands
 from console.tui.desktop import sequence
-from console.tui.link import Connect, DaemonLink
-from console.tui.model.pending import PendingQueue, QueueItem
+from console.tui.link import RETRY_S, Connect, DaemonLink
+from console.tui.model.pending import PendingQueue, QueueItem, queue_key
 from console.tui.model.unaccepted import history_remedy, unaccepted_rows
 from console.tui.model.watch_model import TripwireEntry
 from console.tui.registry import views
@@ -55,7 +60,11 @@ from console.tui.watch_monitor import WatchMonitor
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.status_pills import NO_PILLS, Pills, PillTable, StatusPills
 
+if TYPE_CHECKING:
+    from console.remote.hostset import HostSet
+
 NOTIFY_COALESCE_S = 0.4
+REMOTE_RETRY_MAX_S = 30.0  # a host over SSH is retried with backoff up to this
 NO_STATUS: Mapping[str, Any] = MappingProxyType({})
 Connection = Literal["connecting", "connected", "lost"]
 DAEMON_PILL: dict[Connection, tuple[str, str]] = {
@@ -115,6 +124,7 @@ class ConsoleApp(App[None]):
         monotonic: Callable[[], float] = time.monotonic,
         session: str | None = None,
         throwaway: bool = False,
+        hosts: HostSet | None = None,
     ) -> None:
         super().__init__()
         self.start_session = session  # open the sessions view with this session in a pane
@@ -126,7 +136,11 @@ class ConsoleApp(App[None]):
         self.monotonic = monotonic
         self.pending = PendingQueue()
         self.pills = Pills(self)
-        self.link = DaemonLink(self, state_dir, connect=connect)
+        self.hosts = hosts
+        self.links = _links(self, state_dir, connect, hosts)
+        self.link = next(iter(self.links.values()))  # the first host's: what the other views show
+        self.primary_host = self.link.host
+        self._waiting: dict[str, int] = {}  # agents waiting for the operator, per host
         self.watch_monitor = WatchMonitor(self)
         self.keymap_name = settings.keymap
         self.keys_in_force: dict[str, str] = dict(settings.keys)
@@ -147,21 +161,52 @@ class ConsoleApp(App[None]):
         self.switch_mode("sessions" if self.start_session and "sessions" in self.views else "queue")
         for notice in self.settings.notices:  # a keymap or config that still uses old names
             self.notify(notice, title="keys", severity="warning", timeout=30, markup=False)
-        self.run_worker(self.link.run(), name="daemon", group="daemon", exclusive=True, exit_on_error=False)
+        for i, link in enumerate(self.links.values()):
+            self.run_worker(link.run(), name=f"daemon-{i}", group="daemon", exit_on_error=False)
+
+    async def on_unmount(self) -> None:
+        """Quitting ends the SSH connections to other hosts (their daemons go on)."""
+        if self.hosts is not None:
+            await self.hosts.close()
+
+    @property
+    def multi_host(self) -> bool:
+        return len(self.links) > 1
+
+    def link_for(self, host: str) -> DaemonLink:
+        """The link of ``host`` (as an entry carries it)."""
+        return self.links.get(host, self.link)
 
     # ------------------------------------------------------------ daemon messages
 
     def on_daemon_link_connected(self, message: DaemonLink.Connected) -> None:
         self.call_after_refresh(_settle_garbage_collector)
-        self.pending.replace(message.pending)
+        self.pending.replace(message.pending, message.host if self.multi_host else None)
         self._pending_changed(0)
-        self.watch_monitor.connected()
+        self.watch_monitor.connected(message.host)
+        if self.multi_host:
+            self.pills.set(f"host:{message.host}", "")
+            self.connection = "connected"
+            if message.host != self.primary_host:
+                self._waiting[message.host] = _count((message.status.get("attention") or {}).get("waiting"))
+                self.waiting_agents = sum(self._waiting.values())
+                return
         self.daemon_status = MappingProxyType(dict(message.status))
         self.connection = "connected"
-        self.waiting_agents = _count((message.status.get("attention") or {}).get("waiting"))
+        self._waiting[message.host] = _count((message.status.get("attention") or {}).get("waiting"))
+        self.waiting_agents = sum(self._waiting.values())
         self.pills.set("refused", "")  # a new connection: a new count (the daemon may be another)
 
     def on_daemon_link_lost(self, message: DaemonLink.Lost) -> None:
+        if self.multi_host:
+            # Its requests stay listed as they were; they fail closed there by their own
+            # timeout, and the listing is replaced when the host is back.
+            host = inert(message.host)
+            self.pills.set(
+                f"host:{message.host}", f"{host} unreachable — retrying", "error", short=f"{host}!"
+            )
+            self.notify(f"lost host {host}: {inert(message.reason)[:200]}", severity="error", markup=False)
+            return
         self.connection = "lost"
         self.daemon_status = NO_STATUS  # so the next connection's status is news to every watcher
         self.notify(f"lost the daemon: {inert(message.reason)[:200]}", severity="error", markup=False)
@@ -190,20 +235,24 @@ class ConsoleApp(App[None]):
     @on(DaemonLink.PendingAdded)
     def _pending_added(self, message: DaemonLink.PendingAdded) -> None:
         item = message.event.request
-        self.add_pending(item)
+        self.add_pending(item, message.host)
         self._arrived(item)
 
     @on(DaemonLink.Decided)
     def _decided(self, message: DaemonLink.Decided) -> None:
-        self.request_left(message.event.request_id)
+        self.request_left(message.event.request_id, message.host)
 
     @on(DaemonLink.StatusChanged)
     def _status_changed(self, message: DaemonLink.StatusChanged) -> None:
+        if message.host != self.primary_host:
+            return
         self.daemon_status = MappingProxyType(dict(message.event.status))
 
     @on(DaemonLink.WatchStatusChanged)
     def _watch_status_changed(self, message: DaemonLink.WatchStatusChanged) -> None:
         """Only the watcher's part of the status: the rest stays as it was."""
+        if message.host != self.primary_host:
+            return
         self.daemon_status = MappingProxyType({**self.daemon_status, "watch": message.event.watch})
 
     def watch_daemon_status(self, status: Mapping[str, Any]) -> None:
@@ -236,47 +285,52 @@ class ConsoleApp(App[None]):
 
     @on(DaemonLink.WatchBatch)
     def _watch_batch(self, message: DaemonLink.WatchBatch) -> None:
-        self.watch_monitor.batch(message.event)
+        if message.host == self.primary_host:
+            self.watch_monitor.batch(message.event)
 
     @on(DaemonLink.WatchAlert)
     def _watch_alert(self, message: DaemonLink.WatchAlert) -> None:
-        self.watch_monitor.alert(message.event.summary)
+        where = f"{message.host}: " if message.host else ""
+        self.watch_monitor.alert(where + message.event.summary)
 
     @on(DaemonLink.TripwireRaised)
     def _tripwire_raised(self, message: DaemonLink.TripwireRaised) -> None:
-        self.watch_monitor.tripwire(message.event.item)
+        self.watch_monitor.tripwire(message.event.item, message.host)
 
     @on(DaemonLink.TripwireResolved)
     def _tripwire_resolved(self, message: DaemonLink.TripwireResolved) -> None:
-        self.watch_monitor.resolved(message.event.item.id)
+        self.watch_monitor.resolved(message.event.item.id, message.host)
 
     @on(DaemonLink.AttentionChanged)
     def _attention(self, message: DaemonLink.AttentionChanged) -> None:
-        self._attention_changed(message.event)
+        self._attention_changed(message.event, message.host)
 
     @on(DaemonLink.DaemonEvent)
     def _to_screens(self, message: DaemonLink.DaemonEvent[Any]) -> None:
         """Every event, after the handlers above (Textual runs the most specific class's
         first): a fresh copy to each running screen that listens for its class."""
         kind = type(message)
+        if message.host != self.primary_host:
+            return  # the views beside the queue show the first host
         for screen in self._all_screens():
             if screen.is_running and kind in getattr(screen, "DAEMON_EVENTS", ()):
                 screen.post_message(message.copy())
 
-    def add_pending(self, item: QueueItem) -> None:
-        """A request (or a tripwire item) now waits for the operator."""
-        index = self.pending.add(item)
+    def add_pending(self, item: QueueItem, host: str = "") -> None:
+        """A request (or a tripwire item) of ``host`` now waits for the operator."""
+        index = self.pending.add(item, host)
         self._pending_changed(index)
         queue = self.views.get("queue")
         if isinstance(item, TripwireEntry) and queue is not None and queue.is_mounted:
             # A stopped session outranks whatever the operator was reading: go to it.
-            queue.select_request(item.request_id)  # type: ignore[attr-defined]
+            queue.select_request(queue_key(host, item.request_id))  # type: ignore[attr-defined]
 
-    def request_left(self, request_id: str) -> None:
-        """A request was decided (here, by another operator, by a timeout) or cancelled."""
-        if self.pending.get(request_id) is None:
+    def request_left(self, request_id: str, host: str = "") -> None:
+        """A request of ``host`` was decided (here, by another operator, by a timeout) or cancelled."""
+        key = queue_key(host, request_id)
+        if self.pending.get(key) is None:
             return
-        index = self.pending.remove(request_id)
+        index = self.pending.remove(key)
         self._pending_changed(index)
 
     def _pending_changed(self, first: int | None) -> None:
@@ -315,10 +369,11 @@ class ConsoleApp(App[None]):
             short=f"{n} waiting",
         )
 
-    def _attention_changed(self, event: ev.AttentionChanged) -> None:
+    def _attention_changed(self, event: ev.AttentionChanged, host: str = "") -> None:
         """An agent's attention state changed (the daemon publishes real transitions only):
-        the pill follows the count; a transition into waiting notifies once."""
-        self.waiting_agents = _count(event.waiting)
+        the pill follows the count (of every host); a transition into waiting notifies once."""
+        self._waiting[host] = _count(event.waiting)
+        self.waiting_agents = sum(self._waiting.values())
         entry = event.entry
         if entry.get("state") == "waiting" and event.previous != "waiting":
             who = inert(f"{entry.get('root_comm') or 'agent'} {entry.get('agent_id', '')}")[:40]
@@ -441,8 +496,30 @@ class ConsoleApp(App[None]):
         else:
             await self.run_action(spec.action, screen)
 
-    def jump_to_request(self, request_id: str) -> None:
+    def jump_to_request(self, key: str) -> None:
+        """Show the pending request of ``key`` (:func:`~console.tui.model.pending.queue_key`)."""
         self.action_show("queue")
         queue = self.views["queue"]
-        if not queue.select_request(request_id):  # type: ignore[attr-defined]
-            self.notify(f"{request_id} is no longer pending", severity="warning", markup=False)
+        if not queue.select_request(key):  # type: ignore[attr-defined]
+            self.notify(f"{inert(key)} is no longer pending", severity="warning", markup=False)
+
+
+def _links(
+    app: ConsoleApp, state_dir: str | None, connect: Connect | None, hosts: HostSet | None
+) -> dict[str, DaemonLink]:
+    """One link per host, by the host's name in the queue ("" when there is one)."""
+    if hosts is None:
+        return {"": DaemonLink(app, state_dir, connect=connect)}
+    multi = len(hosts.names) > 1
+    links: dict[str, DaemonLink] = {}
+    for name in hosts.names:
+        tag = name if multi else ""
+        links[tag] = DaemonLink(
+            app,
+            hosts.state_dir,
+            connect=hosts.connector(name, "agent-console-tui"),
+            host=tag,
+            retry_max_s=REMOTE_RETRY_MAX_S if name in hosts.remote else RETRY_S,
+        )
+        links[tag].pane_connect = hosts.connector(name, "agent-console-pane")
+    return links

@@ -78,7 +78,7 @@ class ConsoleCommands(Provider):
                 yield Hit(
                     1.0,
                     title,
-                    partial(app.jump_to_request, found.request_id),
+                    partial(app.jump_to_request, found.key),
                     text=f"Go to {found.request_id} {fp}",
                     help="pending request with this fingerprint",
                 )

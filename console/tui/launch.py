@@ -19,6 +19,8 @@ from console.client import Client, DaemonUnreachable, RPCError
 from console.client.spawn import start_daemon
 from console.locations import ENV_HOME, Locations, UnsafeLocation, locate
 from console.protocol.jsonrpc import NOT_FOUND
+from console.remote.contexts import LOCAL_TARGET, Target
+from console.remote.hostset import HostSet
 from console.tui.settings.prepared import Settings
 
 # The CLI's exit codes (console.cli.common) for what can go wrong here.
@@ -47,12 +49,20 @@ def prepare_settings(args: argparse.Namespace, state_dir: str | None) -> Setting
 
 
 def run_app(
-    settings: Settings, loc: Locations, *, exit_on_hangup: bool = False, session: str | None = None
+    settings: Settings,
+    loc: Locations,
+    *,
+    exit_on_hangup: bool = False,
+    session: str | None = None,
+    hosts: HostSet | None = None,
 ) -> int:
-    """Run the console until the operator quits; with ``session``, open on that session."""
+    """Run the console until the operator quits; with ``session``, open on that session;
+    with ``hosts``, on those hosts' daemons (docs/remote.md)."""
     from console.tui.app import ConsoleApp
 
-    app = ConsoleApp(settings, state_dir=str(loc.state_dir), session=session, throwaway=exit_on_hangup)
+    app = ConsoleApp(
+        settings, state_dir=str(loc.state_dir), session=session, throwaway=exit_on_hangup, hosts=hosts
+    )
     if exit_on_hangup:
         # A closed terminal must still clean up what the demo started.
         for sig in (signal.SIGHUP, signal.SIGTERM):
@@ -61,19 +71,24 @@ def run_app(
     return 0
 
 
-def start_console(args: argparse.Namespace, *, session: str | None = None) -> int:
-    """Open the console for ``--state-dir``, starting the daemon unless ``--no-start``."""
+def start_console(
+    args: argparse.Namespace, *, session: str | None = None, targets: list[Target] | None = None
+) -> int:
+    """Open the console for ``--state-dir``, starting the daemon unless ``--no-start``;
+    ``targets``: the hosts to watch (None: this machine's daemon)."""
     state_dir = getattr(args, "state_dir", None) or os.environ.get(ENV_HOME) or None
     loc = locate(state_dir)
     settings = prepare_settings(args, state_dir)
-    if not getattr(args, "no_start", False):
+    remote_only = targets is not None and all(not t.local for t in targets)
+    if not getattr(args, "no_start", False) and not remote_only:
         try:
             start_daemon(loc)
         except (DaemonUnreachable, UnsafeLocation) as exc:
             raise LaunchError(str(exc), EXIT_UNREACHABLE) from None
-    if session is not None:
+    if session is not None and not remote_only:
         _check_session(loc, session)
-    return run_app(settings, loc, session=session)
+    hosts = HostSet(targets, state_dir) if targets is not None and targets != [LOCAL_TARGET] else None
+    return run_app(settings, loc, session=session, hosts=hosts)
 
 
 def _check_session(loc: Locations, session: str) -> None:
@@ -90,11 +105,11 @@ def _check_session(loc: Locations, session: str) -> None:
         raise LaunchError(str(exc), EXIT_UNREACHABLE) from None
 
 
-def open_console(args: argparse.Namespace, session: str) -> int:
+def open_console(args: argparse.Namespace, session: str, targets: list[Target] | None = None) -> int:
     """`agent-console sessions attach ID`: the console on the sessions view with ``session``
     in a pane. Closing the pane (or quitting) detaches; the session keeps running."""
     try:
-        return start_console(args, session=session)
+        return start_console(args, session=session, targets=targets)
     except LaunchError as exc:
         sys.stderr.write(f"agent-console: {exc}\n")
         return exc.code

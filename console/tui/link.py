@@ -17,6 +17,10 @@ An event the client refuses (it does not validate: a daemon of another version) 
 reaches the link as an event; the link looks at the client's ``refused_events`` count
 every :data:`REFUSED_CHECK_S` while connected and posts :class:`DaemonLink.EventsRefused`
 when it grew, so the operator learns of it (the app shows a pill and notifies once per burst).
+
+A console watching several hosts (docs/remote.md) runs one link per host; every message
+carries the link's ``host`` ("" when the console watches one), so what it tells lands
+on that host's rows.
 """
 
 from __future__ import annotations
@@ -50,43 +54,49 @@ class DaemonLink:
     class Connected(Message):
         """Connected (again): ``pending`` is the whole queue, oldest first."""
 
-        def __init__(self, hello: dict[str, Any], status: dict[str, Any], pending: list[PendingItem]) -> None:
+        def __init__(
+            self, hello: dict[str, Any], status: dict[str, Any], pending: list[PendingItem], host: str = ""
+        ) -> None:
             super().__init__()
             self.hello = hello
             self.status = status
             self.pending = pending
+            self.host = host
 
     class Lost(Message):
         """The connection is gone; the link keeps trying to reconnect."""
 
-        def __init__(self, reason: str) -> None:
+        def __init__(self, reason: str, host: str = "") -> None:
             super().__init__()
             self.reason = reason
+            self.host = host
 
     class EventsRefused(Message):
         """The client refused events on this connection (they did not validate and were
         skipped): ``count`` since the last message, ``total`` on this connection; ``first``
         when this starts a burst (the check before saw none)."""
 
-        def __init__(self, count: int, total: int, first: bool) -> None:
+        def __init__(self, count: int, total: int, first: bool, host: str = "") -> None:
             super().__init__()
             self.count = count
             self.total = total
             self.first = first
+            self.host = host
 
     class DaemonEvent(Message, Generic[E], bubble=False):
         """One daemon event, typed: ``event`` as docs/protocol.md ("Events") describes it."""
 
         KIND: ClassVar[type[ev.Event]]
 
-        def __init__(self, event: E) -> None:
+        def __init__(self, event: E, host: str = "") -> None:
             super().__init__()
             self.event: E = event
+            self.host = host
 
         def copy(self) -> DaemonLink.DaemonEvent[E]:
             """A fresh message with the same event, for another message pump (a message
             is handled where it is posted; the event itself is immutable and shared)."""
-            return type(self)(self.event)
+            return type(self)(self.event, self.host)
 
     class PendingAdded(DaemonEvent[ev.PendingAdded], bubble=False):
         KIND = ev.PendingAdded
@@ -131,15 +141,26 @@ class DaemonLink:
         KIND = ev.AttentionChanged
 
     @staticmethod
-    def message(event: ev.Event) -> DaemonLink.DaemonEvent[Any]:
+    def message(event: ev.Event, host: str = "") -> DaemonLink.DaemonEvent[Any]:
         """The message that carries ``event``."""
-        return _MESSAGES[type(event)](event)
+        return _MESSAGES[type(event)](event, host)
 
     def __init__(
-        self, target: MessagePump, state_dir: str | os.PathLike[str] | None, *, connect: Connect | None = None
+        self,
+        target: MessagePump,
+        state_dir: str | os.PathLike[str] | None,
+        *,
+        connect: Connect | None = None,
+        host: str = "",
+        retry_max_s: float = RETRY_S,
     ) -> None:
         self.target = target
         self.state_dir = state_dir
+        self.host = host
+        self.retry_max_s = retry_max_s
+        # How a terminal pane opens its own connection to this link's daemon; None: the
+        # local socket of ``state_dir`` (console/tui/panes/pane_link.py).
+        self.pane_connect: Connect | None = None
         self._connect = connect or (
             lambda: AsyncClient.connect(state_dir, role="operator", client="agent-console-tui")
         )
@@ -162,17 +183,22 @@ class DaemonLink:
         return await client.call(method, params)
 
     async def run(self) -> None:
-        """Connect, stream events, reconnect; returns only when cancelled."""
+        """Connect, stream events, reconnect; returns only when cancelled. Attempts that
+        fail in a row wait twice as long each time, up to :attr:`retry_max_s` (a host
+        over SSH backs off to 30 s; this machine's daemon is tried every second)."""
         last_error = ""
+        delay = RETRY_S
         while True:
             try:
                 client = await self._connect()
             except (DaemonUnreachable, OSError, RPCError) as exc:
                 if str(exc) != last_error:
                     last_error = str(exc)
-                    self.target.post_message(self.Lost(last_error))
-                await asyncio.sleep(RETRY_S)
+                    self.target.post_message(self.Lost(last_error, self.host))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.retry_max_s)
                 continue
+            delay = RETRY_S
             try:
                 await self._serve(client)
                 reason = "the daemon closed the connection"
@@ -191,7 +217,7 @@ class DaemonLink:
             # before it served (a daemon whose answers this console cannot read) is said once,
             # not at every retry.
             if served or reason != last_error:
-                self.target.post_message(self.Lost(reason))
+                self.target.post_message(self.Lost(reason, self.host))
             last_error = reason
             await asyncio.sleep(RETRY_S)
 
@@ -210,11 +236,13 @@ class DaemonLink:
             after = page.next
         self.client = client
         self.connected.set()
-        self.target.post_message(self.Connected(client.hello, subscribed.get("status", {}), pending))
+        self.target.post_message(
+            self.Connected(client.hello, subscribed.get("status", {}), pending, self.host)
+        )
         checking = asyncio.create_task(self._check_refused(client))
         try:
             async for event in client.events():
-                self.target.post_message(self.message(event))
+                self.target.post_message(self.message(event, self.host))
         finally:
             checking.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -229,7 +257,7 @@ class DaemonLink:
             await asyncio.sleep(REFUSED_CHECK_S)
             total = client.refused_events
             if total > seen:
-                self.target.post_message(self.EventsRefused(total - seen, total, quiet))
+                self.target.post_message(self.EventsRefused(total - seen, total, quiet, self.host))
                 seen = total
                 quiet = False
             else:

@@ -23,6 +23,7 @@ from console.protocol.events import WatchBatch
 from console.protocol.results import TripwireListResult, as_result
 from console.protocol.tripwire import TripwireNotice
 from console.tui.desktop import sequence
+from console.tui.model.pending import queue_key
 from console.tui.model.watch_model import TripwireEntry, WatchEvents, degraded_roots, sandbox_pill
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class WatchMonitor:
         self.events = WatchEvents()
         self.watch_status: dict[str, Any] = {}
         self.unseen = 0
-        self.paused: dict[str, TripwireNotice] = {}
+        self.paused: dict[str, TripwireNotice] = {}  # by queue key (console/tui/model/pending.py)
         self.dropped = 0
         self.loaded = False
         # The watch panel listens here: (rows added on top of all, of protected-only), or a reload.
@@ -52,11 +53,17 @@ class WatchMonitor:
 
     # ------------------------------------------------------------ from the app's handlers
 
-    def connected(self) -> None:
-        """(Re)connected: the app has just replaced the pending queue, dropping our items;
-        the daemon's status comes through :meth:`status_changed`."""
-        self.paused.clear()
-        self.app.run_worker(self._load(), group="watch-load", exclusive=True, exit_on_error=False)
+    def connected(self, host: str = "") -> None:
+        """(Re)connected to ``host``: the app has just replaced its pending queue, dropping
+        our items; the daemon's status comes through :meth:`status_changed`. The watch
+        panel follows the console's first host; another host's tripwire items are loaded
+        for the queue only."""
+        for key in [k for k, item in self.paused.items() if queue_key(host, item.id) == k]:
+            del self.paused[key]
+        if host == self.app.primary_host:
+            self.app.run_worker(self._load(), group="watch-load", exclusive=True, exit_on_error=False)
+        else:
+            self.app.run_worker(self._load_items(host), group=f"watch-items-{host}", exit_on_error=False)
 
     def status_changed(self, status: Mapping[str, Any]) -> None:
         """The app's ``daemon_status`` changed (a new connection, a status event)."""
@@ -110,10 +117,10 @@ class WatchMonitor:
         """A protected change raised by the daemon (an ``alert``)."""
         self._alert(summary)
 
-    def tripwire(self, item: TripwireNotice) -> None:
+    def tripwire(self, item: TripwireNotice, host: str = "") -> None:
         """A tripwire item: a paused session's goes to the queue (an exited writer's is only shown)."""
         if item.paused:
-            self._add_item(item)
+            self._add_item(item, host)
             self._alert(f"{item.summary} — session paused, answer it in the queue")
 
     # ------------------------------------------------------------ seen / unseen
@@ -133,19 +140,19 @@ class WatchMonitor:
 
     # ------------------------------------------------------------ tripwire items
 
-    def _add_item(self, item: TripwireNotice) -> None:
-        ident = item.id
-        if not ident or ident in self.paused:
+    def _add_item(self, item: TripwireNotice, host: str = "") -> None:
+        key = queue_key(host, item.id)
+        if not item.id or key in self.paused:
             return
-        self.paused[ident] = item
-        self.app.add_pending(TripwireEntry(item))
+        self.paused[key] = item
+        self.app.add_pending(TripwireEntry(item, host), host)
         self._paused_pill()
 
-    def resolved(self, ident: str) -> None:
+    def resolved(self, ident: str, host: str = "") -> None:
         """Resolved here or by another operator: it leaves the queue."""
-        if self.paused.pop(ident, None) is not None:
+        if self.paused.pop(queue_key(host, ident), None) is not None:
             self._paused_pill()
-        self.app.request_left(ident)
+        self.app.request_left(ident, host)
 
     def _paused_pill(self) -> None:
         n = len(self.paused)
@@ -188,9 +195,20 @@ class WatchMonitor:
         self.loaded = True
         for item in items:
             if item.paused:
-                self._add_item(item)
+                self._add_item(item, self.app.primary_host)
         if self.on_reloaded is not None:
             self.on_reloaded()
+
+    async def _load_items(self, host: str) -> None:
+        """Another host's paused sessions, for the queue."""
+        try:
+            listed = await self.app.link_for(host).call("tripwire.list", {})
+            items = as_result(TripwireListResult, listed).items
+        except (RPCError, DaemonUnreachable):
+            return
+        for item in items:
+            if item.paused:
+                self._add_item(item, host)
 
     def reload(self) -> None:
         self.app.run_worker(self._load(), group="watch-load", exclusive=True, exit_on_error=False)

@@ -11,14 +11,16 @@ from msgspec import UNSET, UnsetType
 from console.daemon import identity
 from console.daemon.connection import CallContext, Method, Role
 from console.daemon.events import Topic
+from console.daemon.link_tickets import TICKET_TTL_S
 from console.protocol.jsonrpc import INVALID_PARAMS, PROTOCOL_VERSION, UNAUTHORIZED, RPCError
-from console.protocol.requests import DaemonStatus, DaemonStop, Hello, Subscribe, Unsubscribe
+from console.protocol.requests import DaemonStatus, DaemonStop, Hello, LinkTicket, Subscribe, Unsubscribe
 from console.protocol.results import (
     AgentIdentity,
     DaemonStatusResult,
     DaemonStopResult,
     HelloAgent,
     HelloResult,
+    LinkTicketResult,
     SubscribeResult,
     UnsubscribeResult,
 )
@@ -32,12 +34,21 @@ async def hello(ctx: CallContext, args: Hello) -> HelloResult:
         if agent_id or secret or agent_pid is not None:
             raise RPCError(INVALID_PARAMS, "agent_id, agent_secret, agent_pid: agent.sock only")
         if not conn.authenticated:
-            if not token or not _token_matches(token, ctx.services.token):
+            if args.ticket:
+                # A console on another machine (docs/remote.md): the ticket was asked for
+                # on a connection the token authenticated here.
+                if not ctx.services.link_tickets.redeem(args.ticket):
+                    raise RPCError(
+                        UNAUTHORIZED, "unknown, used or expired link ticket; ask link.ticket again"
+                    )
+            elif not token or not _token_matches(token, ctx.services.token):
                 raise RPCError(
                     UNAUTHORIZED, "wrong or missing operator token (it is in operator.token in the state dir)"
                 )
             conn.authenticated = True
         return _greeting(ctx)
+    if args.ticket:
+        raise RPCError(INVALID_PARAMS, "ticket: operator.sock only")
     if bool(agent_id) != bool(secret):
         raise RPCError(INVALID_PARAMS, "agent_id and agent_secret: give both to reconnect, or neither")
     registry = ctx.services.agents
@@ -72,6 +83,15 @@ def _greeting(ctx: CallContext, agent: HelloAgent | UnsetType = UNSET) -> HelloR
         version=ctx.services.version,
         peer_pid=conn.peer.pid,
         agent=agent,
+    )
+
+
+async def link_ticket(ctx: CallContext, args: LinkTicket) -> LinkTicketResult:
+    """A one-time ticket for one more operator connection (console/daemon/link_tickets.py)."""
+    return LinkTicketResult(
+        ticket=ctx.services.link_tickets.mint(),
+        socket=str(ctx.services.loc.operator_socket),
+        expires_in_s=TICKET_TTL_S,
     )
 
 
@@ -133,6 +153,7 @@ async def stop(ctx: CallContext, args: DaemonStop) -> DaemonStopResult:
 METHODS = {
     "hello": Method(hello, Hello, before_auth=True),
     "daemon.status": Method(status, DaemonStatus, inert=True),
+    "link.ticket": Method(link_ticket, LinkTicket, operator_only=True),
     "daemon.stop": Method(stop, DaemonStop, operator_only=True),
     "subscribe": Method(subscribe, Subscribe, operator_only=True),
     "unsubscribe": Method(unsubscribe, Unsubscribe, operator_only=True),

@@ -8,6 +8,10 @@ daemon lists oldest first and announces new ones as they come). The view is the 
 sequence the queue widget draws; every change returns the view index it touched so the
 widget can repaint just the rows that moved. Sized for 10,000 pending: indexes are
 found by bisection over ranks (tier, then arrival number), never by scanning.
+
+A console watching several hosts (docs/remote.md) merges their queues here: each entry
+carries its ``host`` ("" when the console watches one), and is found by its key,
+:func:`queue_key` of host and request id, since two daemons may hand out the same id.
 """
 
 from __future__ import annotations
@@ -25,13 +29,21 @@ TIER_SHIFT = 48  # rank = tier << TIER_SHIFT | arrival number
 TRIPWIRE_TIER, ESCALATED_TIER, ORDINARY_TIER = 0, 1, 2
 
 
-class Entry:
-    __slots__ = ("badges", "haystack", "item", "number", "rank", "request_id")
+def queue_key(host: str, request_id: str) -> str:
+    """The queue's key for a request (or tripwire item) of ``host``; the bare id when the
+    console watches one host."""
+    return f"{request_id}@{host}" if host else request_id
 
-    def __init__(self, number: int, item: QueueItem) -> None:
+
+class Entry:
+    __slots__ = ("badges", "haystack", "host", "item", "key", "number", "rank", "request_id")
+
+    def __init__(self, number: int, item: QueueItem, host: str = "") -> None:
         self.number = number
         self.item = item
+        self.host = host
         self.request_id: str = item.request_id
+        self.key = queue_key(host, self.request_id)
         if isinstance(item, TripwireEntry):
             self.badges: list[Badge] = []
             tier, tool, fingerprint = TRIPWIRE_TIER, "", ""
@@ -47,6 +59,7 @@ class Entry:
                 item.session_id,
                 fingerprint,
                 self.request_id,
+                host,
                 *(b.label for b in self.badges),
             )
         ).casefold()
@@ -85,11 +98,12 @@ class PendingQueue:
     def entry(self, index: int) -> Entry:
         return self._by_rank[self._view[index]]
 
-    def get(self, request_id: str) -> Entry | None:
-        return self._entries.get(request_id)
+    def get(self, key: str) -> Entry | None:
+        """The entry of ``key`` (:func:`queue_key`: the request id with one host)."""
+        return self._entries.get(key)
 
-    def index_of(self, request_id: str) -> int | None:
-        entry = self._entries.get(request_id)
+    def index_of(self, key: str) -> int | None:
+        entry = self._entries.get(key)
         if entry is None:
             return None
         i = bisect_left(self._view, entry.rank)
@@ -108,26 +122,33 @@ class PendingQueue:
 
     # --------------------------------------------------------------- changing
 
-    def replace(self, items: Iterable[QueueItem]) -> None:
-        """Start over from a full listing (after connecting or reconnecting)."""
-        self._entries.clear()
-        self._by_rank.clear()
-        self._view.clear()
-        self._escalated = 0
+    def replace(self, items: Iterable[QueueItem], host: str | None = None) -> None:
+        """Start over from a full listing (after connecting or reconnecting): of every
+        host, or (``host`` given) of that host, the others' entries kept."""
+        if host is None:
+            self._entries.clear()
+            self._by_rank.clear()
+            self._view.clear()
+            self._escalated = 0
+        else:
+            for entry in [e for e in self._entries.values() if e.host == host]:
+                self._drop(entry)
+            self._view = list(self._view_ranks())
         for item in items:
-            self._append(item)
+            self._append(item, host or "")
 
-    def add(self, item: QueueItem) -> int | None:
+    def add(self, item: QueueItem, host: str = "") -> int | None:
         """Add a newly pending item; returns its view index, or None if the filter hides it."""
-        if item.request_id in self._entries:
+        key = queue_key(host, item.request_id)
+        if key in self._entries:
             return None
-        entry = self._append(item)
-        return self.index_of(entry.request_id)
+        self._append(item, host)
+        return self.index_of(key)
 
-    def remove(self, request_id: str) -> int | None:
+    def remove(self, key: str) -> int | None:
         """Drop a decided item; returns the view index it had, or None if it was not shown."""
-        index = self.index_of(request_id)
-        entry = self._entries.pop(request_id, None)
+        index = self.index_of(key)
+        entry = self._entries.pop(key, None)
         if entry is None:
             return None
         del self._by_rank[entry.rank]
@@ -140,10 +161,18 @@ class PendingQueue:
         self._words = text.casefold().split()
         self._view = sorted(e.rank for e in self._entries.values() if e.matches(self._words))
 
-    def _append(self, item: QueueItem) -> Entry:
-        entry = Entry(self._next, item)
+    def _drop(self, entry: Entry) -> None:
+        del self._entries[entry.key]
+        del self._by_rank[entry.rank]
+        self._escalated -= bool(entry.badges)
+
+    def _view_ranks(self) -> Iterator[int]:
+        return (r for r in self._view if r in self._by_rank)
+
+    def _append(self, item: QueueItem, host: str = "") -> Entry:
+        entry = Entry(self._next, item, host)
         self._next += 1
-        self._entries[entry.request_id] = entry
+        self._entries[entry.key] = entry
         self._by_rank[entry.rank] = entry
         self._escalated += bool(entry.badges)
         if entry.matches(self._words):

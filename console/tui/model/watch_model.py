@@ -155,9 +155,10 @@ class TripwireEntry:
     resume, kill or keep paused, never approved."""
 
     tripwire: TripwireNotice
+    host: str = ""  # the host whose daemon paused the session ("" with one host)
 
     @property
-    def request_id(self) -> str:  # the queue's key
+    def request_id(self) -> str:  # the queue's key, with the host
         return self.tripwire.id
 
     @property

@@ -53,8 +53,8 @@ class QueueScreen(ConsoleScreen):
     def __init__(self) -> None:
         super().__init__(id="queue")
         self.guard: TypeAheadGuard | None = None
-        self._previous: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
-        self._shown_rid: str | None = None
+        self._previous: OrderedDict[tuple[str, str, str], list[dict[str, Any]]] = OrderedDict()
+        self._shown_key: str | None = None
         self._detail_pending = False
         self._view: QueueView | None = None
         self._detail: RequestDetail | None = None
@@ -69,7 +69,9 @@ class QueueScreen(ConsoleScreen):
                 id="queue-filter",
                 select_on_focus=False,
             )
-            yield QueueView(self.app.pending, clock=self.app.clock, id="queue-list")
+            yield QueueView(
+                self.app.pending, clock=self.app.clock, id="queue-list", host_column=self.app.multi_host
+            )
         yield RequestDetail(
             max_chars=cfg.max_chars, max_lines=cfg.max_lines, clock=self.app.clock, id="detail"
         )
@@ -107,8 +109,8 @@ class QueueScreen(ConsoleScreen):
             return
         view = self.view
         model = self.app.pending
-        if self._shown_rid is not None:
-            index = model.index_of(self._shown_rid)
+        if self._shown_key is not None:
+            index = model.index_of(self._shown_key)
             if index is not None and index != view.cursor:
                 view.set_reactive(QueueView.cursor, index)
         view.rows_changed(first)
@@ -120,13 +122,14 @@ class QueueScreen(ConsoleScreen):
             self._detail_pending = True
             self.call_after_refresh(self._show_current)
 
-    def select_request(self, request_id: str) -> bool:
-        index = self.app.pending.index_of(request_id)
+    def select_request(self, key: str) -> bool:
+        """Put the cursor on the request of ``key`` (its queue key: the id, with its host)."""
+        index = self.app.pending.index_of(key)
         if index is None:
             self.app.pending.set_filter("")
             self.query_one("#queue-filter", Input).value = ""
             self.view.rows_changed(0)
-            index = self.app.pending.index_of(request_id)
+            index = self.app.pending.index_of(key)
         if index is None:
             return False
         self.view.cursor = index
@@ -136,24 +139,24 @@ class QueueScreen(ConsoleScreen):
         self._detail_pending = False
         entry = self.current()
         if entry is None:
-            self._shown_rid = None
+            self._shown_key = None
             self.detail.show(None)
             return
         item = entry.item
-        self._shown_rid = entry.request_id
+        self._shown_key = entry.key
         if isinstance(item, TripwireEntry):
-            if self.detail.request_id != entry.request_id:
-                self.detail.show(item)
+            if self.detail.key != entry.key:
+                self.detail.show(item, host=entry.host)
             self._tripwire_bindings(True)
             return
-        key = (item.operation.tool, item.operation.executable)
+        key = (entry.host, item.operation.tool, item.operation.executable)
         previous = self._previous.get(key)
-        if self.detail.request_id != entry.request_id or previous is not self.detail.previous:
-            self.detail.show(item, entry.badges, previous)
+        if self.detail.key != entry.key or previous is not self.detail.previous:
+            self.detail.show(item, entry.badges, previous, host=entry.host)
         if previous is None:
             self._load_previous(key, entry.request_id)
         if self.detail.changes is None and item.session_id:
-            self._load_changes(entry.request_id, item.session_id)
+            self._load_changes(entry.host, entry.request_id, item.session_id)
         self._tripwire_bindings(False)
 
     # ------------------------------------------------------------ watcher: changes, tripwire items
@@ -172,9 +175,11 @@ class QueueScreen(ConsoleScreen):
         return True
 
     @work(group="changes", exclusive=True)
-    async def _load_changes(self, request_id: str, session_id: str) -> None:
+    async def _load_changes(self, host: str, request_id: str, session_id: str) -> None:
         try:
-            result = await self.app.link.call("watch.recent", {"agent_session": session_id, "limit": 200})
+            result = await self.app.link_for(host).call(
+                "watch.recent", {"agent_session": session_id, "limit": 200}
+            )
         except (DaemonUnreachable, RPCError):
             return
         self.detail.set_changes(request_id, result.get("events", []))
@@ -188,6 +193,8 @@ class QueueScreen(ConsoleScreen):
             return
         if self.detail.item is None or not self.detail.item.session_id or self._changes_timer is not None:
             return
+        if self.detail.host != message.host:
+            return  # another host's sessions changed
         if any(sessions_of(e) for e in message.event.events):
             self._changes_timer = self.set_timer(0.5, self._reload_changes)
 
@@ -195,7 +202,7 @@ class QueueScreen(ConsoleScreen):
         self._changes_timer = None
         item = self.detail.item
         if item is not None and item.session_id and not isinstance(item, TripwireEntry):
-            self._load_changes(item.request_id, item.session_id)
+            self._load_changes(self.detail.host, item.request_id, item.session_id)
 
     def action_tripwire(self, answer: str) -> None:
         entry = self._guarded() if answer == "resume" else self.shown()
@@ -209,10 +216,12 @@ class QueueScreen(ConsoleScreen):
     @work(group="decide", exclusive=False)
     async def _send_tripwire(self, entry: Entry, item: TripwireEntry, answer: str) -> None:
         try:
-            await self.app.link.call("tripwire.resolve", {"id": entry.request_id, "action": answer})
+            await self.app.link_for(entry.host).call(
+                "tripwire.resolve", {"id": entry.request_id, "action": answer}
+            )
         except RPCError as exc:
             if exc.code == NOT_FOUND:
-                self.app.watch_monitor.resolved(entry.request_id)
+                self.app.watch_monitor.resolved(entry.request_id, entry.host)
                 self.say(f"{entry.request_id}: already answered elsewhere", "warning")
             else:
                 self.say(f"{ANSWERS[answer]} {entry.request_id}: {inert(exc.message)}", "error")
@@ -220,14 +229,15 @@ class QueueScreen(ConsoleScreen):
         except DaemonUnreachable as exc:
             self.say(f"{answer} {entry.request_id}: not sent — {inert(str(exc))}", "error")
             return
-        self.app.watch_monitor.resolved(entry.request_id)
+        self.app.watch_monitor.resolved(entry.request_id, entry.host)
         self.say(answered(answer, item), "ok" if answer == "resume" else "warning")
 
     @work(group="previous", exclusive=False)
-    async def _load_previous(self, key: tuple[str, str], request_id: str) -> None:
+    async def _load_previous(self, key: tuple[str, str, str], request_id: str) -> None:
+        host, tool, executable = key
         try:
-            result = await self.app.link.call(
-                "history.previous", {"tool": key[0], "executable": key[1], "limit": 20}
+            result = await self.app.link_for(host).call(
+                "history.previous", {"tool": tool, "executable": executable, "limit": 20}
             )
         except (DaemonUnreachable, RPCError):
             return
@@ -278,8 +288,8 @@ class QueueScreen(ConsoleScreen):
         Not the row under the cursor: the detail follows the cursor a frame later, and a
         decision must never land on a request the operator has not seen.
         """
-        rid = self.detail.request_id
-        entry = self.app.pending.get(rid) if rid else None
+        key = self.detail.key
+        entry = self.app.pending.get(key) if key else None
         if entry is None:
             self.say("nothing to decide: no pending request is shown", "warning")
         return entry
@@ -410,10 +420,12 @@ class QueueScreen(ConsoleScreen):
 
     @work(group="decide", exclusive=False)
     async def _send_decision(self, entry: Entry, action: str, extra: dict[str, Any]) -> None:
+        # Bound to host + request id (+ the fingerprint the id names there): it goes to the
+        # daemon of the host that asked, never to another.
         params = {"target": entry.request_id, "action": action, **extra}
         command = inert(entry.item.command)[:80]
         try:
-            result = await self.app.link.call("decide", params)
+            result = await self.app.link_for(entry.host).call("decide", params)
         except RPCError as exc:
             self.say(f"{action} {entry.request_id}: {inert(exc.message)}", "error")
             return
@@ -422,9 +434,9 @@ class QueueScreen(ConsoleScreen):
             return
         if not isinstance(entry.item, TripwireEntry):
             op = entry.item.operation
-            self._previous.pop((op.tool, op.executable), None)
+            self._previous.pop((entry.host, op.tool, op.executable), None)
         for rid in result.get("decided", []):
-            self.app.request_left(rid)
+            self.app.request_left(rid, entry.host)
         how = {"approve": "approved", "deny": "denied"}[action]
         scope = extra.get("scope") or ("always (deny-rule)" if extra.get("always") else "once")
         more = len(result.get("decided", [])) - 1

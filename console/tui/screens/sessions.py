@@ -115,7 +115,8 @@ class SessionsScreen(ConsoleScreen):
 
     def _connector(self) -> Connect:
         if self.connect is None:
-            self.connect = connector(self.app.link.state_dir)
+            # A pane on a host over SSH connects through that host's link (docs/remote.md).
+            self.connect = self.app.link.pane_connect or connector(self.app.link.state_dir)
         return self.connect
 
     # ------------------------------------------------------------ the list

@@ -1,5 +1,6 @@
 """The pending queue: one line per request, oldest first, with age, session, tool,
-escalation badges and the command on one line (escaped, cut to the width)."""
+escalation badges and the command on one line (escaped, cut to the width); with
+several hosts, the host first."""
 
 from __future__ import annotations
 
@@ -18,16 +19,24 @@ from console.tui.render.watch_text import tripwire_row
 from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_class, roles
 from console.tui.widgets.line_list import LineList
 
+HOST_CHARS = 14
+
 
 class QueueView(LineList):
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | roles("secondary", "accent") | BADGE_CLASSES
 
     def __init__(
-        self, model: PendingQueue, *, clock: Callable[[], float] = time.time, id: str | None = None
+        self,
+        model: PendingQueue,
+        *,
+        clock: Callable[[], float] = time.time,
+        id: str | None = None,
+        host_column: bool = False,
     ) -> None:
         super().__init__(id=id)
         self.model = model
         self.clock = clock
+        self.host_column = host_column
 
     def on_mount(self) -> None:  # LineList.on_mount runs too (Textual calls each class's)
         self.set_interval(1.0, self._tick_ages)
@@ -41,7 +50,7 @@ class QueueView(LineList):
 
     def row_key(self, index: int) -> Hashable:
         entry = self.model.entry(index)
-        return entry.request_id, age(self.clock() - entry.item.submitted_at)
+        return entry.key, age(self.clock() - entry.item.submitted_at)
 
     def _styles(self) -> dict[str, Style]:
         get = self.component_style
@@ -63,6 +72,11 @@ class QueueView(LineList):
         base = self.row_style(selected)
         get = self.component_style
         row = Text(style=base, no_wrap=True, overflow="crop", end="")
+        if self.host_column:
+            host, _ = agent_text(entry.host, styles, get(role_class("accent")), limit=HOST_CHARS)
+            host.pad_left(1)
+            host.pad_right(HOST_CHARS + 2 - host.cell_len)
+            row.append_text(host)
         row.append(f" {age(self.clock() - item.submitted_at):>4} ", get(role_class("muted")))
         session, _ = agent_text(item.session_id or "-", styles, get(role_class("secondary")), limit=12)
         session.pad_right(13 - session.cell_len)

@@ -15,8 +15,9 @@ from typing import Any
 from rich.text import Text
 from textual.message import Message
 
+from console.contract.inert import inert
 from console.tui.model.badges import Badge
-from console.tui.model.pending import QueueItem
+from console.tui.model.pending import QueueItem, queue_key
 from console.tui.model.watch_model import TripwireEntry
 from console.tui.render.present import DetailOptions, render_request
 from console.tui.render.watch_text import changes_warning, render_session_changes, render_tripwire
@@ -45,6 +46,7 @@ class RequestDetail(DetailView):
         self.options = DetailOptions(max_chars=max_chars, max_lines=max_lines)
         self.clock = clock
         self.item: QueueItem | None = None
+        self.host = ""  # whose request, with several hosts ("" with one)
         self.badges: Sequence[Badge] = ()
         self.previous: Sequence[Mapping[str, Any]] | None = None
         self.changes: Sequence[Mapping[str, Any]] | None = None  # watch events of the agent session
@@ -58,27 +60,42 @@ class RequestDetail(DetailView):
         return None if self.item is None else self.item.request_id
 
     @property
+    def key(self) -> str | None:
+        """The queue's key of the request shown (its id and host)."""
+        return None if self.item is None else queue_key(self.host, self.item.request_id)
+
+    @property
     def shown_key(self) -> str | None:
         """Changes whenever what the operator sees of the request changes."""
         if self.item is None:
             return None
-        return f"{self.request_id}:{'expanded' if self.options.expanded else 'bounded'}"
+        return f"{self.key}:{'expanded' if self.options.expanded else 'bounded'}"
 
     def show(
         self,
         item: QueueItem | None,
         badges: Sequence[Badge] = (),
         previous: Sequence[Mapping[str, Any]] | None = None,
+        host: str = "",
     ) -> None:
-        if item is None or self.item is None or item.request_id != self.item.request_id:
+        if item is None or self.item is None or queue_key(host, item.request_id) != self.key:
             self.options.expanded = False
             self.options.full_fingerprint = False
             self.changes = None
             self.scroll_to(y=0, animate=False, immediate=True)
         self.item = item
+        self.host = host
         self.badges = badges
         self.previous = previous
         self.refresh_detail()
+
+    def _host_line(self) -> Text:
+        """Which host asks: decisions go to that host's daemon only."""
+        styles = self.styles_map()
+        line = Text("on host ", style=styles["label"])
+        line.append(inert(self.host), styles["operator"])
+        line.append(" — approve / deny go to its daemon\n", styles["label"])
+        return line
 
     def set_previous(self, request_id: str, previous: Sequence[Mapping[str, Any]]) -> None:
         if self.request_id == request_id:
@@ -108,7 +125,7 @@ class RequestDetail(DetailView):
         elif isinstance(self.item, TripwireEntry):
             rendered = render_tripwire(self.item, self.styles_map(), self.options, now=self.clock())
             self.truncated = rendered.truncated
-            self.set_text(rendered.text)
+            self.set_text(Text.assemble(self._host_line(), rendered.text) if self.host else rendered.text)
         else:
             styles = self.styles_map()
             rendered = render_request(
@@ -117,7 +134,9 @@ class RequestDetail(DetailView):
             self.truncated = rendered.truncated
             warning = changes_warning(self.changes, styles)
             session = self.item.session_id
-            sections = [("warning", warning)] if warning is not None else []
+            sections = [("host", self._host_line())] if self.host else []
+            if warning is not None:
+                sections.append(("warning", warning))
             sections.append(("request", rendered.text))
             sections.append(("changes", render_session_changes(session, self.changes, styles)))
             self.set_sections(sections)
