@@ -6,11 +6,14 @@ import contextlib
 import json
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from support.daemon import DaemonProcess, operation, short_tmp, wait_for, workspace
+from support.store import immutable_base
 
 from console.client import DaemonUnreachable
 
@@ -141,7 +144,7 @@ def test_unwritable_database_denies_with_store_unavailable():
     """The kernel refuses every write to the database and its WAL (the immutable flag),
     as a read-only disk would: a filesystem holding an open database cannot be remounted
     read-only (EBUSY), so this is the live version of that fault."""
-    base = short_tmp()
+    base = Path(tempfile.mkdtemp(prefix="ac-", dir=immutable_base()))
     ws = workspace()
     d = DaemonProcess(base / "s").start()
     files = [str(d.loc.database), str(d.loc.database) + "-wal"]

@@ -6,12 +6,13 @@ store must work again once the fault clears.
 
 from __future__ import annotations
 
+import tempfile
 import textwrap
 from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
-from support.store import acked_then_killed, chattr, ev, raw, remount, tmpfs
+from support.store import acked_then_killed, chattr, ev, immutable_base, raw, remount, tmpfs
 
 from console.store import HistoryQuery, Store, StoreUnavailable
 
@@ -85,11 +86,12 @@ def test_a_read_only_mount_refuses_opening_for_write_but_allows_reading(tmp_path
 
 
 @pytest.mark.needs_root
-def test_a_database_the_kernel_refuses_to_write_fails_live_and_recovers(tmp_path: Path):
+def test_a_database_the_kernel_refuses_to_write_fails_live_and_recovers():
     # A filesystem cannot be remounted read-only while SQLite holds the file open for
     # writing (EBUSY), so the live refusal comes from the immutable flag instead: the
     # kernel then refuses every write to the database and its WAL, as on a read-only disk.
-    db = tmp_path / "history.db"
+    base = Path(tempfile.mkdtemp(dir=immutable_base()))
+    db = base / "history.db"
     wal = Path(str(db) + "-wal")
     with Store.open(db) as store:
         assert store.append(ev(1, request_id="before")).result() == [1]

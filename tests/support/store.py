@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -97,6 +100,30 @@ def tmpfs(where: Path, size: str) -> Iterator[Path]:
 def remount(where: Path, options: str) -> None:
     done = _run("mount", "-o", f"remount,{options}", str(where))
     assert done.returncode == 0, done.stderr
+
+
+@functools.cache
+def immutable_base() -> Path:
+    """A short temporary base directory on a filesystem where the immutable flag stops
+    writes through a file already open (ext4 does; tmpfs, a common /tmp, does not): the
+    live "the kernel refuses to write" fault needs one. Short, for socket paths."""
+    for base in ("/tmp", "/var/tmp"):
+        probe = Path(tempfile.mkdtemp(prefix="ac-i-", dir=base))
+        target = probe / "f"
+        try:
+            with open(target, "w") as f:
+                if _run("chattr", "+i", str(target)).returncode != 0:
+                    continue
+                try:
+                    f.write("x")
+                    f.flush()
+                except PermissionError:
+                    return Path(base)
+                finally:
+                    _run("chattr", "-i", str(target))
+        finally:
+            shutil.rmtree(probe, ignore_errors=True)
+    pytest.fail("no filesystem under /tmp or /var/tmp enforces chattr +i (root and ext4 are needed)")
 
 
 def chattr(flag: str, *paths: Path) -> None:
