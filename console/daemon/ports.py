@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from console.daemon.session_service import SessionService
     from console.daemon.watch_service import WatchService
     from console.daemon.workspaces import WorkspaceTrust
+    from console.locations import Locations
     from console.sessions.session import Session
     from console.store import Store
     from console.watch import AttributionToken
@@ -96,6 +97,7 @@ class Services(Protocol):
     version: str
     started_at: float
     token: str
+    loc: Locations
     host: Host
     policy: PolicySource
     events: EventHub
