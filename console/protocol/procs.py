@@ -87,7 +87,8 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox
 def may_name(chain: list[ProcStat], index: int) -> bool:
     """Whether ``chain[0]`` may name ``chain[index]`` (itself or an ancestor) as its agent.
 
-    A process may always name itself. An ancestor must be one of:
+    A process may name itself, unless it leads a session with a terminal (a terminal's
+    shell: every agent started there descends from it). An ancestor must be one of:
 
     - a process inside a session with a terminal that does not lead it (an agent started
       from a terminal: the interactive shell leads the session, so two agents started
@@ -105,10 +106,10 @@ def may_name(chain: list[ProcStat], index: int) -> bool:
     never the agent of the separate sessions it starts: every tree under it would be one
     identity.
     """
-    if index == 0:
-        return True
     root = chain[index]
     leads = root.pid == root.session
+    if index == 0:
+        return not (leads and root.tty != 0)
     crossed = any(st.session != root.session for st in chain[:index])
     if root.tty != 0:
         if leads:

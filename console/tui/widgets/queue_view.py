@@ -1,11 +1,13 @@
-"""The pending queue: one line per request, oldest first, with age, session, tool,
-escalation badges and the command on one line (escaped, cut to the width)."""
+"""The pending queue: one line per request, oldest first, with age, who asked (the agent
+identity: short id, label, process), tool, escalation badges and the command on one line
+(escaped, cut to the width)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
 
+from msgspec import UNSET
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
@@ -17,6 +19,9 @@ from console.tui.render.present import agent_text, badge_text
 from console.tui.render.watch_text import tripwire_row
 from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_class, roles
 from console.tui.widgets.line_list import LineList
+
+# The "who asked" column: `a-1234abcd label claude[4321]`, cut (then marked) past this.
+WHO_CELLS = 24
 
 
 class QueueView(LineList):
@@ -64,8 +69,11 @@ class QueueView(LineList):
         get = self.component_style
         row = Text(style=base, no_wrap=True, overflow="crop", end="")
         row.append(f" {age(self.clock() - item.submitted_at):>4} ", get(role_class("muted")))
-        session, _ = agent_text(item.session_id or "-", styles, get(role_class("secondary")), limit=12)
-        session.pad_right(13 - session.cell_len)
+        # Who asked: the daemon's identity (short id, label, process), else the label alone.
+        agent = item.agent if not isinstance(item, TripwireEntry) else UNSET
+        who = agent.shown if agent is not UNSET else (item.session_id or "-")
+        session, _ = agent_text(who, styles, get(role_class("secondary")), limit=WHO_CELLS)
+        session.pad_right(WHO_CELLS + 1 - session.cell_len)
         row.append_text(session)
         if isinstance(item, TripwireEntry):
             row.append_text(tripwire_row(item, styles, max(8, width - row.cell_len)))
