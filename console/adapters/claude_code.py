@@ -50,6 +50,9 @@ WRITE_TOOLS = {
 }
 READ_TOOLS = ("Read", "Glob", "Grep", "NotebookRead", "LS")
 SUPERVISED_TOOLS = ("Bash", *WRITE_TOOLS, *READ_TOOLS)
+MCP_PREFIX = "mcp__"  # mcp__<server>__<tool>: a tool an MCP server runs
+# The operator reads an MCP call's whole input in the request's justification.
+MAX_MCP_SHOWN_CHARS = 15 * 1024
 DEFAULT_TIMEOUT_S = 55.0  # below Claude Code's default 60 s hook timeout
 # How long after --timeout the hook still waits for the daemon's approval_timeout deny
 # (which the daemon records); past it the hook denies by itself. Keeps the whole hook
@@ -119,7 +122,7 @@ def operation_for(
     tool = _field(hook, "tool_name", str)
     tool_input = _field(hook, "tool_input", dict)
     cwd = _field(hook, "cwd", str)
-    if tool not in SUPERVISED_TOOLS:
+    if tool not in SUPERVISED_TOOLS and not tool.startswith(MCP_PREFIX):
         return None
     if not cwd.startswith("/"):
         raise HookInputError("hook input's cwd is not an absolute path")
@@ -138,6 +141,8 @@ def operation_for(
     }
     if tool == "Bash":
         return _bash_operation(base, tool_input, cwd, workspace, outside)
+    if tool.startswith(MCP_PREFIX):
+        return _mcp_operation(base, tool, tool_input)
     path = _field(tool_input, WRITE_TOOLS[tool], str)
     if not path.startswith("/"):
         path = os.path.join(cwd, path)
@@ -162,6 +167,35 @@ def operation_for(
         # What the file will hold, for the daemon to show as a diff (console/daemon/proposed.py).
         op["stdin"] = base64.b64encode(content).decode("ascii")
     return op
+
+
+def _mcp_operation(base: dict[str, Any], tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """An MCP tool call, for the operator to decide: Claude Code calls the server itself,
+    so nothing runs in the sandbox (``true``). The server acts outside any sandbox with
+    the operator's powers, so the call asks for ``unrestricted``; the input's digest is an
+    argument (a grant binds this exact input), its text is the justification (shown in
+    full, escaped) and its bytes the stdin."""
+    import hashlib
+
+    data = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    raw = data.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(raw).hexdigest()
+    server, _, name = tool[len(MCP_PREFIX) :].partition("__")
+    shown = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, indent=2)
+    if len(shown) > MAX_MCP_SHOWN_CHARS or len(raw) > MAX_STDIN_BYTES:
+        raise Refused(
+            f"the input of {tool} is {len(shown)} characters, more than the operator can be shown "
+            f"({MAX_MCP_SHOWN_CHARS}); make the call smaller"
+        )
+    return {
+        **base,
+        "kind": "process",
+        "executable": "true",
+        "args": [f"sha256:{digest}"],
+        "capabilities": [{"kind": "unrestricted"}],
+        "justification": f"MCP server {server!r}, tool {name!r} (sha256 {digest[:16]}, {len(raw)} bytes):\n{shown}",
+        "stdin": base64.b64encode(raw).decode("ascii"),
+    }
 
 
 # Claude Code's Bash tool: 2 minutes by default, 10 at most (its `timeout` input, in ms).

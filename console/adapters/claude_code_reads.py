@@ -119,6 +119,7 @@ def _check_search(
             )
     if tool == "LS":
         return  # names only
+    _check_named(tool, tool_input, root, known)
     if secrets.within("/proc", real):
         raise Refused(f"a {tool} over {root} would read other processes (/proc); narrow the path")
     reached = secrets.secrets_under(real, known) + secrets.secrets_under(root, known)
@@ -138,6 +139,19 @@ def _check_search(
             raise Refused(
                 f"a Glob of {pattern} over {root} would reach secrets ({target}): narrow the pattern"
             )
+
+
+def _check_named(tool: str, tool_input: dict[str, Any], root: str, known: tuple[str, ...]) -> None:
+    """A search whose name filter is aimed at secret names (``**/id_rsa*``, ``glob: .env``):
+    its wildcards filled in, the name it selects is one of the set's names."""
+    pattern = tool_input.get("pattern" if tool == "Glob" else "glob")
+    if not isinstance(pattern, str) or not pattern:
+        return
+    last = pattern.rstrip("/").rsplit("/", 1)[-1]
+    name = re.sub(r"[*?]", "x", last)
+    found = secrets.secret_at(posixpath.join(root, name), ())
+    if found is not None:
+        raise Refused(f"a {tool} for {pattern} selects secrets ({found.pattern}: {found.why}); narrow it")
 
 
 def check_read(

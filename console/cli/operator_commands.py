@@ -24,7 +24,7 @@ from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
 from console.protocol.pending import AgentIdentity, PendingItem
-from console.tui.model.badges import badges
+from console.tui.model.badges import badges, confirmation
 
 
 def _badges(item: dict[str, Any]) -> str:
@@ -120,7 +120,27 @@ def _decided(result: dict[str, Any]) -> None:
     print(line)
 
 
+def _confirmed(args: argparse.Namespace) -> None:
+    """The console's typed word (console/tui/model/badges.py ``confirmation``): approving
+    `unrestricted`, a protected path (agents' settings included) or a new workspace takes
+    ``--confirm WORD``, checked against every pending request the target names."""
+    target = args.target
+    for item in _all_pending(args):
+        named = item["request_id"] == target or (
+            not target.startswith("r-") and item["fingerprint"].startswith(target)
+        )
+        if not named:
+            continue
+        needed = confirmation(msgspec.convert(item, PendingItem))
+        if needed is None:
+            continue
+        word, risk = needed
+        if (args.confirm or "").strip().lower() != word:
+            raise CLIError(f"{item['request_id']}: {risk} To approve it, type the word: --confirm {word}")
+
+
 def cmd_approve(args: argparse.Namespace) -> int:
+    _confirmed(args)
     params: dict[str, Any] = {
         "target": args.target,
         "action": "approve",
@@ -195,6 +215,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--expires", type=parse_duration, metavar="DURATION", help="grant expiry, e.g. 30m, 8h, 7d"
     )
     p.add_argument("--note", default="", help="a note recorded with the decision and sent to the agent")
+    p.add_argument(
+        "--confirm",
+        metavar="WORD",
+        help="the word that approving unrestricted, a protected path or a new workspace takes "
+        "(unrestricted, protected, workspace), as the console asks it typed",
+    )
     p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("deny", help="deny a pending request")

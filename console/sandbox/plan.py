@@ -17,7 +17,8 @@ showed the operator (:func:`console.policy.diff.requested`):
   sandbox, like /tmp), the workspace and write dirs bound back inside; the policy's `readable` bound back read-only and its
   `hidden` covered too (console/sandbox/home.py);
 - the hidden paths (the console's state and runtime directories, the user's runtime
-  directory with its session bus and agent sockets) covered by empty read-only mounts;
+  directory with its session bus and agent sockets, the secret set where it would
+  otherwise show: console/sandbox/secret_paths.py) covered by empty read-only mounts;
 - no network unless `external_network` (a private loopback exists either way);
 - new user, pid, ipc and uts namespaces, no capabilities, a new session, and death
   with the daemon.
@@ -86,6 +87,7 @@ from console.sandbox.home import expand, home_masks
 from console.sandbox.probing import BACKEND, SandboxProbe
 from console.sandbox.protected import ProtectedWalkError, find_protected
 from console.sandbox.resolve import Opened, ResolveError, open_path
+from console.sandbox.secret_paths import secret_paths
 from console.sandbox.tempdir import PrivateTempRoot, TempRootError
 
 K = CapabilityKind
@@ -400,7 +402,8 @@ def _boundary(
 ) -> tuple[Boundary, tuple[str, ...], tuple[str, ...], _Sources]:
     root = op.workspace_root
     readable_paths, policy_hidden = _policy_paths(cfg)
-    always = (*user_runtime_dirs(cfg.inherit_env), *SOCKET_PATHS)
+    secrets = secret_paths(cfg.inherit_env, home_masks(cfg.inherit_env), readable_paths)
+    always = (*user_runtime_dirs(cfg.inherit_env), *SOCKET_PATHS, *secrets)
     hidden_dirs, hidden_files = _existing([*cfg.hidden_paths, *always, *policy_hidden])
     # Only the outermost: a nested one would just leave its mount point visible.
     hidden_dirs = [d for d in hidden_dirs if not any(is_within(d, o) and d != o for o in hidden_dirs)]
