@@ -40,6 +40,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from console.contract.host import Host
+from console.contract.package_managers import bind_manager, manager_of, pip
 from console.contract.problem import invalid
 
 # Root-owned trees an agent cannot write without root: executables here are identified
@@ -283,6 +284,27 @@ class _Binder:
         self.out = Binding()
         self._scanned: set[str] = set()
         self.field = "executable"  # what a problem names: the argument being followed
+        # Directories a package manager puts first on a script's PATH (node_modules/.bin).
+        self.bin_dirs: tuple[str, ...] = ()
+
+    # -- what console/contract/package_managers.py uses ---------------------------------
+
+    def note(self, reason: str) -> None:
+        self.out.note(reason)
+
+    def exists(self, path: str) -> str | None:
+        """What is at ``path`` (dir, exec, file, other), or None when nothing is."""
+        kind = self.host.resolve(posixpath.normpath(path)).kind
+        return None if kind == "missing" else kind
+
+    def shell_text(self, text: str, cwd: str, depth: int) -> None:
+        self._text(text, cwd, depth)
+
+    def run(self, exe: str, args: list[str], cwd: str, depth: int) -> None:
+        self.command(exe, args, cwd, None, depth)
+
+    def listing(self, directory: str) -> list[str]:
+        return self.host.listdir(directory)
 
     # -- files ---------------------------------------------------------------------
 
@@ -337,6 +359,10 @@ class _Binder:
         if wrapped is not None:
             self._wrapper(name, args, wrapped, cwd, pos, depth)
             return
+        manager = manager_of(exe)
+        if manager is not None:
+            bind_manager(self, manager, args, cwd, depth)
+            return
         family = interpreter_family(exe)
         if family is not None:
             self._interpreter(family, args, cwd, pos, depth)
@@ -372,6 +398,12 @@ class _Binder:
         if path_override:
             self.out.note(PATH_OVERRIDE)
             return None
+        for directory in self.bin_dirs:
+            local = self.host.resolve(posixpath.join(directory, word))
+            if local.kind == "exec":
+                return local.path
+            # Absent now, it would come first: installing it there changes the fingerprint.
+            self.file(posixpath.join(directory, word), "/")
         found = self.host.which(word)
         if found is None:
             return None
@@ -484,6 +516,8 @@ class _Binder:
                     value = rest or (args[i + 1] if i + 1 < len(args) else "")
                     if ch == "m":
                         self._module(value, cwd)
+                        if value == "pip":  # python -m pip install -e .
+                            pip(self, args[i + (1 if rest else 2) :], cwd)
                     return
                 if ch in "WX":
                     consumed_next = not rest

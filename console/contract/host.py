@@ -34,6 +34,7 @@ class Host(Protocol):
     def which(self, name: str) -> str | None: ...
     def file_sha256(self, path: str) -> str | None: ...
     def read_small_text(self, path: str, limit: int) -> str | None: ...
+    def listdir(self, path: str) -> list[str]: ...
 
 
 class OSHost:
@@ -210,6 +211,22 @@ class OSHost:
             return None
         finally:
             os.close(fd)
+
+    MAX_LISTED = 4096
+
+    def listdir(self, path: str) -> list[str]:
+        """The names in a directory, sorted, at most :data:`MAX_LISTED` (for ``go generate``'s
+        files); empty when it is not a readable directory."""
+        try:
+            with os.scandir(path) as entries:
+                names = []
+                for entry in entries:
+                    names.append(entry.name)
+                    if len(names) >= self.MAX_LISTED:
+                        break
+        except OSError:
+            return []
+        return sorted(names)
 
 
 def host_workspace_limits(private: Iterable[str] = ()) -> WorkspaceLimits:
