@@ -56,10 +56,44 @@ class OSHost:
         self.trusted_path = trusted_path
         self._which: dict[str, tuple[float, str]] = {}
         self._resolved: dict[str, tuple[float, Resolved]] = {}
+        # path -> (its missing answer, the anchor directory, the anchor's identity then)
+        self._absent: dict[str, tuple[Resolved, str, tuple[int, int, int]]] = {}
 
     def resolve(self, path: str) -> Resolved:
+        absent = self._absent.get(path)
+        if absent is not None:
+            still = self._still_absent(path, absent)
+            if still is not None:
+                return still
         found = self._existing(path)
         return found if found is not None else self._missing(path)
+
+    # A path found missing is remembered with its anchor: the nearest directory above it
+    # that exists, with that directory's device, inode and mtime. Nothing can appear at
+    # the path (or on the way to it) without an entry being added to the anchor, which
+    # moves its mtime; so while the anchor is the same directory with the same mtime, the
+    # path is still missing — one stat instead of an open, an lstat and a walk. Timestamps
+    # are coarse (a clock tick), so an anchor changed in the last SETTLE_NS is not trusted.
+    SETTLE_NS = 50_000_000
+    MAX_ABSENT = 4096
+
+    def _still_absent(self, path: str, absent: tuple[Resolved, str, tuple[int, int, int]]) -> Resolved | None:
+        answer, anchor, ident = absent
+        try:
+            st = os.stat(anchor)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino, st.st_mtime_ns) == ident:
+            return answer
+        del self._absent[path]
+        return None
+
+    def _remember_absent(self, path: str, answer: Resolved, anchor: str, st: os.stat_result) -> None:
+        if time.time_ns() - st.st_mtime_ns < self.SETTLE_NS:
+            return
+        if len(self._absent) >= self.MAX_ABSENT:
+            self._absent.clear()
+        self._absent[path] = (answer, anchor, (st.st_dev, st.st_ino, st.st_mtime_ns))
 
     def _existing(self, path: str) -> Resolved | None:
         """What an existing path names, from the cache when it is fresh; None when it names
@@ -97,10 +131,15 @@ class OSHost:
                 break
             here = parent
         if above.kind == "dir":
+            anchor: os.stat_result | None = None
             try:
+                anchor = os.stat(above.path)  # before the lstat: a later entry moves its mtime
                 os.lstat(here)
             except FileNotFoundError:
-                return Resolved(os.path.join(above.path, *reversed(rest)), "missing")
+                answer = Resolved(os.path.join(above.path, *reversed(rest)), "missing")
+                if anchor is not None:
+                    self._remember_absent(path, answer, above.path, anchor)
+                return answer
             except OSError:
                 pass
         return Resolved(os.path.realpath(path), "missing")
