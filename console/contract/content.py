@@ -89,8 +89,11 @@ class Binding:
             self.unbound.append(reason)
 
 
+_SYSTEM_PREFIXES = tuple(d + "/" for d in SYSTEM_DIRS)
+
+
 def in_system_dir(path: str) -> bool:
-    return any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS)
+    return path.startswith(_SYSTEM_PREFIXES) or path in SYSTEM_DIRS
 
 
 # ----------------------------------------------------------------------------- families
@@ -310,7 +313,7 @@ class _Binder:
 
     def file(self, path: str, cwd: str) -> tuple[str, str | None]:
         """Bind the file at ``path`` (joined to ``cwd``, symlinks resolved)."""
-        full = posixpath.normpath(posixpath.join(cwd, path))
+        full = posixpath.normpath(path if path[:1] == "/" else f"{cwd.rstrip('/')}/{path}")
         found = self.host.resolve(full)
         real = found.path
         if real not in self.out.content:
@@ -359,7 +362,7 @@ class _Binder:
         if wrapped is not None:
             self._wrapper(name, args, wrapped, cwd, pos, depth)
             return
-        manager = manager_of(exe)
+        manager = manager_of(name)
         if manager is not None:
             bind_manager(self, manager, args, cwd, depth)
             return
@@ -536,14 +539,10 @@ class _Binder:
             self.out.note(PYTHON_MODULE)
             return
         for k in range(1, len(parts)):
-            self.file(posixpath.join(*parts[:k], "__init__.py"), cwd)
-        base = posixpath.join(*parts)
+            self.file("/".join(parts[:k]) + "/__init__.py", cwd)
+        base = "/".join(parts)
         found = False
-        for candidate in (
-            base + ".py",
-            posixpath.join(base, "__init__.py"),
-            posixpath.join(base, "__main__.py"),
-        ):
+        for candidate in (f"{base}.py", f"{base}/__init__.py", f"{base}/__main__.py"):
             _, digest = self.file(candidate, cwd)
             found = found or digest is not None
         if not found:

@@ -58,6 +58,7 @@ class OSHost:
         self._resolved: dict[str, tuple[float, Resolved]] = {}
         # path -> (its missing answer, the anchor directory, the anchor's identity then)
         self._absent: dict[str, tuple[Resolved, str, tuple[int, int, int]]] = {}
+        self._anchor_seen: tuple[str, int, tuple[int, int, int] | None] | None = None
 
     def resolve(self, path: str) -> Resolved:
         absent = self._absent.get(path)
@@ -76,14 +77,25 @@ class OSHost:
     # are coarse (a clock tick), so an anchor changed in the last SETTLE_NS is not trusted.
     SETTLE_NS = 50_000_000
     MAX_ABSENT = 4096
+    # One stat of an anchor answers for the candidates one parse asks about together
+    # (``python -m name``: name.py, name/__init__.py, name/__main__.py).
+    ANCHOR_REUSE_NS = 200_000
 
     def _still_absent(self, path: str, absent: tuple[Resolved, str, tuple[int, int, int]]) -> Resolved | None:
         answer, anchor, ident = absent
-        try:
-            st = os.stat(anchor)
-        except OSError:
-            st = None
-        if st is not None and (st.st_dev, st.st_ino, st.st_mtime_ns) == ident:
+        now = time.monotonic_ns()
+        seen = self._anchor_seen
+        if seen is not None and seen[0] == anchor and now - seen[1] < self.ANCHOR_REUSE_NS:
+            current = seen[2]  # the same parse asking about the anchor's next candidate
+        else:
+            try:
+                st = os.stat(anchor)
+            except OSError:
+                current = None
+            else:
+                current = (st.st_dev, st.st_ino, st.st_mtime_ns)
+            self._anchor_seen = (anchor, now, current)
+        if current == ident:
             return answer
         del self._absent[path]
         return None

@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from console.contract import strictjson
@@ -47,6 +47,12 @@ DEFAULT_MAX_BYTES = 8_388_608
 DEFAULT_LIMITS = WorkspaceLimits()
 
 _TOOL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+_-]{0,127}")
+
+
+@lru_cache(maxsize=1024)
+def _valid_tool(tool: str) -> bool:
+    """A tool name: agents send a handful of them, on every request."""
+    return _TOOL_RE.fullmatch(tool) is not None
 
 
 class Origin(StrEnum):
@@ -315,7 +321,7 @@ def validate_wire(obj: Any) -> _Spec:
 
     kind = _enum(obj["kind"], "kind", Kind)
     tool = obj.get("tool", kind.value)
-    if not isinstance(tool, str) or not _TOOL_RE.fullmatch(tool):
+    if not isinstance(tool, str) or not _valid_tool(tool):
         raise invalid(
             "tool",
             "invalid_tool",
@@ -337,7 +343,9 @@ def validate_wire(obj: Any) -> _Spec:
                 "invalid_env_name",
                 "names must be 1-256 characters without '=' or NUL",
             )
-        env.append((name, _string(value, f"env[{i}]", max_chars=128 * 1024)))
+        if type(value) is not str or "\x00" in value or len(value) > 128 * 1024:
+            _string(value, f"env[{i}]", max_chars=128 * 1024)  # raises, naming the entry
+        env.append((name, value))
     env.sort()
 
     stdin_text = _string(obj.get("stdin", ""), "stdin", max_chars=(MAX_STDIN_BYTES * 4) // 3 + 4)

@@ -74,10 +74,10 @@ class Binder(Protocol):
     def listing(self, directory: str) -> list[str]: ...
 
 
-def manager_of(exe: str) -> str | None:
-    name = posixpath.basename(exe)
+def manager_of(name: str) -> str | None:
+    """The manager an executable is, by its canonical base name."""
     found = MANAGERS.get(name)
-    if found is None and _PIP.fullmatch(name):
+    if found is None and name.startswith("pip") and _PIP.fullmatch(name):
         return "pip"
     return found
 
