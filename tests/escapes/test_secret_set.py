@@ -52,6 +52,7 @@ def home():
     (home / ".config" / "tool.toml").write_text("color = true\n")
     (home / "notes.txt").write_text("plain notes\n")
     (home / "proj").mkdir()
+    (home / "proj" / "link-to-aws").symlink_to(home / ".aws" / "credentials")
     try:
         yield home
     finally:
@@ -73,6 +74,8 @@ def test_the_hook_refuses_every_kind_of_secret_in_the_home(daemon, home, rel):
 @pytest.mark.parametrize(
     ("tool", "tool_input"),
     [
+        ("Read", {"file_path": "{home}/proj/link-to-aws"}),  # a symlink in the project
+        ("Glob", {"pattern": ".*/credentials", "path": "{home}"}),
         ("Read", {"file_path": "/etc/shadow"}),
         ("Read", {"file_path": "/etc/gshadow"}),
         ("Glob", {"pattern": "**/*", "path": "{home}"}),
