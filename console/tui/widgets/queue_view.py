@@ -20,8 +20,12 @@ from console.tui.render.watch_text import tripwire_row
 from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_class, roles
 from console.tui.widgets.line_list import LineList
 
-# The "who asked" column: `a-1234abcd label claude[4321]`, cut (then marked) past this.
+# The "who asked" column: `a-1234abcd label claude[4321]`, cut (then marked) past this;
+# on a narrow screen the short id alone, so the command keeps its room (the detail says
+# the rest).
 WHO_CELLS = 24
+WHO_CELLS_NARROW = 12
+NARROW = 120
 
 
 class QueueView(LineList):
@@ -72,8 +76,11 @@ class QueueView(LineList):
         # Who asked: the daemon's identity (short id, label, process), else the label alone.
         agent = item.agent if not isinstance(item, TripwireEntry) else UNSET
         who = agent.shown if agent is not UNSET else (item.session_id or "-")
-        session, _ = agent_text(who, styles, get(role_class("secondary")), limit=WHO_CELLS)
-        session.pad_right(WHO_CELLS + 1 - session.cell_len)
+        cells = WHO_CELLS if width >= NARROW else WHO_CELLS_NARROW
+        if agent is not UNSET and width < NARROW:
+            who = f"anon {agent.id[2:9]}" if agent.anonymous else agent.id[:10]
+        session, _ = agent_text(who, styles, get(role_class("secondary")), limit=cells)
+        session.pad_right(cells + 1 - session.cell_len)
         row.append_text(session)
         if isinstance(item, TripwireEntry):
             row.append_text(tripwire_row(item, styles, max(8, width - row.cell_len)))
