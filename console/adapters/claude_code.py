@@ -3,8 +3,9 @@
 A Bash call becomes a *sandboxed* operation (``bash -c TEXT``: workspace writes, no
 network, nothing beyond the sandbox), judged by the policy like any other: within the
 ceiling it is allowed without asking. The daemon holds the allowed operation behind a
-one-time ticket (``operation.hold``) and the hook answers allow with ``updatedInput``
-that replaces the command by ``agent-console exec --ticket …``: what Claude Code's Bash
+one-time ticket for this agent (``operation.hold``) and the hook answers allow with
+``updatedInput`` that replaces the command by the daemon's ``agent-console exec
+--ticket ID`` (the secret stays in a private file): what Claude Code's Bash
 tool then runs is exactly the approved request, in bubblewrap, with its content pinned
 and its outcome recorded. A command that needs more says so in leading
 ``# agent-console:`` lines (:mod:`console.adapters.escalation`), and
@@ -13,13 +14,18 @@ and its outcome recorded. A command that needs more says so in leading
 File writes become a ``workspace_write`` scoped to the file, with the sha256 of
 the content the file will hold as an argument (so a grant binds path and content):
 inside the workspace they pass, a protected path or a path outside goes to review.
-A ``PermissionRequest`` event (the interactive dialog) gets the same decision in that
-event's JSON shape. Read, Glob and
-Grep are answered here, without the daemon: one that reaches agent-console's state
-directory (the operator token, the history, the sockets) or a protected secret is
-denied, anything else is left to Claude Code. Tools the console does not supervise,
-and events other than PreToolUse and PermissionRequest, get no answer at all (exit 0, nothing printed), so
-Claude Code's own permission flow applies to them unchanged.
+An MCP tool call (``mcp__<server>__<tool>``) is shaped like a write: nothing runs in the
+sandbox, the input's digest is bound, its whole text is shown, and it asks for
+``unrestricted`` (the server acts outside any sandbox).
+A ``PermissionRequest`` event (the permission dialog) gets the same decision in that
+event's JSON shape; the dialog for the daemon's own rewrite is allowed only when the
+daemon says it issued exactly that command to this agent (``operation.held``). Read,
+Glob and Grep are answered here, without the daemon
+(:mod:`console.adapters.claude_code_reads`): one that reaches agent-console's state, the
+secret set or another process's ``/proc`` entries is denied, anything else is left to
+Claude Code. Tools the console does not supervise, and events other than PreToolUse and
+PermissionRequest, get no answer at all (exit 0, nothing printed), so Claude Code's own
+permission flow applies to them unchanged.
 
 Claude Code goes ahead with the tool when a hook exits with anything but 0-with-JSON
 or 2, and when the hook outlives its ``timeout``. So :func:`run_hook` never raises —

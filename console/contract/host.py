@@ -109,7 +109,8 @@ class OSHost:
 
     def _existing(self, path: str) -> Resolved | None:
         """What an existing path names, from the cache when it is fresh; None when it names
-        nothing, which is never cached: something created a moment later must be seen."""
+        nothing (not cached here: a missing path is remembered only with its anchor,
+        :meth:`_still_absent`, so that something created a moment later is seen)."""
         now = time.monotonic()
         hit = self._resolved.get(path)
         if hit is not None and now - hit[0] < self.RESOLVE_TTL:

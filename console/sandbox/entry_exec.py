@@ -27,13 +27,15 @@ from collections.abc import Callable
 from console.contract.content import interpreter_family
 from console.sandbox.content_pins import Pin, Pins
 
-# Sets up what running the script by path would have, then runs the sealed bytes.
+# Sets up what running the script by path would have, then runs the sealed bytes. It
+# opens /dev/fd/N (a new open file, at offset 0): the descriptor itself shares its offset
+# with the one bwrap read the pin's mount from.
 PYTHON_RUNNER = (
     "import os, sys\n"
     "sys.argv = sys.argv[1:]\n"
     "if not sys.flags.safe_path:\n"
     "    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))\n"
-    "with open('/dev/fd/{fd}', 'rb') as f:  # a new description: offset 0\n"
+    "with open('/dev/fd/{fd}', 'rb') as f:\n"
     "    code = compile(f.read(), sys.argv[0], 'exec')\n"
     "g = {{'__name__': '__main__', '__file__': sys.argv[0], '__builtins__': __builtins__}}\n"
     "del os, sys, f\n"
