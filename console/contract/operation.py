@@ -359,17 +359,21 @@ def validate_wire(obj: Any) -> _Spec:
     out_obj = obj.get("output", {})
     if not isinstance(out_obj, dict):
         raise invalid("output", "wrong_type", "must be an object {capture_bytes, max_bytes}")
-    if set(out_obj) - {"capture_bytes", "max_bytes"}:
-        raise invalid("output", "unknown_field", "only capture_bytes and max_bytes are allowed")
-    capture = _int(
-        out_obj.get("capture_bytes", DEFAULT_CAPTURE_BYTES),
-        "output.capture_bytes",
-        0,
-        MAX_CAPTURE_BYTES,
-    )
-    max_bytes = _int(out_obj.get("max_bytes", DEFAULT_MAX_BYTES), "output.max_bytes", 1, MAX_OUTPUT_BYTES)
-    if capture > max_bytes:
-        raise invalid("output.capture_bytes", "out_of_range", "must not exceed output.max_bytes")
+    if not out_obj:
+        output = _DEFAULT_OUTPUT  # the common case: one shared, immutable value
+    else:
+        if set(out_obj) - {"capture_bytes", "max_bytes"}:
+            raise invalid("output", "unknown_field", "only capture_bytes and max_bytes are allowed")
+        capture = _int(
+            out_obj.get("capture_bytes", DEFAULT_CAPTURE_BYTES),
+            "output.capture_bytes",
+            0,
+            MAX_CAPTURE_BYTES,
+        )
+        max_bytes = _int(out_obj.get("max_bytes", DEFAULT_MAX_BYTES), "output.max_bytes", 1, MAX_OUTPUT_BYTES)
+        if capture > max_bytes:
+            raise invalid("output.capture_bytes", "out_of_range", "must not exceed output.max_bytes")
+        output = OutputLimits(capture, max_bytes)
 
     write_dirs = tuple(
         _absolute(d, f"write_dirs[{i}]")
@@ -401,7 +405,7 @@ def validate_wire(obj: Any) -> _Spec:
         env=tuple(env),
         stdin=stdin,
         timeout_ms=_int(obj.get("timeout_ms", DEFAULT_TIMEOUT_MS), "timeout_ms", 1, MAX_TIMEOUT_MS),
-        output=OutputLimits(capture, max_bytes),
+        output=output,
         workspace_access=_enum(obj.get("workspace_access", "read_only"), "workspace_access", WorkspaceAccess),
         write_dirs=write_dirs,
         network=_enum(obj.get("network", "none"), "network", Network),
@@ -412,6 +416,7 @@ def validate_wire(obj: Any) -> _Spec:
 
 
 _PATH_SCOPED = frozenset({CapabilityKind.WORKSPACE_WRITE, CapabilityKind.PROTECTED_METADATA})
+_DEFAULT_OUTPUT = OutputLimits()
 
 
 # ---------------------------------------------------------------------------------------
