@@ -224,11 +224,10 @@ class AgentRegistry:
 # ---------------------------------------------------------------------- connections
 
 
-def default_agent(conn: Connection, *, per_call: bool = False) -> Agent:
-    """The identity of a connection that named none: its process tree's, else a new one
-    (anonymous for one call of an agent)."""
+def default_agent(conn: Connection) -> Agent:
+    """The identity of a connection that named none: its process tree's, else a new one."""
     registry = conn.daemon.agents
-    return registry.by_ancestry(conn.peer) or registry.fresh(conn.peer, anonymous=per_call)
+    return registry.by_ancestry(conn.peer) or registry.fresh(conn.peer)
 
 
 def bind(conn: Connection, agent: Agent) -> None:

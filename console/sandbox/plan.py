@@ -584,9 +584,9 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
         try:
             data_binds = _pin_binds(pins, boundary, hidden)
             boundary = replace(boundary, data_binds=data_binds)
+            argv, pins.exec_fds = _entry_argv(op, pins, frozenset(d.dest for d in data_binds))
             digests = {p.path: p.digest for p in pins.pins}
             gate = _gate(boundary, sources.stats, [(d.dest, digests[d.dest]) for d in data_binds])
-            argv, pins.exec_fds = _entry_argv(op, pins, frozenset(d.dest for d in data_binds))
         except BaseException:
             sources.close()
             raise
