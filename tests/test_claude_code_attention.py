@@ -63,8 +63,14 @@ AS_AGENT = textwrap.dedent(
 
 class FakeClaude:
     def __init__(self) -> None:
+        # Started as an agent without a terminal must be (`setsid claude -p`): leading a
+        # session of its own, so that the sessions its hooks run in can name it.
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", FAKE_CLAUDE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", FAKE_CLAUDE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
 
     def run(self, argv: list[str], stdin: str) -> dict:
@@ -355,11 +361,9 @@ def test_real_claude_code_reports_working_then_done_through_the_installed_hooks(
         real = find_claude_code()
     except ClaudeCodeUnavailable as e:
         pytest.skip(f"REAL CLAUDE CODE E2E TEST NOT RUN: {e}")
-    # As from a terminal, claude does not lead its session (the harness starts a new
-    # one): a shell that stays the leader runs it.
-    claude = tmp_path / "claude"
-    claude.write_text(f'#!/bin/sh\n{real} "$@"\nexit $?\n')
-    claude.chmod(0o755)
+    # The harness starts claude as `setsid claude -p` would: the leader of a session of
+    # its own without a terminal, which the sessions its hooks run in may name.
+    claude = real
     ws = workspace()
     r = daemon.cli("hook", "install", "claude-code", "--settings", str(ws / ".claude" / "settings.json"))
     assert r.returncode == 0, r.stderr
@@ -423,6 +427,7 @@ def test_an_agent_is_named_across_a_detached_session_never_across_a_terminal(dae
         capture_output=True,
         text=True,
         timeout=60,
+        start_new_session=True,  # an agent without a terminal leads a session of its own
     )
     answer = json.loads(r.stdout)
     if named:

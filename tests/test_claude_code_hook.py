@@ -157,7 +157,10 @@ def test_a_malformed_answer_from_the_daemon_is_a_deny_not_an_allow():
     # A daemon of another version (or a bug) answers a hold with an allow that lacks
     # everything but the verdict, and a ticket: acted on as sent, that was an allow with
     # a rewritten command. Checked at the socket, it is a refused call, so a deny.
-    answers = {"hello": HELLO, "operation.hold": {"decision": {"verdict": "allow"}, "ticket": "t-1"}}
+    answers = {
+        "hello": HELLO,
+        "operation.hold": {"decision": {"verdict": "allow"}, "ticket": "t-1", "command": "true"},
+    }
     state = short_tmp() / "s"  # a socket path within AF_UNIX's limit
     out = io.StringIO()
     payload = hook_input(workspace(), "Bash", {"command": "ls"})

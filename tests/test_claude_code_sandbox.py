@@ -19,7 +19,8 @@ from support.daemon import in_background, running_daemon, short_tmp, wait_for, w
 from support.hook import hook_cli, hook_input
 from support.hook import secret_home as make_secret_home
 
-from console.adapters.claude_code import is_ticket_command, ticket_command
+from console.client import Client, RPCError
+from console.protocol.tickets import read_secret
 
 pytestmark = pytest.mark.needs_bwrap
 
@@ -49,8 +50,12 @@ def ask(daemon, ws: Path, command: str, **tool_input) -> dict:
 def allowed_command(out: dict) -> str:
     assert out["permissionDecision"] == "allow", out
     command = out["updatedInput"]["command"]
-    assert is_ticket_command(command), command
+    assert shlex.split(command)[1:6] == ["-I", "-m", "console", "exec", "--ticket"], command
     return command
+
+
+def ticket_of(command: str) -> str:
+    return shlex.split(command)[6]
 
 
 def test_a_bash_call_within_the_sandbox_is_allowed_without_asking_and_runs_sandboxed(daemon):
@@ -64,7 +69,7 @@ def test_a_bash_call_within_the_sandbox_is_allowed_without_asking_and_runs_sandb
     assert run.returncode == 0, run.stderr
     assert run.stdout == "the-output\n"
     assert (ws / "made.txt").read_text() == "made\n"
-    request_id = out["updatedInput"]["command"].split("--ticket ")[1].split(":")[0]
+    request_id = ticket_of(out["updatedInput"]["command"])
     with daemon.operator() as op:
         detail = op.call("request.get", {"request_id": request_id})["detail"]
     body = detail["outcome"]["body"]  # recorded against the very request that was decided
@@ -96,9 +101,13 @@ def test_the_sandboxed_bash_cannot_write_git_hooks_nor_read_home_secrets(daemon,
 def test_a_ticket_runs_once_and_a_forged_one_runs_nothing(daemon):
     ws = workspace()
     command = allowed_command(ask(daemon, ws, "echo x >> count.txt"))
-    request_id = command.split("--ticket ")[1].split(":")[0]
-    forged = bash_tool(ticket_command(f"{request_id}:{'A' * 43}", str(daemon.state_dir)), cwd=ws)
-    assert forged.returncode == 126 and "no such ticket" in forged.stderr
+    request_id = ticket_of(command)
+    assert read_secret(daemon.state_dir / "run", request_id)  # the ticket's file is there
+    with (
+        Client.connect(daemon.state_dir, role="agent", agent_pid=os.getpid()) as same_agent,
+        pytest.raises(RPCError, match="no such ticket"),
+    ):
+        same_agent.call("operation.run", {"ticket": f"{request_id}:{'A' * 43}", "stream": False})
     assert not (ws / "count.txt").exists()
     assert bash_tool(command, cwd=ws).returncode == 0  # a wrong guess does not spend it
     again = bash_tool(command, cwd=ws)
@@ -187,13 +196,15 @@ def test_an_unreadable_escalation_line_is_denied_saying_how_to_write_it(daemon, 
 
 def test_the_permission_dialog_for_a_held_command_is_answered_and_nothing_else_rides_along(daemon):
     ws = workspace()
-    held = ticket_command("r-1-abc:" + "A" * 43, str(daemon.state_dir))
+    held = allowed_command(ask(daemon, ws, "echo held"))
     dialog = hook_cli(daemon, hook_input(ws, "Bash", {"command": held}, event="PermissionRequest"))
-    assert dialog is not None and dialog["decision"]["behavior"] == "allow"
+    assert dialog == {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}
     for extra in (
         f"{held}; touch pwned",
         f"{held} && touch pwned",
         f"touch pwned; {held}",
         f"{held}\ntouch pwned",
     ):
-        assert not is_ticket_command(extra), extra
+        answer = hook_cli(daemon, hook_input(ws, "Bash", {"command": extra}, event="PermissionRequest"))
+        # Not the daemon's command: asked as an ordinary call, which runs in the sandbox.
+        assert answer is not None and answer["decision"]["updatedInput"]["command"] != extra, extra

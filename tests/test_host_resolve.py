@@ -81,3 +81,37 @@ def test_a_deeply_missing_path_is_named_without_recursion(tree: Path) -> None:
     # must not exhaust the interpreter's recursion limit (realpath walks them in a loop).
     path = os.path.join(tree, "d", *["m"] * 1500, "x.py")
     assert OSHost().resolve(path) == (os.path.realpath(path), "missing")
+
+
+def _settled(path: Path) -> None:
+    """Date a directory's mtime back, as if nothing changed in it lately."""
+    old = os.stat(path).st_mtime_ns - 10 * OSHost.SETTLE_NS
+    os.utime(path, ns=(old, old))
+
+
+@pytest.mark.parametrize("made", ["file", "parent dir", "symlink"])
+def test_a_missing_path_remembered_is_seen_once_something_appears_there(tmp_path, made):
+    host = OSHost()
+    target = tmp_path / "pkg" / "__main__.py"
+    _settled(tmp_path)
+    assert host.resolve(str(target)).kind == "missing"
+    assert str(target) in host._absent  # remembered with its anchor
+    if made == "file":
+        (tmp_path / "pkg").mkdir()
+        target.write_text("x\n")
+    elif made == "parent dir":
+        (tmp_path / "pkg").mkdir()
+    else:
+        (tmp_path / "pkg").symlink_to(tmp_path)
+    host._anchor_seen = None  # a later parse: the anchor is looked at again
+    found = host.resolve(str(target))
+    expected = os.path.realpath(target)
+    assert found.path == expected
+    assert found.kind == ("file" if made == "file" else "missing")
+
+
+def test_a_path_whose_directory_just_changed_is_not_remembered(tmp_path):
+    host = OSHost()
+    (tmp_path / "other").write_text("")  # the anchor's mtime is now: too fresh to trust
+    assert host.resolve(str(tmp_path / "x.py")).kind == "missing"
+    assert str(tmp_path / "x.py") not in host._absent

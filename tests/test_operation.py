@@ -356,3 +356,31 @@ def test_an_executable_renamed_over_while_it_is_resolved_is_found(tmp_path, monk
     found = OSHost().resolve(str(script))
     assert not renamed  # the fault was met
     assert (found.path, found.kind) == (str(script), "exec")
+
+
+def test_the_operation_parse_builds_equals_the_dataclass_made_field_by_field(tmp_path):
+    """parse() builds an Operation without the frozen dataclass's __init__ (speed); it must
+    be the very value the dataclass would make, every field set, nothing else."""
+    import dataclasses
+
+    from console.contract.host import OSHost
+    from console.contract.operation import Operation, parse
+
+    (tmp_path / "run.sh").write_text("echo hi\n")
+    op = parse(
+        {
+            "kind": "shell",
+            "executable": "/bin/sh",
+            "args": ["run.sh"],
+            "workspace_root": str(tmp_path),
+            "env": {"CI": "1"},
+            "network": "any",
+        },
+        OSHost(),
+    )
+    fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(Operation)}
+    assert set(vars(op)) == set(fields)
+    made = Operation(**fields)
+    assert made == op and made.fingerprint == op.fingerprint
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        op.args = ()  # type: ignore[misc]

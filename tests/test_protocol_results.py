@@ -40,12 +40,13 @@ from console.daemon.methods import all_methods
 from console.protocol import invalid, jsonrpc, results
 from console.protocol.requests import PARAMS, struct_name
 from console.protocol.results import RESULTS, MethodResult
+from console.protocol.tickets import read_secret
 
 DAEMON_POLICY = "approval_timeout_s = 60\n"  # the requests below wait for a decision
 FP = "ab" * 32
 # Methods only a daemon with a working sandbox can answer for real (they run commands in
 # it, or need a session stopped by the tripwire): the needs_bwrap test calls them.
-SANDBOXED = {"operation.exec", "operation.hold", "operation.run", "tripwire.resolve"}
+SANDBOXED = {"operation.exec", "operation.hold", "operation.run", "operation.held", "tripwire.resolve"}
 
 
 # ------------------------------------------------------------ one Struct per method
@@ -302,9 +303,13 @@ def test_every_answer_of_a_real_daemon_running_commands_is_its_struct():
             assert refused["decision"]["verdict"] == "deny" and refused["result"] is None
 
             held = check(agent, "operation.hold", {"operation": operation(ws, args=["held"])})
-            assert held["ticket"]
+            assert held["ticket"] and held["command"].endswith(
+                f"--ticket {held['ticket']} --state-dir {d.state_dir}"
+            )
             assert check(agent, "operation.hold", {"operation": asked, "timeout_s": 0.05})["ticket"] is None
-            run = check(agent, "operation.run", {"ticket": held["ticket"], "stream": False})
+            secret = read_secret(d.state_dir / "run", held["ticket"])
+            assert check(agent, "operation.held", {"command": held["command"]})["held"] is True
+            run = check(agent, "operation.run", {"ticket": f"{held['ticket']}:{secret}", "stream": False})
             assert run["decision"]["request_id"] == held["decision"]["request_id"]
 
             shell = operation(ws, kind="shell", executable="sh", mode="interactive", session_id="typed")

@@ -150,6 +150,27 @@ async def test_approve_for_the_session_settles_the_next_one_and_shows_a_grant(da
         assert grant.id in screen_text(app)
 
 
+async def test_the_queue_shows_who_asked_and_an_anonymous_agent_gets_no_session_grant(daemon, ws, clock):
+    op, tag = tagged(ws, session_id="label-x")
+    agent = Agent(daemon, op, per_call=True)  # one call that reached no agent process
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        rid = await pending_with(pilot, app, tag)
+        await select(pilot, app, rid, clock)
+        await pilot.pause()
+        short = agent.identity["id"][:10]
+        assert agent.identity["anonymous"] is True
+        shown = screen_text(app)
+        row = next(line for line in shown.splitlines() if tag in line and "anonymous" in line)
+        assert f"anonymous {short}" in row
+        assert f"asked by anonymous {short} — one call that reached no agent process" in shown
+        await pilot.press("s")
+        await until(pilot, lambda: "anonymous" in status(app))
+        assert agent.waiting  # nothing was decided
+        await pilot.press("a")
+        assert (await agent.answer())["scope"] == "once"
+
+
 async def test_approve_always_with_an_expiry_then_revoke(daemon, ws, clock):
     op, tag = tagged(ws)
     agent = Agent(daemon, op)

@@ -3,8 +3,9 @@
 A Bash call becomes a *sandboxed* operation (``bash -c TEXT``: workspace writes, no
 network, nothing beyond the sandbox), judged by the policy like any other: within the
 ceiling it is allowed without asking. The daemon holds the allowed operation behind a
-one-time ticket (``operation.hold``) and the hook answers allow with ``updatedInput``
-that replaces the command by ``agent-console exec --ticket …``: what Claude Code's Bash
+one-time ticket for this agent (``operation.hold``) and the hook answers allow with
+``updatedInput`` that replaces the command by the daemon's ``agent-console exec
+--ticket ID`` (the secret stays in a private file): what Claude Code's Bash
 tool then runs is exactly the approved request, in bubblewrap, with its content pinned
 and its outcome recorded. A command that needs more says so in leading
 ``# agent-console:`` lines (:mod:`console.adapters.escalation`), and
@@ -13,13 +14,18 @@ and its outcome recorded. A command that needs more says so in leading
 File writes become a ``workspace_write`` scoped to the file, with the sha256 of
 the content the file will hold as an argument (so a grant binds path and content):
 inside the workspace they pass, a protected path or a path outside goes to review.
-A ``PermissionRequest`` event (the interactive dialog) gets the same decision in that
-event's JSON shape. Read, Glob and
-Grep are answered here, without the daemon: one that reaches agent-console's state
-directory (the operator token, the history, the sockets) or a protected secret is
-denied, anything else is left to Claude Code. Tools the console does not supervise,
-and events other than PreToolUse and PermissionRequest, get no answer at all (exit 0, nothing printed), so
-Claude Code's own permission flow applies to them unchanged.
+An MCP tool call (``mcp__<server>__<tool>``) is shaped like a write: nothing runs in the
+sandbox, the input's digest is bound, its whole text is shown, and it asks for
+``unrestricted`` (the server acts outside any sandbox).
+A ``PermissionRequest`` event (the permission dialog) gets the same decision in that
+event's JSON shape; the dialog for the daemon's own rewrite is allowed only when the
+daemon says it issued exactly that command to this agent (``operation.held``). Read,
+Glob and Grep are answered here, without the daemon
+(:mod:`console.adapters.claude_code_reads`): one that reaches agent-console's state, the
+secret set or another process's ``/proc`` entries is denied, anything else is left to
+Claude Code. Tools the console does not supervise, and events other than PreToolUse and
+PermissionRequest, get no answer at all (exit 0, nothing printed), so Claude Code's own
+permission flow applies to them unchanged.
 
 Claude Code goes ahead with the tool when a hook exits with anything but 0-with-JSON
 or 2, and when the hook outlives its ``timeout``. So :func:`run_hook` never raises —
@@ -35,14 +41,12 @@ from __future__ import annotations
 import base64
 import json
 import os
-import posixpath
-import re
-import shlex
 import sys
 import time
 from typing import IO, Any
 
 from console.adapters import escalation
+from console.adapters.claude_code_reads import Refused, check_private, check_read
 
 WRITE_TOOLS = {
     "Write": "file_path",
@@ -52,6 +56,9 @@ WRITE_TOOLS = {
 }
 READ_TOOLS = ("Read", "Glob", "Grep", "NotebookRead", "LS")
 SUPERVISED_TOOLS = ("Bash", *WRITE_TOOLS, *READ_TOOLS)
+MCP_PREFIX = "mcp__"  # mcp__<server>__<tool>: a tool an MCP server runs
+# The operator reads an MCP call's whole input in the request's justification.
+MAX_MCP_SHOWN_CHARS = 15 * 1024
 DEFAULT_TIMEOUT_S = 55.0  # below Claude Code's default 60 s hook timeout
 # How long after --timeout the hook still waits for the daemon's approval_timeout deny
 # (which the daemon records); past it the hook denies by itself. Keeps the whole hook
@@ -61,10 +68,6 @@ ANSWER_GRACE_S = 0.5
 
 class HookInputError(ValueError):
     pass
-
-
-class Refused(Exception):
-    """The hook itself refuses the call (no daemon needed); the message says why."""
 
 
 def _field(data: dict[str, Any], name: str, kind: type) -> Any:
@@ -125,7 +128,7 @@ def operation_for(
     tool = _field(hook, "tool_name", str)
     tool_input = _field(hook, "tool_input", dict)
     cwd = _field(hook, "cwd", str)
-    if tool not in SUPERVISED_TOOLS:
+    if tool not in SUPERVISED_TOOLS and not tool.startswith(MCP_PREFIX):
         return None
     if not cwd.startswith("/"):
         raise HookInputError("hook input's cwd is not an absolute path")
@@ -144,6 +147,8 @@ def operation_for(
     }
     if tool == "Bash":
         return _bash_operation(base, tool_input, cwd, workspace, outside)
+    if tool.startswith(MCP_PREFIX):
+        return _mcp_operation(base, tool, tool_input)
     path = _field(tool_input, WRITE_TOOLS[tool], str)
     if not path.startswith("/"):
         path = os.path.join(cwd, path)
@@ -168,6 +173,35 @@ def operation_for(
         # What the file will hold, for the daemon to show as a diff (console/daemon/proposed.py).
         op["stdin"] = base64.b64encode(content).decode("ascii")
     return op
+
+
+def _mcp_operation(base: dict[str, Any], tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """An MCP tool call, for the operator to decide: Claude Code calls the server itself,
+    so nothing runs in the sandbox (``true``). The server acts outside any sandbox with
+    the operator's powers, so the call asks for ``unrestricted``; the input's digest is an
+    argument (a grant binds this exact input), its text is the justification (shown in
+    full, escaped) and its bytes the stdin."""
+    import hashlib
+
+    data = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    raw = data.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(raw).hexdigest()
+    server, _, name = tool[len(MCP_PREFIX) :].partition("__")
+    shown = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, indent=2)
+    if len(shown) > MAX_MCP_SHOWN_CHARS or len(raw) > MAX_STDIN_BYTES:
+        raise Refused(
+            f"the input of {tool} is {len(shown)} characters, more than the operator can be shown "
+            f"({MAX_MCP_SHOWN_CHARS}); make the call smaller"
+        )
+    return {
+        **base,
+        "kind": "process",
+        "executable": "true",
+        "args": [f"sha256:{digest}"],
+        "capabilities": [{"kind": "unrestricted"}],
+        "justification": f"MCP server {server!r}, tool {name!r} (sha256 {digest[:16]}, {len(raw)} bytes):\n{shown}",
+        "stdin": base64.b64encode(raw).decode("ascii"),
+    }
 
 
 # Claude Code's Bash tool: 2 minutes by default, 10 at most (its `timeout` input, in ms).
@@ -212,29 +246,10 @@ def _bash_operation(
     return op
 
 
-_TICKET_COMMAND = re.compile(
-    r"'?/[^'\s]+'? -I -m console exec --ticket r-[0-9a-z]{1,13}-[0-9a-z]{1,13}:[A-Za-z0-9_-]{43}( --state-dir '?/[^'\s]+'?)?"
-)
-
-
-def ticket_command(ticket: str, state_dir: str | None) -> str:
-    """The command Claude Code's Bash tool runs instead of the model's: the held request."""
-    argv = [sys.executable, "-I", "-m", "console", "exec", "--ticket", ticket]
-    if state_dir:
-        argv += ["--state-dir", os.path.abspath(state_dir)]
-    return shlex.join(argv)
-
-
-def is_ticket_command(command: str) -> bool:
-    """A command of :func:`ticket_command`'s exact shape (it can only run what a ticket holds)."""
-    return _TICKET_COMMAND.fullmatch(command) is not None
-
-
-def _rewritten(
-    tool_input: dict[str, Any], operation: dict[str, Any], ticket: str, state_dir: str | None
-) -> dict[str, Any]:
+def _rewritten(tool_input: dict[str, Any], operation: dict[str, Any], command: str) -> dict[str, Any]:
+    """The Bash call Claude Code runs instead: the daemon's command for the held request."""
     updated = {k: v for k, v in tool_input.items() if k != escalation.UNSANDBOXED_INPUT}
-    updated["command"] = ticket_command(ticket, state_dir)
+    updated["command"] = command
     updated["timeout"] = min(BASH_MAX_TIMEOUT_MS, operation["timeout_ms"] + BASH_TIMEOUT_MARGIN_MS)
     return updated
 
@@ -293,82 +308,6 @@ def _resulting_content(tool: str, tool_input: dict[str, Any], path: str) -> str 
             return None
         text = text.replace(old, new) if edit.get("replace_all") is True else text.replace(old, new, 1)
     return text
-
-
-# ---------------------------------------------------------------------------------------
-# Reads: what the agent must never see, decided here
-
-
-def _private_roots(state_dir: str | None) -> list[str]:
-    from console.locations import locate
-
-    loc = locate(state_dir)
-    return [_real(str(p)) for p in (loc.state_dir, loc.runtime_dir, loc.token)]
-
-
-def _protected_patterns() -> Any:
-    """The secrets of the one protected set (reading .git/config or .claude/ is fine;
-    writing them is what the daemon's policy guards)."""
-    from console.policy.patterns import ProtectedPaths
-    from console.policy.protected_set import ENTRIES
-
-    return ProtectedPaths([e.pattern for e in ENTRIES if e.group == "secrets"])
-
-
-def check_private(path: str, state_dir: str | None) -> None:
-    """Refuse a path inside agent-console's state or runtime directory."""
-    real = _real(path)
-    for root in _private_roots(state_dir):
-        if _within(real, root):
-            raise Refused(f"{path} belongs to agent-console's private state; the agent may not touch it")
-
-
-def _check_secret(path: str, cwd: str, env: dict[str, str]) -> None:
-    real = _real(path)
-    protected = _protected_patterns()
-    candidates = [real.lstrip("/"), path.lstrip("/")]
-    project = env.get("CLAUDE_PROJECT_DIR") or cwd
-    for base in {_real(project), _real(cwd)}:
-        if _within(real, base) and real != base:
-            candidates.append(posixpath.relpath(real, base))
-    for candidate in candidates:
-        pattern = protected.match(candidate) if candidate else None
-        if pattern is not None:
-            raise Refused(
-                f"{path} is a protected secret ({pattern}); ask the operator to share what you need"
-            )
-
-
-def check_read(
-    tool: str, tool_input: dict[str, Any], cwd: str, env: dict[str, str], state_dir: str | None
-) -> None:
-    """Refuse a Read/Glob/Grep that reaches private state or a protected secret."""
-    targets: list[str] = []
-    for key in ("file_path", "notebook_path", "path"):
-        value = tool_input.get(key)
-        if isinstance(value, str) and value:
-            targets.append(value)
-    if tool in ("Glob", "Grep", "LS") and not targets:
-        targets.append(cwd)  # they search the cwd when no path is given
-    pattern = tool_input.get("pattern") if tool == "Glob" else tool_input.get("glob")
-    roots = [os.path.normpath(t if t.startswith("/") else os.path.join(cwd, t)) for t in targets]
-    for root in roots:
-        check_private(root, state_dir)
-        _check_secret(root, cwd, env)
-        if tool in ("Glob", "Grep", "LS"):
-            # A search over a folder that holds the state directory would reach the token.
-            real = _real(root)
-            for private in _private_roots(state_dir):
-                if _within(private, real):
-                    raise Refused(
-                        f"a {tool} over {root} would reach agent-console's private state ({private}); "
-                        "narrow the path"
-                    )
-            if isinstance(pattern, str) and pattern:
-                joined = pattern if pattern.startswith("/") else os.path.join(root, pattern)
-                if "*" not in joined and "?" not in joined and "[" not in joined:
-                    check_private(joined, state_dir)
-                _check_secret(joined.replace("**/", "").replace("*", "x"), cwd, env)
 
 
 # ---------------------------------------------------------------------------------------
@@ -431,17 +370,6 @@ def decide(
         if event not in ANSWERED_EVENTS:
             return None
         output = _permission_output if event == "PermissionRequest" else _output
-        tool_input = hook.get("tool_input")
-        if (
-            event == "PermissionRequest"
-            and hook.get("tool_name") == "Bash"
-            and isinstance(tool_input, dict)
-            and isinstance(tool_input.get("command"), str)
-            and is_ticket_command(tool_input["command"])
-        ):
-            # The dialog for a command this hook already rewrote: it runs only what the
-            # operator's console allowed (a wrong or spent ticket runs nothing).
-            return output("allow", "approved by agent-console (the held request)")
         operation = operation_for(hook, state_dir=state_dir)
     except (strictjson.StrictJSONError, HookInputError) as exc:
         return _output("deny", f"agent-console could not read the hook input: {exc}")
@@ -449,6 +377,7 @@ def decide(
         return output("deny", f"denied by agent-console: {exc}")
     if operation is None:
         return None
+    bash = operation["tool"] == "claude-code:Bash"
     try:
         with Client.connect(
             state_dir,
@@ -456,24 +385,31 @@ def decide(
             client="claude-code-hook",
             deadline=deadline,
             agent_pid=agent_process_pid(),  # the claude process: its calls are one agent
+            per_call=True,
         ) as client:
+            if event == "PermissionRequest" and bash and _issued(client, hook["tool_input"]["command"]):
+                # The dialog for the daemon's own rewrite, issued to this very agent: it
+                # runs only what the operator's console allowed. Anything else, however
+                # much it looks like one, is an ordinary request (below).
+                return output("allow", "approved by agent-console (the held request)")
             wait_s = max(0.05, deadline - ANSWER_GRACE_S - time.monotonic())
-            if operation["tool"] == "claude-code:Bash":
+            command = None
+            if bash:
                 held = client.call("operation.hold", {"operation": operation, "timeout_s": wait_s})
-                answer, ticket = held["decision"], held["ticket"]
+                answer, command = held["decision"], held["command"]
             else:
-                answer, ticket = client.submit(operation, timeout_s=wait_s), None
+                answer = client.submit(operation, timeout_s=wait_s)
     except DaemonUnreachable as exc:
         return output("deny", f"agent-console is unreachable, so nothing is allowed: {exc}")
     except RPCError as exc:
         return output("deny", f"agent-console refused the request: {_one_line(exc.message)}")
-    if answer.get("verdict") == "allow" and operation["tool"] == "claude-code:Bash" and not ticket:
+    if answer.get("verdict") == "allow" and bash and not command:
         # Never an allow without the rewrite: Claude Code would run the command itself.
         return output("deny", "agent-console allowed the command but held no ticket for it; denying")
     if answer.get("verdict") == "allow":
         note = answer.get("note") or ""
-        how = "; it runs in agent-console's sandbox" if ticket and "capabilities" not in operation else ""
-        updated = _rewritten(hook["tool_input"], operation, ticket, state_dir) if ticket else None
+        how = "; it runs in agent-console's sandbox" if command and "capabilities" not in operation else ""
+        updated = _rewritten(hook["tool_input"], operation, command) if command else None
         return output(
             "allow",
             f"approved by agent-console ({answer.get('source')})" + (f": {note}" if note else "") + how,
@@ -482,6 +418,15 @@ def decide(
     reason = answer.get("reason") or "denied"
     note = answer.get("note") or ""
     return output("deny", f"denied by agent-console: {reason}" + (f" — {note}" if note else ""))
+
+
+def _issued(client: Any, command: str) -> bool:
+    """Whether the daemon issued exactly ``command`` for a ticket of this agent."""
+    from console.protocol.requests import MAX_HELD_COMMAND
+
+    if len(command) > MAX_HELD_COMMAND:
+        return False  # longer than anything the daemon issues
+    return bool(client.call("operation.held", {"command": command})["held"])
 
 
 def _one_line(text: str) -> str:

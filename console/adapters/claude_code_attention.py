@@ -67,6 +67,7 @@ def report(hook: dict[str, Any], *, state_dir: str | None, deadline_s: float = D
             client="claude-code-hook",
             deadline=time.monotonic() + deadline_s,
             agent_pid=agent_process_pid(),  # the claude process: the same identity as its tool calls
+            per_call=True,
         ) as client:
             client.call("agent.attention", params)
         return True

@@ -39,8 +39,18 @@ from typing import Any
 MARGIN_S = 10
 CLAUDE_DEFAULT_HOOK_TIMEOUT_S = 60.0
 # Every tool the hook supervises or guards (Read/Glob/Grep are checked for private state).
-MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Glob|Grep|NotebookRead|LS"
-REQUIRED_TOOLS = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Glob", "Grep")
+MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Glob|Grep|NotebookRead|LS|mcp__.*"
+REQUIRED_TOOLS = (
+    "Bash",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "Read",
+    "Glob",
+    "Grep",
+    "mcp__server__tool",  # stands for every MCP tool: the matcher must cover mcp__.*
+)
 MARKER = "hook claude-code"
 # The events the hook answers: PreToolUse before every supervised call (the gate, also in
 # -p mode) and PermissionRequest when Claude Code would show its dialog (interactive).
@@ -365,8 +375,9 @@ def diagnose(files: list[tuple[Path, dict[str, Any]]], approval_timeout_s: float
         return out
     for tool in REQUIRED_TOOLS:
         if not any(matches(h.matcher, tool) for h in hooks):
+            shown = "MCP tools (mcp__.*)" if tool.startswith("mcp__") else tool
             out.append(
-                Check("risk", f"no agent-console hook runs for {tool}: Claude Code runs it unsupervised")
+                Check("risk", f"no agent-console hook runs for {shown}: Claude Code runs it unsupervised")
             )
     for hook in hooks:
         out.extend(check_hook(hook, approval_timeout_s))

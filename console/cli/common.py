@@ -115,6 +115,7 @@ def connect(args: argparse.Namespace, role: str, *, timeout_s: float | None = 30
             client="agent-console-cli",
             timeout_s=timeout_s,
             agent_pid=agent_process_pid() if role == "agent" else None,
+            per_call=role == "agent",
         )
     except (DaemonUnreachable, UnsafeLocation) as exc:
         raise CLIError(str(exc), EXIT_UNREACHABLE) from None

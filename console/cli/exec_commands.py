@@ -15,11 +15,13 @@ from console.cli.common import (
     CLIError,
     add_state_dir,
     connect,
+    locations,
     print_json,
     refused,
 )
 from console.client import DaemonUnreachable, RPCError
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.tickets import TicketFileError, read_secret
 
 # What `agent-console exec` exits with when the console, not the command, decided the
 # end: each its own code, none of them a death by signal (128+N) or the shell's 127 for
@@ -69,10 +71,11 @@ def build_operation(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_exec(args: argparse.Namespace) -> int:
     args.command = strip_dashes(args.command)
+    params: dict[str, Any]
     if args.ticket:
         if args.command:
             raise CLIError("--ticket runs what the ticket holds: give no command with it")
-        method, params = "operation.run", {"ticket": args.ticket}
+        method, params = "operation.run", {"ticket": ticket_with_secret(args)}
     else:
         method, params = "operation.exec", {"operation": build_operation(args)}
     out, err = sys.stdout.buffer, sys.stderr.buffer
@@ -139,6 +142,15 @@ def cmd_exec(args: argparse.Namespace) -> int:
     return int(code) if code is not None else 1
 
 
+def ticket_with_secret(args: argparse.Namespace) -> str:
+    """``ID:SECRET`` for ``--ticket ID``: the secret comes from the daemon's private ticket
+    file, never from the command line (console/protocol/tickets.py)."""
+    try:
+        return f"{args.ticket}:{read_secret(locations(args).runtime_dir, args.ticket)}"
+    except TicketFileError as exc:
+        raise CLIError(f"{exc}; nothing ran: ask again", EXIT_DENIED) from None
+
+
 def escalation_hint(capability: dict[str, Any]) -> str:
     """How an agent whose command was rewritten by a hook asks for what the sandbox refused:
     the escalation lines of :mod:`console.adapters.escalation`."""
@@ -169,7 +181,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "daemon's bubblewrap sandbox and stream stdout and stderr.",
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="agent-console exec [options] -- CMD [ARG ...]\n       agent-console exec --ticket ID:SECRET [--state-dir DIR]",
+        usage="agent-console exec [options] -- CMD [ARG ...]\n       agent-console exec --ticket ID [--state-dir DIR]",
     )
     add_state_dir(p)
     p.add_argument("--justification", default="", metavar="TEXT", help="why, shown to the operator")
@@ -193,8 +205,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--ticket",
-        metavar="ID:SECRET",
-        help="run the operation an adapter's operation.hold was allowed, once (no command then)",
+        metavar="ID",
+        help="run the operation an adapter's operation.hold was allowed, once, for the agent that asked "
+        "(its secret is read from the daemon's private ticket file; no command then)",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARG")
     p.set_defaults(func=cmd_exec)

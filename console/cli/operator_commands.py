@@ -23,13 +23,31 @@ from console.cli.common import (
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
-from console.protocol.pending import PendingItem
-from console.tui.model.badges import badges
+from console.protocol.pending import AgentIdentity, PendingItem
+from console.tui.model.badges import badges, confirmation
 
 
 def _badges(item: dict[str, Any]) -> str:
     """The console's badges, in its words and order (console/tui/model/badges.py)."""
     return ",".join(b.label for b in badges(msgspec.convert(item, PendingItem))) or "-"
+
+
+def agent_shown(item: dict[str, Any]) -> str:
+    """Who asked, in 32 columns: ``a-1234abcd label claude[4321]`` or ``anonymous a-1234abcd``
+    (the label is the agent's text: escaped, cut before the process)."""
+    agent = item.get("agent")
+    if not isinstance(agent, dict):
+        return (item.get("agent_id") or "operator")[:32]
+    identity = msgspec.convert(agent, AgentIdentity)
+    if identity.anonymous:
+        return identity.shown
+    process = (
+        f"{inert(identity.root_comm) or '?'}[{identity.root_pid}]" if identity.root_pid else "no process"
+    )
+    label = inert(identity.label)
+    room = 32 - len(identity.id[:10]) - len(process) - 2
+    label = label if len(label) <= room else label[: max(0, room - 1)] + "…"
+    return " ".join(p for p in (identity.id[:10], label, process) if p)[:32]
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -69,18 +87,18 @@ def cmd_pending(args: argparse.Namespace) -> int:
         return 0
     print(
         paint(
-            f"{'ID':<14} {'AGE':>4}  {'FINGERPRINT':<12}  {'SESSION':<12}  {'TOOL':<18} {'BADGES':<14} COMMAND",
+            f"{'ID':<14} {'AGE':>4}  {'FINGERPRINT':<12}  {'AGENT':<32}  {'TOOL':<18} {'BADGES':<14} COMMAND",
             "bold",
         )
     )
     for item in rows:
-        session = inert(item["session_id"])[:12] or "-"
+        agent = agent_shown(item)
         command = inert(item["command"])  # whole when piped; cut at a word on a terminal
         badge_text = _badges(item)
         shown = paint(f"{badge_text:<14}", "red bold" if badge_text != "-" else "dim")
         print(
-            f"{item['request_id']:<14} {age(item['submitted_at']):>4}  {item['fingerprint'][:12]}  {session:<12}  "
-            f"{inert(item['operation']['tool'])[:18]:<18} {shown} {fit(command, 94)}"
+            f"{item['request_id']:<14} {age(item['submitted_at']):>4}  {item['fingerprint'][:12]}  {agent:<32}  "
+            f"{inert(item['operation']['tool'])[:18]:<18} {shown} {fit(command, 114)}"
         )
         for e in item["evaluation"]["escalations"]:
             if e.get("code") == "new_workspace":
@@ -102,7 +120,27 @@ def _decided(result: dict[str, Any]) -> None:
     print(line)
 
 
+def _confirmed(args: argparse.Namespace) -> None:
+    """The console's typed word (console/tui/model/badges.py ``confirmation``): approving
+    `unrestricted`, a protected path (agents' settings included) or a new workspace takes
+    ``--confirm WORD``, checked against every pending request the target names."""
+    target = args.target
+    for item in _all_pending(args):
+        named = item["request_id"] == target or (
+            not target.startswith("r-") and item["fingerprint"].startswith(target)
+        )
+        if not named:
+            continue
+        needed = confirmation(msgspec.convert(item, PendingItem))
+        if needed is None:
+            continue
+        word, risk = needed
+        if (args.confirm or "").strip().lower() != word:
+            raise CLIError(f"{item['request_id']}: {risk} To approve it, type the word: --confirm {word}")
+
+
 def cmd_approve(args: argparse.Namespace) -> int:
+    _confirmed(args)
     params: dict[str, Any] = {
         "target": args.target,
         "action": "approve",
@@ -177,6 +215,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--expires", type=parse_duration, metavar="DURATION", help="grant expiry, e.g. 30m, 8h, 7d"
     )
     p.add_argument("--note", default="", help="a note recorded with the decision and sent to the agent")
+    p.add_argument(
+        "--confirm",
+        metavar="WORD",
+        help="the word that approving unrestricted, a protected path or a new workspace takes "
+        "(unrestricted, protected, workspace), as the console asks it typed",
+    )
     p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("deny", help="deny a pending request")

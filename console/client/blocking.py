@@ -49,6 +49,7 @@ class Client:
         timeout_s: float | None = None,
         deadline: float | None = None,
         agent_pid: int | None = None,
+        per_call: bool = False,
     ) -> Client:
         """Connect; ``timeout_s`` bounds every later wait for the daemon (None: no bound).
 
@@ -58,6 +59,8 @@ class Client:
         ``agent_pid`` (agent role): the agent process this client runs under, so that a
         short-lived client (a hook, ``agent-console exec``) acts as that agent
         (docs/protocol.md, "Identity"); see :func:`console.protocol.procs.agent_process_pid`.
+        ``per_call``: this client is one call of an agent; reaching no agent process, it is
+        an anonymous identity of its own, never given a session grant.
         """
         path, token = socket_for(role, state_dir)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -90,6 +93,8 @@ class Client:
             params: dict[str, Any] = {"token": token, "client": client} if token else {"client": client}
             if agent_pid is not None and not token:
                 params["agent_pid"] = agent_pid
+            if per_call and not token:
+                params["per_call"] = True
             self.hello = self.call("hello", params)
         except BaseException:
             self.close()

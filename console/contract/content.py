@@ -40,6 +40,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from console.contract.host import Host
+from console.contract.package_managers import bind_manager, manager_of, pip
 from console.contract.problem import invalid
 
 # Root-owned trees an agent cannot write without root: executables here are identified
@@ -88,8 +89,11 @@ class Binding:
             self.unbound.append(reason)
 
 
+_SYSTEM_PREFIXES = tuple(d + "/" for d in SYSTEM_DIRS)
+
+
 def in_system_dir(path: str) -> bool:
-    return any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS)
+    return path.startswith(_SYSTEM_PREFIXES) or path in SYSTEM_DIRS
 
 
 # ----------------------------------------------------------------------------- families
@@ -283,12 +287,33 @@ class _Binder:
         self.out = Binding()
         self._scanned: set[str] = set()
         self.field = "executable"  # what a problem names: the argument being followed
+        # Directories a package manager puts first on a script's PATH (node_modules/.bin).
+        self.bin_dirs: tuple[str, ...] = ()
+
+    # -- what console/contract/package_managers.py uses ---------------------------------
+
+    def note(self, reason: str) -> None:
+        self.out.note(reason)
+
+    def exists(self, path: str) -> str | None:
+        """What is at ``path`` (dir, exec, file, other), or None when nothing is."""
+        kind = self.host.resolve(posixpath.normpath(path)).kind
+        return None if kind == "missing" else kind
+
+    def shell_text(self, text: str, cwd: str, depth: int) -> None:
+        self._text(text, cwd, depth)
+
+    def run(self, exe: str, args: list[str], cwd: str, depth: int) -> None:
+        self.command(exe, args, cwd, None, depth)
+
+    def listing(self, directory: str) -> list[str]:
+        return self.host.listdir(directory)
 
     # -- files ---------------------------------------------------------------------
 
     def file(self, path: str, cwd: str) -> tuple[str, str | None]:
         """Bind the file at ``path`` (joined to ``cwd``, symlinks resolved)."""
-        full = posixpath.normpath(posixpath.join(cwd, path))
+        full = posixpath.normpath(path if path[:1] == "/" else f"{cwd.rstrip('/')}/{path}")
         found = self.host.resolve(full)
         real = found.path
         if real not in self.out.content:
@@ -337,6 +362,10 @@ class _Binder:
         if wrapped is not None:
             self._wrapper(name, args, wrapped, cwd, pos, depth)
             return
+        manager = manager_of(name)
+        if manager is not None:
+            bind_manager(self, manager, args, cwd, depth)
+            return
         family = interpreter_family(exe)
         if family is not None:
             self._interpreter(family, args, cwd, pos, depth)
@@ -372,6 +401,12 @@ class _Binder:
         if path_override:
             self.out.note(PATH_OVERRIDE)
             return None
+        for directory in self.bin_dirs:
+            local = self.host.resolve(posixpath.join(directory, word))
+            if local.kind == "exec":
+                return local.path
+            # Absent now, it would come first: installing it there changes the fingerprint.
+            self.file(posixpath.join(directory, word), "/")
         found = self.host.which(word)
         if found is None:
             return None
@@ -484,6 +519,8 @@ class _Binder:
                     value = rest or (args[i + 1] if i + 1 < len(args) else "")
                     if ch == "m":
                         self._module(value, cwd)
+                        if value == "pip":  # python -m pip install -e .
+                            pip(self, args[i + (1 if rest else 2) :], cwd)
                     return
                 if ch in "WX":
                     consumed_next = not rest
@@ -502,14 +539,10 @@ class _Binder:
             self.out.note(PYTHON_MODULE)
             return
         for k in range(1, len(parts)):
-            self.file(posixpath.join(*parts[:k], "__init__.py"), cwd)
-        base = posixpath.join(*parts)
+            self.file("/".join(parts[:k]) + "/__init__.py", cwd)
+        base = "/".join(parts)
         found = False
-        for candidate in (
-            base + ".py",
-            posixpath.join(base, "__init__.py"),
-            posixpath.join(base, "__main__.py"),
-        ):
+        for candidate in (f"{base}.py", f"{base}/__init__.py", f"{base}/__main__.py"):
             _, digest = self.file(candidate, cwd)
             found = found or digest is not None
         if not found:

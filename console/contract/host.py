@@ -34,6 +34,7 @@ class Host(Protocol):
     def which(self, name: str) -> str | None: ...
     def file_sha256(self, path: str) -> str | None: ...
     def read_small_text(self, path: str, limit: int) -> str | None: ...
+    def listdir(self, path: str) -> list[str]: ...
 
 
 class OSHost:
@@ -55,14 +56,61 @@ class OSHost:
         self.trusted_path = trusted_path
         self._which: dict[str, tuple[float, str]] = {}
         self._resolved: dict[str, tuple[float, Resolved]] = {}
+        # path -> (its missing answer, the anchor directory, the anchor's identity then)
+        self._absent: dict[str, tuple[Resolved, str, tuple[int, int, int]]] = {}
+        self._anchor_seen: tuple[str, int, tuple[int, int, int] | None] | None = None
 
     def resolve(self, path: str) -> Resolved:
+        absent = self._absent.get(path)
+        if absent is not None:
+            still = self._still_absent(path, absent)
+            if still is not None:
+                return still
         found = self._existing(path)
         return found if found is not None else self._missing(path)
 
+    # A path found missing is remembered with its anchor: the nearest directory above it
+    # that exists, with that directory's device, inode and mtime. Nothing can appear at
+    # the path (or on the way to it) without an entry being added to the anchor, which
+    # moves its mtime; so while the anchor is the same directory with the same mtime, the
+    # path is still missing — one stat instead of an open, an lstat and a walk. Timestamps
+    # are coarse (a clock tick), so an anchor changed in the last SETTLE_NS is not trusted.
+    SETTLE_NS = 50_000_000
+    MAX_ABSENT = 4096
+    # One stat of an anchor answers for the candidates one parse asks about together
+    # (``python -m name``: name.py, name/__init__.py, name/__main__.py).
+    ANCHOR_REUSE_NS = 200_000
+
+    def _still_absent(self, path: str, absent: tuple[Resolved, str, tuple[int, int, int]]) -> Resolved | None:
+        answer, anchor, ident = absent
+        now = time.monotonic_ns()
+        seen = self._anchor_seen
+        if seen is not None and seen[0] == anchor and now - seen[1] < self.ANCHOR_REUSE_NS:
+            current = seen[2]  # the same parse asking about the anchor's next candidate
+        else:
+            try:
+                st = os.stat(anchor)
+            except OSError:
+                current = None
+            else:
+                current = (st.st_dev, st.st_ino, st.st_mtime_ns)
+            self._anchor_seen = (anchor, now, current)
+        if current == ident:
+            return answer
+        del self._absent[path]
+        return None
+
+    def _remember_absent(self, path: str, answer: Resolved, anchor: str, st: os.stat_result) -> None:
+        if time.time_ns() - st.st_mtime_ns < self.SETTLE_NS:
+            return
+        if len(self._absent) >= self.MAX_ABSENT:
+            self._absent.clear()
+        self._absent[path] = (answer, anchor, (st.st_dev, st.st_ino, st.st_mtime_ns))
+
     def _existing(self, path: str) -> Resolved | None:
         """What an existing path names, from the cache when it is fresh; None when it names
-        nothing, which is never cached: something created a moment later must be seen."""
+        nothing (not cached here: a missing path is remembered only with its anchor,
+        :meth:`_still_absent`, so that something created a moment later is seen)."""
         now = time.monotonic()
         hit = self._resolved.get(path)
         if hit is not None and now - hit[0] < self.RESOLVE_TTL:
@@ -96,10 +144,15 @@ class OSHost:
                 break
             here = parent
         if above.kind == "dir":
+            anchor: os.stat_result | None = None
             try:
+                anchor = os.stat(above.path)  # before the lstat: a later entry moves its mtime
                 os.lstat(here)
             except FileNotFoundError:
-                return Resolved(os.path.join(above.path, *reversed(rest)), "missing")
+                answer = Resolved(os.path.join(above.path, *reversed(rest)), "missing")
+                if anchor is not None:
+                    self._remember_absent(path, answer, above.path, anchor)
+                return answer
             except OSError:
                 pass
         return Resolved(os.path.realpath(path), "missing")
@@ -210,6 +263,22 @@ class OSHost:
             return None
         finally:
             os.close(fd)
+
+    MAX_LISTED = 4096
+
+    def listdir(self, path: str) -> list[str]:
+        """The names in a directory, sorted, at most :data:`MAX_LISTED` (for ``go generate``'s
+        files); empty when it is not a readable directory."""
+        try:
+            with os.scandir(path) as entries:
+                names = []
+                for entry in entries:
+                    names.append(entry.name)
+                    if len(names) >= self.MAX_LISTED:
+                        break
+        except OSError:
+            return []
+        return sorted(names)
 
 
 def host_workspace_limits(private: Iterable[str] = ()) -> WorkspaceLimits:

@@ -124,8 +124,22 @@ class WorkspaceLimits:
                     around[ancestor] = why
         return inside, around
 
+    @cached_property
+    def _refusals(self) -> dict[str, tuple[str, str] | None]:
+        return {}
+
     def refusal(self, root: str) -> tuple[str, str] | None:
-        """Why canonical ``root`` cannot be a workspace, as (reason code, hint); None if it can."""
+        """Why canonical ``root`` cannot be a workspace, as (reason code, hint); None if it can.
+        Remembered per root: the limits never change, and every request asks it."""
+        known = self._refusals
+        if root in known:
+            return known[root]
+        if len(known) > 4096:
+            known.clear()
+        found = known[root] = self._refusal(root)
+        return found
+
+    def _refusal(self, root: str) -> tuple[str, str] | None:
         if root == "/":
             return (
                 "workspace_is_root",

@@ -48,6 +48,7 @@ from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.events import StatusChanged
 from console.protocol.jsonrpc import PROTOCOL_VERSION
 from console.protocol.peer import PeerCred
+from console.protocol.tickets import clear_secrets, remove_secret
 from console.store import Store, daemon_event
 
 log = logging.getLogger("agent-console.daemon")
@@ -99,7 +100,7 @@ class Daemon:
         self.sessions: SessionService
         self.watch: WatchService
         self.workspaces: WorkspaceTrust
-        self.held = HeldTable()
+        self.held = HeldTable(on_drop=lambda rid: remove_secret(self.loc.runtime_dir, rid))
         self.link_tickets = LinkTickets()
         self._stop = asyncio.Event()
         self._background: set[asyncio.Future[None]] = set()
@@ -194,6 +195,7 @@ class Daemon:
         ensure_private_dir(self.loc.state_dir)
         ensure_private_dir(self.loc.runtime_dir)
         self._acquire_lock()
+        clear_secrets(self.loc.runtime_dir)  # tickets of a daemon that died run nothing
         _raise_fd_limit()
         limit_heap_growth()
         # The store's writer thread shares the GIL with the event loop; a short switch
@@ -278,6 +280,7 @@ class Daemon:
                 server.close()
             for path in created:
                 close_socket_file(path)
+            clear_secrets(self.loc.runtime_dir)
             await asyncio.to_thread(self.store.close)
             if self._lock_fd is not None:
                 os.close(self._lock_fd)

@@ -32,7 +32,7 @@ from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Ve
 from console.policy.diff import NEW_WORKSPACE
 from console.protocol.events import Decided, GrantAdded, GrantsRevoked, GrantsUsed, PendingAdded
 from console.protocol.grants import GrantObject
-from console.protocol.pending import PendingItem
+from console.protocol.pending import AgentIdentity, PendingItem
 from console.protocol.requests import DecideAction
 from console.sandbox.content_pins import content_changed_since
 from console.store import (
@@ -107,6 +107,7 @@ class Pending:
     answer: asyncio.Future[dict[str, Any]]
     timer: asyncio.TimerHandle | None = None
     agent: str = ""  # the submitting agent identity (console/daemon/identity.py)
+    shown: AgentIdentity | None = None  # that identity as the operator sees it
     # The request this one replaces because its bound content changed (content_changed).
     supersedes: str = ""
     _wire: PendingItem | None = field(default=None, repr=False)
@@ -128,6 +129,7 @@ class Pending:
             "deadline": self.deadline,
             "peer_pid": self.peer_pid,
             "agent_id": self.agent,
+            **({"agent": msgspec.to_builtins(self.shown)} if self.shown is not None else {}),
             "session_id": self.op.session_id,
             "command": command_line(self.op),
             "operation": self.op.to_wire(),
@@ -287,12 +289,14 @@ class Broker:
         peer_pid: int,
         wait_s: float | None = None,
         agent: str = "",
+        shown: AgentIdentity | None = None,
         supersedes: str = "",
     ) -> dict[str, Any]:
         """Evaluate an operation and return the agent's answer once it is durable.
 
         ``agent`` is the issued identity: session grants are matched against it, never
-        against the label the operation carries in ``session_id``. ``supersedes``: the
+        against the label the operation carries in ``session_id``; an anonymous identity
+        (``shown.anonymous``) matches none. ``supersedes``: the
         request this one submits again because its content changed (shown in the detail).
         """
         now = self.clock()
@@ -302,8 +306,9 @@ class Broker:
             return await self._answer_without_queue(
                 rid, op, None, peer_pid, now, Verdict.DENY, Source.SHUTDOWN, "daemon_shutdown"
             )
+        anonymous = shown is not None and shown.anonymous
         decision = evaluate(
-            _as_agent(op, agent),
+            _as_agent(op, "" if anonymous else agent),
             config,
             self.grants.for_fingerprint(op.fingerprint),
             now,
@@ -336,6 +341,7 @@ class Broker:
                 peer_pid,
                 loop.create_future(),
                 agent=agent,
+                shown=shown,
                 supersedes=supersedes,
             )
             item.timer = loop.call_later(timeout, self._expire, rid)
@@ -485,6 +491,17 @@ class Broker:
                 + "; ".join(r.removeprefix("content not bound: ") for r in first.op.unbound)
                 + "): approve once",
                 {"unbound": list(first.op.unbound)},
+            )
+        if (
+            action is DecideAction.APPROVE
+            and scope is GrantScope.SESSION
+            and first.shown is not None
+            and first.shown.anonymous
+        ):
+            raise InvalidParams(
+                "this request's agent is anonymous (one call that reached no agent process): a session "
+                "grant would hold for nothing, its next call is another identity; approve once or always",
+                {"anonymous": True},
             )
         if action is DecideAction.APPROVE and scope is not GrantScope.ONCE:
             grant = Grant(

@@ -3,14 +3,21 @@
 An adapter whose agent runs commands itself (Claude Code's Bash tool) cannot stream a
 command through ``operation.exec``: the agent's own tool must run *something*. So the
 adapter asks ``operation.hold``: the operation is decided as usual and, when allowed,
-kept here with its authorization. The adapter then tells the agent to run
-``agent-console exec --ticket ID:SECRET`` instead, which calls ``operation.run`` and gets
-exactly the held operation run in the sandbox — the same request id, fingerprint and
-pinned content, its outcome recorded against that request.
+kept here with its authorization and the agent identity that asked. The adapter then
+tells the agent to run the exact command the daemon built for the ticket
+(console/protocol/tickets.py: ``agent-console exec --ticket ID``), which reads the
+ticket's secret from a private file and calls ``operation.run``: exactly the held
+operation runs in the sandbox — the same request id, fingerprint and pinned content,
+its outcome recorded against that request.
 
-A ticket is a capability: whoever presents it runs the operation it names, once. It is
-32 random bytes (only their SHA-256 is kept), expires after :data:`TICKET_TTL_S`, lives
-in memory only (a daemon restart voids every ticket), and the table is bounded.
+Redeeming takes both the secret and the identity that asked: a ticket read by another
+agent (from /proc, from the file) runs nothing for it. The secret is 32 random bytes
+(only their SHA-256 is kept), a ticket expires after :data:`TICKET_TTL_S`, lives in
+memory only (a daemon restart voids every ticket), and the table is bounded.
+
+The table also answers whether a command line is byte for byte one it issued to an
+identity (``operation.held``): Claude Code's permission dialog for that command is
+then the daemon's own rewrite, and nothing else is.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,55 +46,86 @@ class Held:
     decision: dict[str, Any]
     expires: float
     digest: bytes
+    agent: str  # the identity that asked; only it may redeem
+    command: str  # the exact command line that redeems it
 
 
 def split_ticket(ticket: str) -> tuple[str, str]:
     request_id, sep, secret = ticket.partition(":")
     if not sep or not request_id or not secret:
-        raise TicketError("a ticket is REQUEST_ID:SECRET, as operation.hold returned it")
+        raise TicketError("a ticket is REQUEST_ID:SECRET, the request id and the secret from its file")
     return request_id, secret
 
 
+_NO_SUCH = (
+    "no such ticket for this agent: it was already used, it expired (after {ttl:.0f} s), the daemon "
+    "restarted, it is wrong, or another agent identity asked for it"
+)
+
+
 class HeldTable:
-    def __init__(self, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, on_drop: Callable[[str], None] = lambda _rid: None
+    ) -> None:
         self._clock = clock
         self._held: dict[str, Held] = {}
+        self._on_drop = on_drop  # a ticket left the table (its secret file goes with it)
 
     def __len__(self) -> int:
         self._expire()
         return len(self._held)
 
-    def hold(self, operation: Any, decision: dict[str, Any]) -> str:
-        """Keep an allowed operation; returns its ticket ``REQUEST_ID:SECRET``."""
+    def issue(
+        self, operation: Any, decision: dict[str, Any], agent: str, command: Callable[[str], str]
+    ) -> tuple[Held, str]:
+        """Keep an allowed operation for ``agent``: the entry (with the exact command that
+        redeems it, ``command(request_id)``) and the ticket's secret."""
         self._expire()
         while len(self._held) >= MAX_HELD:  # the oldest unclaimed ticket goes first
-            self._held.pop(next(iter(self._held)))
+            self._drop(next(iter(self._held)))
         request_id = decision["request_id"]
         secret = secrets.token_urlsafe(SECRET_BYTES)
-        self._held[request_id] = Held(
+        held = Held(
             request_id,
             operation,
             decision,
             self._clock() + TICKET_TTL_S,
             hashlib.sha256(secret.encode()).digest(),
+            agent,
+            command(request_id),
         )
-        return f"{request_id}:{secret}"
+        self._held[request_id] = held
+        return held, secret
 
-    def take(self, ticket: str) -> Held:
-        """The held operation, removed: a ticket runs once."""
+    def take(self, ticket: str, agent: str) -> Held:
+        """The held operation, removed: a ticket runs once, for the identity that asked.
+
+        A wrong secret or another identity leaves the ticket where it is."""
         request_id, secret = split_ticket(ticket)
         self._expire()
         held = self._held.get(request_id)
         digest = hashlib.sha256(secret.encode()).digest()
-        if held is None or not hmac.compare_digest(held.digest, digest):
-            raise TicketError(
-                "no such ticket: it was already used, it expired "
-                f"(after {TICKET_TTL_S:.0f} s), the daemon restarted, or it is wrong"
-            )
-        del self._held[request_id]
+        right_secret = held is not None and hmac.compare_digest(held.digest, digest)
+        if held is None or not right_secret or not hmac.compare_digest(held.agent, agent):
+            raise TicketError(_NO_SUCH.format(ttl=TICKET_TTL_S))
+        self._drop(request_id)
         return held
+
+    def issued(self, command: str, agent: str) -> Held | None:
+        """The live ticket whose redeeming command is exactly ``command``, issued to ``agent``."""
+        self._expire()
+        for held in self._held.values():
+            if held.agent == agent and hmac.compare_digest(
+                held.command.encode(), command.encode("utf-8", "surrogatepass")
+            ):
+                return held
+        return None
+
+    def _drop(self, request_id: str) -> None:
+        if self._held.pop(request_id, None) is not None:
+            self._on_drop(request_id)
 
     def _expire(self) -> None:
         now = self._clock()
         for request_id in [r for r, h in self._held.items() if h.expires <= now]:
-            del self._held[request_id]
+            self._drop(request_id)

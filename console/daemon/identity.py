@@ -14,9 +14,14 @@ to exactly one identity, in one of three ways, checked in this order by ``hello`
    from two terminals never share an ancestor they may name; see procs.may_name).
    The identity is the process tree rooted at (P, P's start time); the first
    connection that names P creates it.
-3. Nothing: the nearest ancestor of the peer that roots an identity gives that identity
-   (a hook or ``agent-console exec`` started by the agent, per call); failing that, a new
-   identity of this connection alone.
+3. Nothing: the nearest ancestor of the peer that roots an identity, and that the peer
+   could have named by rule 2, gives that identity (a hook or ``agent-console exec``
+   started by the agent, per call); failing that, an identity of this connection alone.
+   A client that says it is one call of an agent (``per_call``: the hook, ``exec``) and
+   reaches no agent process gets an *anonymous* identity: its own, shown as anonymous,
+   and never given a session grant (it would hold for nothing: the next call is
+   another anonymous identity). No rule merges two process trees because a supervisor
+   without a terminal started both (console/protocol/procs.py ``may_name``).
 
 The agent's own session id (Claude Code's ``session_id``) is a label for the operator,
 never a key. Identities live in memory: a daemon restart forgets them (and the sessions
@@ -37,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from console.daemon.errors import Conflict, InvalidParams, Unauthorized
 from console.protocol.peer import PeerCred
+from console.protocol.pending import AgentIdentity
 from console.protocol.procs import ProcStat, ancestry, may_name, proc_stat, proc_uid
 
 if TYPE_CHECKING:
@@ -64,6 +70,7 @@ class Agent:
     root: tuple[int, int] | None = None  # (pid, start ticks) of the agent process, if bound to one
     root_comm: str = ""
     label: str = ""  # the agent's own session id, display only
+    anonymous: bool = False  # a per-call client that reached no agent process
     connections: int = 0
     last_seen: float = 0.0
     # Quota state (see console/daemon/quotas.py).
@@ -76,12 +83,23 @@ class Agent:
         """The owner string of this agent's sessions."""
         return f"agent:{self.id}"
 
+    def shown(self) -> AgentIdentity:
+        """The identity as the operator sees it beside each of its requests."""
+        return AgentIdentity(
+            id=self.id,
+            label=self.label,
+            root_pid=self.root[0] if self.root else None,
+            root_comm=self.root_comm,
+            anonymous=self.anonymous,
+        )
+
     def to_wire(self, *, secret: str | None = None) -> dict[str, object]:
         out: dict[str, object] = {
             "id": self.id,
             "label": self.label,
             "root_pid": self.root[0] if self.root else None,
             "root_comm": self.root_comm,
+            "anonymous": self.anonymous,
         }
         if secret is not None:
             out["secret"] = secret
@@ -103,7 +121,7 @@ class AgentRegistry:
 
     # ------------------------------------------------------------------ making
 
-    def _new(self, uid: int, root: ProcStat | None = None) -> Agent:
+    def _new(self, uid: int, root: ProcStat | None = None, *, anonymous: bool = False) -> Agent:
         self._prune()
         secret = secrets.token_urlsafe(32)
         agent = Agent(
@@ -113,6 +131,7 @@ class AgentRegistry:
             created_at=time.time(),
             root=(root.pid, root.start_ticks) if root else None,
             root_comm=root.comm[:64] if root else "",
+            anonymous=anonymous,
         )
         self.by_id[agent.id] = agent
         self._secrets[agent.id] = secret
@@ -181,17 +200,19 @@ class AgentRegistry:
         return agent
 
     def by_ancestry(self, peer: PeerCred) -> Agent | None:
-        """The identity rooted at the nearest ancestor (or the peer itself), if any."""
+        """The identity rooted at the nearest ancestor (or the peer itself) that the peer
+        may name (procs.may_name), if any."""
         if not self._by_root:
             return None
-        for st in ancestry(peer.pid):
+        chain = ancestry(peer.pid)
+        for index, st in enumerate(chain):
             agent = self._by_root.get((st.pid, st.start_ticks))
             if agent is not None and agent.uid == peer.uid:
-                return agent
+                return agent if may_name(chain, index) else None
         return None
 
-    def fresh(self, peer: PeerCred) -> Agent:
-        return self._new(peer.uid)
+    def fresh(self, peer: PeerCred, *, anonymous: bool = False) -> Agent:
+        return self._new(peer.uid, anonymous=anonymous)
 
     def root_alive(self, agent: Agent) -> bool:
         if agent.root is None:

@@ -98,6 +98,7 @@ class Services(Protocol):
     version: str
     started_at: float
     token: str
+    loc: Locations
     host: Host
     policy: PolicySource
     events: EventHub
@@ -105,7 +106,6 @@ class Services(Protocol):
     attention: AttentionTable
     held: HeldTable
     link_tickets: LinkTickets
-    loc: Locations
     store: Store
     broker: Broker
     workspaces: WorkspaceTrust

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from console.contract.capabilities import Capability, CapabilityKind, normalize_capabilities
 from console.contract.operation import Operation, is_within
 from console.contract.workspace import is_trusted
+from console.policy.agent_settings import agent_settings
 from console.policy.config import NetworkMode, PolicyConfig, SandboxMode
 from console.policy.patterns import ProtectedPaths
 
@@ -122,12 +123,15 @@ def _relative(path: str, root: str) -> str | None:
 
 
 def requested(op: Operation, protected: ProtectedPaths) -> tuple[Capability, ...]:
-    """The operation's own request, plus `protected_metadata` for writes into protected paths."""
+    """The operation's own request, plus `protected_metadata` for writes into protected
+    paths and into agents' settings in the home (console/policy/agent_settings.py)."""
     caps = list(op.requested_capabilities())
     for cap in list(caps):
         if cap.kind is K.WORKSPACE_WRITE and cap.scope:
             rel = _relative(cap.scope, op.workspace_root)
-            if rel not in (None, ".") and protected.is_protected(rel):
+            if (rel not in (None, ".") and protected.is_protected(rel)) or (
+                rel is None and agent_settings(cap.scope)
+            ):
                 caps.append(Capability(K.PROTECTED_METADATA, cap.scope))
     return normalize_capabilities(caps)
 

@@ -104,6 +104,27 @@ class ProposedChange(msgspec.Struct, frozen=True, kw_only=True):
     note: str
 
 
+class AgentIdentity(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent identity as the daemon shows it: the identity of a pending request, the
+    caller's own in ``daemon.status`` on agent.sock."""
+
+    id: str
+    label: str  # the agent's own session id: a label, never a key
+    root_pid: int | None  # the agent process the identity is bound to, if any
+    root_comm: str
+    anonymous: bool  # one call of an agent that reached no agent process: no session grants
+
+    @property
+    def shown(self) -> str:
+        """``a-1234abcd label claude[4321]``, or ``anonymous a-1234abcd`` (untrusted label:
+        the caller escapes it)."""
+        short = self.id[:10]
+        if self.anonymous:
+            return f"anonymous {short}"
+        process = f"{self.root_comm or '?'}[{self.root_pid}]" if self.root_pid else "no process"
+        return " ".join(p for p in (short, self.label, process) if p)
+
+
 class PendingItem(msgspec.Struct, frozen=True, kw_only=True):
     """A request waiting for the operator. ``agent_id`` is the identity that asked,
     ``session_id`` the label it gave; ``content`` the files whose bytes the decision is
@@ -125,6 +146,7 @@ class PendingItem(msgspec.Struct, frozen=True, kw_only=True):
     supersedes: str
     proposed: ProposedChange | None
     evaluation: Evaluation
+    agent: AgentIdentity | UnsetType = UNSET  # who asked (absent in records of older daemons)
 
 
 # An operation and an evaluation with nothing in them: what fills the parts of an item

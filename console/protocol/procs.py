@@ -85,18 +85,37 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox
 
 
 def may_name(chain: list[ProcStat], index: int) -> bool:
-    """Whether ``chain[0]`` may name its ancestor ``chain[index]`` as its agent process.
+    """Whether ``chain[0]`` may name ``chain[index]`` (itself or an ancestor) as its agent.
 
-    The ancestor must not lead its session: an interactive shell does, and two agents
-    started from two terminals must never share an ancestor they may name. ``chain[0]``
-    must be in the ancestor's session, or reach it only through sessions that a process
-    between them started without a terminal (Claude Code runs each hook in a new session
-    of its own: setsid, no controlling terminal). A session with a terminal (a login, a
-    terminal window, a tmux pane) is never crossed.
+    A process may name itself, unless it leads a session with a terminal (a terminal's
+    shell: every agent started there descends from it). An ancestor must be one of:
+
+    - a process inside a session with a terminal that does not lead it (an agent started
+      from a terminal: the interactive shell leads the session, so two agents started
+      from two terminals never share an ancestor they may name);
+    - the leader of a session of its own without a terminal (an agent started detached,
+      ``setsid claude -p``: one session per agent);
+    - a process in ``chain[0]``'s own session, neither (a client the agent starts without
+      leaving its session).
+
+    Between them, ``chain[0]`` may reach the ancestor only through sessions that a process
+    below it started without a terminal (Claude Code runs each hook, and its Bash tool's
+    shell, in a new session of its own: setsid, no terminal); a session with a terminal (a
+    login, a terminal window, a tmux pane) is never crossed. So a supervisor with no
+    terminal that is not a session leader — a CI runner, an IDE's extension host — is
+    never the agent of the separate sessions it starts: every tree under it would be one
+    identity.
     """
     root = chain[index]
-    if root.pid == root.session:
-        return False
+    leads = root.pid == root.session
+    if index == 0:
+        return not (leads and root.tty != 0)
+    crossed = any(st.session != root.session for st in chain[:index])
+    if root.tty != 0:
+        if leads:
+            return False  # the terminal's shell: every agent started there descends from it
+    elif not leads and crossed:
+        return False  # terminal-less and not its session's leader: a supervisor of sessions
     leaders = {st.pid: st for st in chain[:index] if st.pid == st.session}
     for st in chain[:index]:
         leader = leaders.get(st.session)
@@ -106,10 +125,12 @@ def may_name(chain: list[ProcStat], index: int) -> bool:
 
 
 def agent_process_pid(start: int | None = None) -> int | None:
-    """The agent a short-lived client runs under: the nearest ancestor that is not a shell.
+    """The agent a short-lived client runs under: the nearest ancestor that is not a shell,
+    when :func:`may_name` allows naming it; None otherwise (the client is then anonymous).
 
     A Claude Code hook runs as ``claude → sh -c → agent-console``; the agent is ``claude``.
-    ``AGENT_CONSOLE_AGENT_PID`` overrides the guess (an agent launcher can set it).
+    ``AGENT_CONSOLE_AGENT_PID`` overrides the guess (an agent launcher can set it); the
+    daemon still checks it by the same rule.
     """
     env = os.environ.get("AGENT_CONSOLE_AGENT_PID", "")
     if env.isdecimal() and len(env) <= 10:

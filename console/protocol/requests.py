@@ -57,6 +57,7 @@ MAX_SESSION_CHARS = 256  # the agent's own session id (a label)
 MAX_MESSAGE_CHARS = 500  # agent.attention's message
 MAX_KIND_CHARS = 64  # agent.attention's kind
 MAX_PATH = 4096
+MAX_HELD_COMMAND = 8192  # operation.held: a command the daemon issued is far shorter
 
 Size = Annotated[int, Meta(ge=2, le=1000)]  # a terminal's cols or rows
 Timeout = Annotated[float, Meta(ge=0.001, le=86_400)]  # an operation's timeout_s
@@ -104,6 +105,8 @@ class Hello(MethodParams, frozen=True, kw_only=True):
     agent_id: Annotated[str, Meta(max_length=64)] = ""
     agent_secret: Annotated[str, Meta(max_length=128)] = ""
     agent_pid: Annotated[int, Meta(ge=1, le=2**22)] | None = None
+    # agent.sock: one call of an agent (a hook, `exec`); reaching no agent process, anonymous
+    per_call: bool = False
 
 
 class DaemonStatus(MethodParams, frozen=True, kw_only=True):
@@ -196,6 +199,10 @@ class OperationHold(MethodParams, frozen=True, kw_only=True):
 class OperationRun(MethodParams, frozen=True, kw_only=True):
     ticket: Annotated[str, Meta(max_length=256)]
     stream: bool = True
+
+
+class OperationHeld(MethodParams, frozen=True, kw_only=True):
+    command: Annotated[str, Meta(max_length=MAX_HELD_COMMAND)]
 
 
 # ---------------------------------------------------------------- history
@@ -411,6 +418,7 @@ PARAMS: dict[str, type[MethodParams]] = {
     "operation.exec": OperationExec,
     "operation.hold": OperationHold,
     "operation.run": OperationRun,
+    "operation.held": OperationHeld,
     "history.query": HistoryQuery,
     "history.detail": HistoryDetail,
     "history.previous": HistoryPrevious,

@@ -53,7 +53,7 @@ from msgspec import inspect as mi
 from console.protocol.grants import GrantObject
 from console.protocol.invalid import problem
 from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
-from console.protocol.pending import PendingItem
+from console.protocol.pending import AgentIdentity, PendingItem
 from console.protocol.sessions import SessionObject
 from console.protocol.tripwire import TripwireNotice
 
@@ -65,20 +65,11 @@ class MethodResult(msgspec.Struct, frozen=True, kw_only=True):
 # ---------------------------------------------------------------- core
 
 
-class AgentIdentity(msgspec.Struct, frozen=True, kw_only=True):
-    """An agent identity as the daemon shows it (``daemon.status`` on agent.sock)."""
-
-    id: str
-    label: str
-    root_pid: int | None
-    root_comm: str
-
-
 class HelloAgent(AgentIdentity, frozen=True, kw_only=True):
     """The identity ``hello`` bound an agent.sock connection to, with its secret."""
 
     secret: str
-    bound_by: str  # secret, process, process_tree, new or connection
+    bound_by: str  # secret, process, process_tree, new, anonymous or connection
 
 
 class HelloResult(MethodResult, frozen=True, kw_only=True):
@@ -243,7 +234,13 @@ class OperationExecResult(MethodResult, frozen=True, kw_only=True):
 
 class OperationHoldResult(MethodResult, frozen=True, kw_only=True):
     decision: OperationDecision
-    ticket: str | None  # null when denied
+    ticket: str | None  # the ticket's id (its request id); null when denied
+    command: str | None  # the exact command that redeems it; null when denied
+
+
+class OperationHeldResult(MethodResult, frozen=True, kw_only=True):
+    held: bool
+    ticket: str | None  # the ticket's id when held
 
 
 class OperationRunResult(MethodResult, frozen=True, kw_only=True):
@@ -465,6 +462,7 @@ RESULTS: dict[str, type[MethodResult]] = {
     "operation.exec": OperationExecResult,
     "operation.hold": OperationHoldResult,
     "operation.run": OperationRunResult,
+    "operation.held": OperationHeldResult,
     "history.query": HistoryQueryResult,
     "history.detail": HistoryDetailResult,
     "history.previous": HistoryPreviousResult,

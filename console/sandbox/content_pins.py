@@ -63,6 +63,7 @@ class Pin:
     fd: int
     mode: int
     size: int
+    digest: str = ""  # sha256 of the bytes, for the check after the sandbox's setup
 
 
 @dataclass
@@ -70,17 +71,20 @@ class Pins:
     pins: tuple[Pin, ...] = ()
     # argv index -> the pin of the file opened by path to start the run
     entries: dict[int, Pin] = field(default_factory=dict)
+    # Duplicates of entry pins that the command itself starts from (console/sandbox/entry_exec.py).
+    exec_fds: tuple[int, ...] = ()
 
     @property
     def fds(self) -> tuple[int, ...]:
-        return tuple(p.fd for p in self.pins)
+        return (*(p.fd for p in self.pins), *self.exec_fds)
 
     def close(self) -> None:
-        for p in self.pins:
+        for fd in (*(p.fd for p in self.pins), *self.exec_fds):
             with contextlib.suppress(OSError):
-                os.close(p.fd)
+                os.close(fd)
         self.pins = ()
         self.entries = {}
+        self.exec_fds = ()
 
 
 class _CapturingHost(OSHost):
@@ -203,7 +207,7 @@ def verify_and_pin(op: Operation, trusted_path: str = DEFAULT_TRUSTED_PATH) -> P
             if digest is None:
                 continue
             data, mode = host.captured[path]
-            pins[path] = Pin(path, _sealed_memfd(data), mode, len(data))
+            pins[path] = Pin(path, _sealed_memfd(data), mode, len(data), digest)
     except BaseException:
         for p in pins.values():
             os.close(p.fd)

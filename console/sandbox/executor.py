@@ -291,6 +291,10 @@ class _Run:
         try:
             # The sandbox waits, set up, until its mounts are checked (console/sandbox/verify.py).
             await asyncio.to_thread(p.confirm, proc.pid)
+        except ContentChangedError as exc:  # a pin was not in place: nothing ran
+            proc.kill()
+            proc.communicate()
+            return _content_changed(exc, self.started)
         except SandboxSetupError as exc:
             proc.kill()
             proc.communicate()

@@ -17,7 +17,8 @@ showed the operator (:func:`console.policy.diff.requested`):
   sandbox, like /tmp), the workspace and write dirs bound back inside; the policy's `readable` bound back read-only and its
   `hidden` covered too (console/sandbox/home.py);
 - the hidden paths (the console's state and runtime directories, the user's runtime
-  directory with its session bus and agent sockets) covered by empty read-only mounts;
+  directory with its session bus and agent sockets, the secret set where it would
+  otherwise show: console/sandbox/secret_paths.py) covered by empty read-only mounts;
 - no network unless `external_network` (a private loopback exists either way);
 - new user, pid, ipc and uts namespaces, no capabilities, a new session, and death
   with the daemon.
@@ -80,12 +81,14 @@ from console.policy.visibility import DEFAULT_READABLE
 from console.sandbox import placeholders, verify
 from console.sandbox.bwrap import Bind, BindMode, Boundary, DataBind, bwrap_argv, ordered
 from console.sandbox.content_pins import ContentChanged, PinError, Pins, private_argv, verify_and_pin
+from console.sandbox.entry_exec import sandbox_argv
 from console.sandbox.environment import child_environment
 from console.sandbox.gitconfig import config_targets
 from console.sandbox.home import expand, home_masks
 from console.sandbox.probing import BACKEND, SandboxProbe
 from console.sandbox.protected import ProtectedWalkError, find_protected
 from console.sandbox.resolve import Opened, ResolveError, open_path
+from console.sandbox.secret_paths import secret_paths
 from console.sandbox.tempdir import PrivateTempRoot, TempRootError
 
 K = CapabilityKind
@@ -177,9 +180,10 @@ class Gate:
     child_ends: tuple[int, int]
     expected: list[verify.Expected]
     extra: Counter[str]
+    pinned: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256) of the pins
 
 
-def _gate(boundary: Boundary, stats: dict[int, os.stat_result]) -> Gate:
+def _gate(boundary: Boundary, stats: dict[int, os.stat_result], pinned: list[tuple[str, str]]) -> Gate:
     info_r, info_w = os.pipe2(os.O_CLOEXEC)
     block_r, block_w = os.pipe2(os.O_CLOEXEC)
     covered = {d.dest for d in boundary.data_binds}  # content pins land on top of these
@@ -191,7 +195,7 @@ def _gate(boundary: Boundary, stats: dict[int, os.stat_result]) -> Gate:
     extra_binds = Counter(b.path for b in (*boundary.readable, *boundary.binds) if b.path in covered)
     extra = Counter([*boundary.hidden_files, *([boundary.temp_root] if boundary.temp_root else [])])
     extra += extra_binds
-    return Gate(info_r, block_w, (info_w, block_r), expected, extra)
+    return Gate(info_r, block_w, (info_w, block_r), expected, extra, list(pinned))
 
 
 @dataclass
@@ -238,7 +242,11 @@ class Prepared:
                 os.close(fd)
         self.mount_fds = tuple(fd for fd in self.mount_fds if fd not in gate.child_ends)
         try:
-            return verify.confirm(pid, gate.info_fd, gate.block_fd, gate.expected, gate.extra)
+            return verify.confirm(
+                pid, gate.info_fd, gate.block_fd, gate.expected, gate.extra, pinned=gate.pinned
+            )
+        except verify.PinMismatch as exc:
+            raise ContentChangedError((exc.path,)) from None
         except verify.MountMismatch as exc:
             raise SandboxSetupError(
                 f"write_dirs: the sandbox's mounts are not the ones asked for ({exc}): a directory "
@@ -400,7 +408,8 @@ def _boundary(
 ) -> tuple[Boundary, tuple[str, ...], tuple[str, ...], _Sources]:
     root = op.workspace_root
     readable_paths, policy_hidden = _policy_paths(cfg)
-    always = (*user_runtime_dirs(cfg.inherit_env), *SOCKET_PATHS)
+    secrets = secret_paths(cfg.inherit_env, home_masks(cfg.inherit_env), readable_paths)
+    always = (*user_runtime_dirs(cfg.inherit_env), *SOCKET_PATHS, *secrets)
     hidden_dirs, hidden_files = _existing([*cfg.hidden_paths, *always, *policy_hidden])
     # Only the outermost: a nested one would just leave its mount point visible.
     hidden_dirs = [d for d in hidden_dirs if not any(is_within(d, o) and d != o for o in hidden_dirs)]
@@ -573,15 +582,18 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
             )
         boundary, protected, hidden, sources = _boundary(op, cfg, caps, temp_root.path, terminal)
         try:
-            boundary = replace(boundary, data_binds=_pin_binds(pins, boundary, hidden))
-            gate = _gate(boundary, sources.stats)
+            data_binds = _pin_binds(pins, boundary, hidden)
+            boundary = replace(boundary, data_binds=data_binds)
+            argv, pins.exec_fds = _entry_argv(op, pins, frozenset(d.dest for d in data_binds))
+            digests = {p.path: p.digest for p in pins.pins}
+            gate = _gate(boundary, sources.stats, [(d.dest, digests[d.dest]) for d in data_binds])
         except BaseException:
             sources.close()
             raise
         sources.fds += gate.child_ends
         boundary = replace(boundary, info_fd=gate.child_ends[0], block_fd=gate.child_ends[1])
         return Prepared(
-            argv=bwrap_argv(probe.launcher, boundary, op.cwd_path, op.argv),
+            argv=bwrap_argv(probe.launcher, boundary, op.cwd_path, tuple(argv)),
             env=env,
             cwd=op.cwd_path,
             temp_root=temp_root,
@@ -602,6 +614,11 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
         pins.close()
         temp_root.close()
         raise
+
+
+def _entry_argv(op: Operation, pins: Pins, visible: frozenset[str]) -> tuple[list[str], tuple[int, ...]]:
+    argv, fds = sandbox_argv(op.argv, pins, visible)
+    return argv, tuple(fds)
 
 
 # Private inside the sandbox: a host file there is not what the command would find.

@@ -20,7 +20,12 @@ sandbox's mounts from outside before it lets it go:
 3. nothing else was mounted: every line of the sandbox's mountinfo is a copy of one of
    the host's own mounts (the read-only root brings those along), one of the binds
    asked for, or a fresh filesystem bwrap made (/dev, /proc, tmpfs), never another
-   bind of a host directory.
+   bind of a host directory;
+4. every content pin is in place: its path, opened inside the sandbox without
+   following symlinks, is read-only and holds the verified bytes. A pin mounted over a
+   file that another process then renamed a new file onto is detached (Linux removes a
+   mount from every namespace when its mount point is renamed over); the run is then
+   refused as ``content_changed`` before anything executes.
 
 Any difference and the sandbox is killed before the command runs (fail closed).
 """
@@ -30,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import hashlib
 import os
 import re
 import select
@@ -47,6 +53,18 @@ _PID = re.compile(rb'"child-pid":\s*(\d+)')
 
 class MountMismatch(RuntimeError):
     """The sandbox's mounts are not the ones asked for; the message says which."""
+
+
+class PinMismatch(MountMismatch):
+    """A pinned file is not in place inside the sandbox (renamed over since it was
+    mounted: the mount went with the old name); ``path`` says which."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+
+
+MAX_PIN_CHECK_BYTES = 128 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +141,12 @@ def _setup_done(pid: int, deadline: float) -> bool | None:
         delay = min(delay * 1.2, 0.0005)
 
 
-def _open_in_root(root_fd: int, path: str) -> int:
+def _open_in_root(root_fd: int, path: str, flags: int = os.O_PATH) -> int:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
     libc = _libc
-    how = _OpenHow(os.O_PATH | os.O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+    how = _OpenHow(flags | os.O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
     fd = int(
         libc.syscall(
             ctypes.c_long(SYS_OPENAT2),
@@ -148,14 +166,45 @@ def _dev(st_dev: int) -> str:
     return f"{os.major(st_dev)}:{os.minor(st_dev)}"
 
 
-def check(pid: int, expected: list[Expected], extra_points: Counter[str]) -> None:
+def _check_pins(root_fd: int, pinned: list[tuple[str, str]]) -> None:
+    """Each pinned path, opened inside the sandbox without following symlinks, is read-only
+    and holds exactly the verified bytes (digest), else :class:`PinMismatch`."""
+    for path, digest in pinned:
+        try:
+            fd = _open_in_root(root_fd, path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise PinMismatch(path, f"not reachable inside the sandbox ({exc.strerror})") from None
+        try:
+            if not os.fstatvfs(fd).f_flag & os.ST_RDONLY:
+                raise PinMismatch(path, "writable: the pin is not in place")
+            hashed = hashlib.sha256()
+            size = 0
+            while chunk := os.read(fd, 1 << 20):
+                size += len(chunk)
+                if size > MAX_PIN_CHECK_BYTES:
+                    raise PinMismatch(path, "larger than any pin")
+                hashed.update(chunk)
+        finally:
+            os.close(fd)
+        if hashed.hexdigest() != digest:
+            raise PinMismatch(path, "other bytes than the ones verified: the pin is not in place")
+
+
+def check(
+    pid: int,
+    expected: list[Expected],
+    extra_points: Counter[str],
+    pinned: list[tuple[str, str]] | None = None,
+) -> None:
     """Raise :class:`MountMismatch` unless ``pid``'s mounts are the expected ones.
 
     ``extra_points``: further mount points bwrap makes from host objects (the temp root,
-    /dev/null over hidden files), with how many mounts each.
+    /dev/null over hidden files), with how many mounts each. ``pinned``: (path, sha256)
+    of the content pins, which must be in place (:class:`PinMismatch` otherwise).
     """
     root_fd = os.open(f"/proc/{pid}/root", os.O_PATH | os.O_CLOEXEC)
     try:
+        _check_pins(root_fd, pinned or [])
         for want in expected:
             try:
                 fd = _open_in_root(root_fd, want.path)
@@ -211,6 +260,7 @@ def confirm(
     expected: list[Expected],
     extra_points: Counter[str],
     timeout_s: float = SETUP_TIMEOUT_S,
+    pinned: list[tuple[str, str]] | None = None,
 ) -> bool:
     """Check a started sandbox and let it run; False when bwrap exited during setup
     (its own error is on its stderr). On a mismatch, bwrap is killed before the command
@@ -228,7 +278,7 @@ def confirm(
         # /proc entry: asking whether that exists called this failure a timeout.
         return False
     try:
-        check(child, expected, extra_points)
+        check(child, expected, extra_points, pinned)
     except MountMismatch:
         _kill(bwrap_pid, child)
         raise

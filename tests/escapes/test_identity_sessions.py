@@ -184,12 +184,46 @@ def test_processes_of_one_agent_share_its_identity_and_others_cannot_join(daemon
 def test_a_session_leader_cannot_be_named_as_agent(daemon):
     """A shell that leads a terminal session is an ancestor of every agent started from
     it; naming it would pull them all into one identity."""
+    from ptyprocess import PtyProcessUnicode
+
     code = "import os,sys; os.execv(sys.executable, [sys.executable, '-c', sys.argv[1], sys.argv[2], 'name', str(os.getpid())])"
+    # ptyprocess starts it as the leader of a new session with the pty as its terminal.
+    proc = PtyProcessUnicode.spawn([sys.executable, "-c", code, CHILD, str(daemon.state_dir)])
+    out = ""
+    try:
+        while "}" not in out:
+            out += proc.read(4096)
+    except EOFError:
+        pass
+    finally:
+        proc.close(force=True)
+    assert json.loads(out[out.index("{") : out.rindex("}") + 1]) == {"error": UNAUTHORIZED}
+
+
+def test_an_agent_that_leads_a_session_of_its_own_without_a_terminal_is_one_identity(daemon):
+    """`setsid claude -p`: a detached agent leads its own session; it may name itself, and
+    the per-call clients it starts (in sessions of their own, as Claude Code's hooks are)
+    are that agent."""
+    code = (
+        "import os,sys,subprocess,json; from console.client import Client\n"
+        "with Client.connect(sys.argv[2], role='agent') as c:\n"
+        "    me = c.call('hello', {'agent_pid': os.getpid()})['agent']\n"
+        "child = subprocess.run(['setsid', sys.executable, '-c', sys.argv[3], sys.argv[2]],"
+        " capture_output=True, text=True)\n"
+        "print(json.dumps({'me': me, 'child': json.loads(child.stdout)}))"
+    )
+    per_call = (
+        "import sys,json; from console.client import Client; from console.protocol.procs import agent_process_pid\n"
+        "with Client.connect(sys.argv[1], role='agent', agent_pid=agent_process_pid(), per_call=True) as c:\n"
+        "    print(json.dumps(c.hello['agent']))"
+    )
     out = subprocess.run(
-        [sys.executable, "-c", code, CHILD, str(daemon.state_dir)],
+        [sys.executable, "-c", code, str(daemon.state_dir), str(daemon.state_dir), per_call],
         capture_output=True,
         text=True,
         timeout=60,
         start_new_session=True,
     )
-    assert json.loads(out.stdout) == {"error": UNAUTHORIZED}
+    got = json.loads(out.stdout)
+    assert got["me"]["bound_by"] == "process"
+    assert got["child"]["id"] == got["me"]["id"] and got["child"]["anonymous"] is False

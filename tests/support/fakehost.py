@@ -40,3 +40,7 @@ class FakeHost:
         if text is None or len(text.encode()) > limit:
             return None
         return text
+
+    def listdir(self, path: str) -> list[str]:
+        prefix = posixpath.normpath(path).rstrip("/") + "/"
+        return sorted({p[len(prefix) :].split("/")[0] for p in self.files if p.startswith(prefix)})

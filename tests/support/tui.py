@@ -40,7 +40,13 @@ class Agent:
     """One submission from its own thread and connection, as a real agent makes it."""
 
     def __init__(
-        self, daemon: DaemonProcess, op: dict[str, Any], identity: dict[str, Any] | None = None, **kw: Any
+        self,
+        daemon: DaemonProcess,
+        op: dict[str, Any],
+        identity: dict[str, Any] | None = None,
+        *,
+        per_call: bool = False,
+        **kw: Any,
     ) -> None:
         self.op = op
         self.box: dict[str, Any] = {}
@@ -48,7 +54,7 @@ class Agent:
 
         def run() -> None:
             try:
-                with daemon.agent() as agent:
+                with daemon.agent(per_call=per_call) as agent:
                     if identity is not None:  # the same agent as an earlier connection
                         agent.hello = agent.call(
                             "hello", {"agent_id": identity["id"], "agent_secret": identity["secret"]}

@@ -80,6 +80,7 @@ async def submit_bound(
                 peer_pid=ctx.conn.peer.pid,
                 wait_s=timeout,
                 agent=agent,
+                shown=None if ctx.conn.agent is None else ctx.conn.agent.shown(),
                 supersedes=supersedes,
             )
         if answer.get("reason") != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:

@@ -13,9 +13,9 @@ from console.daemon.connection import CallContext, Method, Role
 from console.daemon.events import Topic
 from console.daemon.link_tickets import TICKET_TTL_S
 from console.protocol.jsonrpc import INVALID_PARAMS, PROTOCOL_VERSION, UNAUTHORIZED, RPCError
+from console.protocol.pending import AgentIdentity
 from console.protocol.requests import DaemonStatus, DaemonStop, Hello, LinkTicket, Subscribe, Unsubscribe
 from console.protocol.results import (
-    AgentIdentity,
     DaemonStatusResult,
     DaemonStopResult,
     HelloAgent,
@@ -60,7 +60,12 @@ async def hello(ctx: CallContext, args: Hello) -> HelloResult:
         agent, how = conn.agent, "connection"
     else:
         found = registry.by_ancestry(conn.peer)
-        agent, how = (found, "process_tree") if found else (registry.fresh(conn.peer), "new")
+        if found is not None:
+            agent, how = found, "process_tree"
+        elif args.per_call:
+            agent, how = registry.fresh(conn.peer, anonymous=True), "anonymous"
+        else:
+            agent, how = registry.fresh(conn.peer), "new"
     identity.bind(conn, agent)
     if label:
         # The agent's own name for its session: shown to the operator, never a key.

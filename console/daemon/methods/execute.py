@@ -11,6 +11,7 @@ keeps the operation behind a one-time ticket (:mod:`console.daemon.held`) that
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from console.contract.operation import Mode
@@ -18,15 +19,18 @@ from console.contract.outcome import CONTENT_CHANGED
 from console.daemon.connection import CallContext, Method
 from console.daemon.held import TicketError
 from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation, submit_bound, watch_owner
-from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
-from console.protocol.requests import OperationExec, OperationHold, OperationRun
+from console.locations import locate
+from console.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, NOT_FOUND, RPCError
+from console.protocol.requests import OperationExec, OperationHeld, OperationHold, OperationRun
 from console.protocol.results import (
     ExecRecord,
     OperationDecision,
     OperationExecResult,
+    OperationHeldResult,
     OperationHoldResult,
     OperationRunResult,
 )
+from console.protocol.tickets import redeem_command, write_secret
 
 
 def _captured(ctx: CallContext, obj: dict[str, Any]) -> Any:
@@ -78,30 +82,59 @@ async def exec_(ctx: CallContext, args: OperationExec) -> OperationExecResult:
     return OperationExecResult(decision=decided, result=ExecRecord(**record))
 
 
+def _asker(ctx: CallContext) -> str:
+    """Who a ticket belongs to: the connection's agent identity (agent.sock binds one
+    before any method runs), or the operator."""
+    agent = ctx.conn.agent
+    return agent.id if agent is not None else "operator"
+
+
 async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
-    """Decide; when allowed, keep the operation and answer with its one-time ticket."""
+    """Decide; when allowed, keep the operation for this agent identity and answer with the
+    exact command that redeems it (its secret goes into a private file, never into it)."""
     obj, timeout = args.operation, args.timeout_s
     op = _captured(ctx, obj)
     watch_owner(ctx)
     op, decision = await submit_bound(ctx, obj, op, timeout)
     decided = OperationDecision(**decision)  # before a ticket is issued on its strength
-    ticket = ctx.services.held.hold(op, decision) if decided.verdict == "allow" else None
-    return OperationHoldResult(decision=decided, ticket=ticket)
+    if decided.verdict != "allow":
+        return OperationHoldResult(decision=decided, ticket=None, command=None)
+    loc = ctx.services.loc
+    # --state-dir only where it names these very locations (the default ones come from
+    # the environment, as the daemon's did).
+    state = str(loc.state_dir) if locate(loc.state_dir) == loc else None
+    held, secret = ctx.services.held.issue(
+        op, decision, _asker(ctx), lambda rid: redeem_command(sys.executable, state, rid)
+    )
+    try:
+        write_secret(loc.runtime_dir, held.request_id, secret)
+    except OSError as exc:
+        ctx.services.held.take(f"{held.request_id}:{secret}", _asker(ctx))
+        raise RPCError(INTERNAL_ERROR, f"could not keep the ticket's secret: {exc.strerror}") from None
+    return OperationHoldResult(decision=decided, ticket=held.request_id, command=held.command)
 
 
 async def run(ctx: CallContext, args: OperationRun) -> OperationRunResult:
-    """Run the operation a ticket holds, once. A file it runs that changed since the
-    decision is not run (``content_changed``): the agent asks again."""
+    """Run the operation a ticket holds, once, for the identity that asked for it. A file it
+    runs that changed since the decision is not run (``content_changed``): the agent asks again."""
     try:
-        held = ctx.services.held.take(args.ticket)
+        held = ctx.services.held.take(args.ticket, _asker(ctx))
     except TicketError as exc:
         raise RPCError(NOT_FOUND, str(exc)) from None
     record = await _run(ctx, held.operation, held.decision, args.stream)
     return OperationRunResult(decision=OperationDecision(**held.decision), result=ExecRecord(**record))
 
 
+async def held(ctx: CallContext, args: OperationHeld) -> OperationHeldResult:
+    """Whether ``command`` is, byte for byte, the command of a live ticket this daemon issued
+    to this agent identity (so a permission dialog for it asks about the daemon's own rewrite)."""
+    found = ctx.services.held.issued(args.command, _asker(ctx))
+    return OperationHeldResult(held=found is not None, ticket=found.request_id if found else None)
+
+
 METHODS = {
     "operation.exec": Method(exec_, OperationExec),
     "operation.hold": Method(hold, OperationHold),
     "operation.run": Method(run, OperationRun),
+    "operation.held": Method(held, OperationHeld, inert=True),
 }

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
+from msgspec import UNSET
 from rich.style import Style
 from rich.text import Text
 
@@ -316,6 +317,15 @@ def _head(d: _Detail, item: PendingItem, badges: Sequence[Badge], argv: Sequence
         out.append_text(badge_text(badges, styles))
     else:
         out.append("  within the sandbox", styles["within"])
+    agent = item.agent
+    if agent is not UNSET:
+        out.append("\nasked by ", styles["dim"])
+        d.put(agent.shown, limit=80)
+        if agent.anonymous:
+            out.append(
+                " — one call that reached no agent process: a session grant would hold for nothing",
+                styles["dim"],
+            )
     found = text_findings(item)
     if found:
         out.append("\n")
@@ -503,6 +513,8 @@ def _context(d: _Detail, item: PendingItem, op: OperationWire, now: float) -> No
     d.field("access", f"workspace {op.workspace_access or '?'}, network {op.network or '?'}")
     d.field("origin", f"{op.origin or '?'}, mode {op.mode or '?'}, kind {op.kind or '?'}")
     d.field("tool", d.agent(op.tool))
+    if item.agent is not UNSET:
+        d.field("agent", d.agent(item.agent.id))
     d.field("session", d.agent(item.session_id or "-"))
     deadline = item.deadline
     left = f", denied automatically in {max(0, int(deadline - now))} s" if deadline else ""

@@ -1,12 +1,13 @@
-"""The pending queue: one line per request, oldest first, with age, session, tool,
-escalation badges and the command on one line (escaped, cut to the width); with
-several hosts, the host first."""
+"""The pending queue: one line per request, oldest first, with age, who asked (the agent
+identity: short id, label, process), tool, escalation badges and the command on one line
+(escaped, cut to the width); with several hosts, the host first."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
 
+from msgspec import UNSET
 from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
@@ -20,6 +21,12 @@ from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_
 from console.tui.widgets.line_list import LineList
 
 HOST_CHARS = 14
+# The "who asked" column: `a-1234abcd label claude[4321]`, cut (then marked) past this;
+# on a narrow screen the short id alone, so the command keeps its room (the detail says
+# the rest).
+WHO_CELLS = 24
+WHO_CELLS_NARROW = 12
+NARROW = 120
 
 
 class QueueView(LineList):
@@ -78,8 +85,14 @@ class QueueView(LineList):
             host.pad_right(HOST_CHARS + 2 - host.cell_len)
             row.append_text(host)
         row.append(f" {age(self.clock() - item.submitted_at):>4} ", get(role_class("muted")))
-        session, _ = agent_text(item.session_id or "-", styles, get(role_class("secondary")), limit=12)
-        session.pad_right(13 - session.cell_len)
+        # Who asked: the daemon's identity (short id, label, process), else the label alone.
+        agent = item.agent if not isinstance(item, TripwireEntry) else UNSET
+        who = agent.shown if agent is not UNSET else (item.session_id or "-")
+        cells = WHO_CELLS if width >= NARROW else WHO_CELLS_NARROW
+        if agent is not UNSET and width < NARROW:
+            who = f"anon {agent.id[2:9]}" if agent.anonymous else agent.id[:10]
+        session, _ = agent_text(who, styles, get(role_class("secondary")), limit=cells)
+        session.pad_right(cells + 1 - session.cell_len)
         row.append_text(session)
         if isinstance(item, TripwireEntry):
             row.append_text(tripwire_row(item, styles, max(8, width - row.cell_len)))
