@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # `from support.daemon import ...` from any test file, however pytest was started.
 sys.path.insert(0, str(Path(__file__).parent))
@@ -24,6 +25,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from support.daemon import DaemonProcess, running_daemon
 
 DEFAULT_DAEMON_POLICY = "approval_timeout_s = 30\n"
+
+# Hypothesis's per-example deadline is a timed assertion: on a loaded machine an example
+# that normally takes 20 ms takes 800, and the test fails for the machine, not the code.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 # Tests with any of these need more than Python and a laptop (sshd: Debian's
 # openssh-server; browser: Debian's chromium); `-m "not system"` skips them.
