@@ -18,6 +18,11 @@ to exactly one identity, in one of three ways, checked in this order by ``hello`
    (a hook or ``agent-console exec`` started by the agent, per call); failing that, a new
    identity of this connection alone.
 
+A confined session (``agent-console run``, a sandboxed ``sessions new``) gets its
+identity from the daemon when it starts, rooted at its sandbox: every connection from a
+process inside it is that identity, before ``agent_pid`` is looked at (pids inside the
+sandbox's pid namespace mean nothing out here).
+
 The agent's own session id (Claude Code's ``session_id``) is a label for the operator,
 never a key. Identities live in memory: a daemon restart forgets them (and the sessions
 they owned end with the daemon).
@@ -64,6 +69,9 @@ class Agent:
     root: tuple[int, int] | None = None  # (pid, start ticks) of the agent process, if bound to one
     root_comm: str = ""
     label: str = ""  # the agent's own session id, display only
+    # Made for a confined session (an agent CLI the operator started in the sandbox):
+    # every process inside it is this agent, whatever it names (see AgentRegistry.confined).
+    confined: bool = False
     connections: int = 0
     last_seen: float = 0.0
     # Quota state (see console/daemon/quotas.py).
@@ -192,6 +200,34 @@ class AgentRegistry:
 
     def fresh(self, peer: PeerCred) -> Agent:
         return self._new(peer.uid)
+
+    def for_confined_session(self, uid: int, label: str) -> Agent:
+        """The identity of a confined session, before it starts (:meth:`root_at` once it has)."""
+        agent = self._new(uid)
+        agent.confined = True
+        agent.label = label
+        return agent
+
+    def root_at(self, agent: Agent, pid: int) -> bool:
+        """Root ``agent`` at the process ``pid`` (the session's sandbox); False if it is gone."""
+        st = proc_stat(pid)
+        if st is None:
+            return False
+        if agent.root is not None and self._by_root.get(agent.root) is agent:
+            del self._by_root[agent.root]
+        agent.root = (st.pid, st.start_ticks)
+        agent.root_comm = st.comm[:64]
+        self._by_root[agent.root] = agent
+        return True
+
+    def confined(self, peer: PeerCred) -> Agent | None:
+        """The confined session's identity when the peer runs inside one. A process in the
+        sandbox cannot name another identity by pid (its pids are the sandbox's own, and
+        it must not split itself from its session's approvals), so this comes first."""
+        if not any(a.confined for a in self._by_root.values()):
+            return None
+        found = self.by_ancestry(peer)
+        return found if found is not None and found.confined else None
 
     def root_alive(self, agent: Agent) -> bool:
         if agent.root is None:

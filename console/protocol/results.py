@@ -78,7 +78,7 @@ class HelloAgent(AgentIdentity, frozen=True, kw_only=True):
     """The identity ``hello`` bound an agent.sock connection to, with its secret."""
 
     secret: str
-    bound_by: str  # secret, process, process_tree, new or connection
+    bound_by: str  # secret, sandbox, process, process_tree, new or connection
 
 
 class HelloResult(MethodResult, frozen=True, kw_only=True):
@@ -115,6 +115,7 @@ class DaemonStatusResult(MethodResult, frozen=True, kw_only=True):
     agents: int | UnsetType = UNSET  # operator view
     sandbox: dict[str, Any]
     sessions: dict[str, Any]
+    egress: dict[str, Any] | UnsetType = UNSET  # operator view: the egress broker's counts
     watch: dict[str, Any] | UnsetType = UNSET  # operator view
     workspaces: list[dict[str, Any]] | UnsetType = UNSET  # operator view
     attention: dict[str, Any] | UnsetType = UNSET  # operator view

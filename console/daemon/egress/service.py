@@ -1,0 +1,371 @@
+"""The egress broker: every connection out of a sandbox, decided by domain, on the host.
+
+Each sandboxed run with network (an approved operation asking `external_network`, an
+agent CLI started by ``agent-console run``, any confined session) gets a Unix socket of
+its own here (:meth:`EgressService.open`), bound into its sandbox where a bridge carries
+its programs' proxy connections to it (console/sandbox/bridge.py). Which socket a
+connection arrives on says which run it is for; nothing the program sends can say
+otherwise.
+
+For each connection:
+
+1. read the proxy request (proxy.py): HTTP CONNECT, absolute-form HTTP or SOCKS5;
+2. the name and port against the policy's lists, its workspace's and its agent's
+   (console/policy/network.py): deny wins, then allow; a port not allowed is refused;
+3. the name resolved **here** (the sandbox has no resolver): every address it has must
+   be fit for a public name (no loopback, private, link-local, metadata) unless
+   `network.private` names it, and the connection goes to the address that was checked,
+   never to a name resolved again;
+4. a name on no list is the operator's: an approval item in the queue like any request
+   (an operation ``connect <host>`` asking `external_network(<host>)`: per domain and
+   workspace, approved once, for the agent's session or always, or denied with a reason)
+   while the connection waits; a client that hangs up withdraws it;
+5. the decision, the address and the port go into the history (a ``connection`` event),
+   before anything is sent upstream; then the bytes are carried as they are.
+
+A refused connection is answered with a 403 that says why (or SOCKS5's "not allowed").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from console.contract.capabilities import Capability, CapabilityKind
+from console.contract.operation import Kind as OpKind
+from console.contract.operation import Operation, Origin
+from console.daemon.egress import proxy
+from console.daemon.egress.proxy import Kind, ProxyProtocolError, Target
+from console.daemon.policy_source import PolicySource
+from console.locations import ensure_private_dir
+from console.policy.network import IPAddress, Rules, Verdict, address_of
+from console.store import Store, StoreUnavailable, connection_event
+
+if TYPE_CHECKING:
+    from console.daemon.broker import Broker
+
+log = logging.getLogger("agent-console.egress")
+
+CONNECT_TIMEOUT_S = 15.0
+RELAY_CHUNK = 65536
+# A test (or an operator's own resolver) may stand in for getaddrinfo.
+Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
+
+TOOL = "network"
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a run's connections are decided against."""
+
+    workspace: str
+    agent_id: str = ""  # the identity its approvals and session grants belong to
+    agent_name: str = ""  # the agent profile (console/policy/agents.py), "" for none
+    label: str = ""  # who connects, for the operator ("claude in s-…", "request r-…")
+    session_id: str = ""  # the console session it runs in, if any
+    request_id: str = ""  # the approved request it runs for, if any
+    # Names allowed for this run beyond the lists: `external_network(<host>)` it was approved with.
+    also_allow: tuple[str, ...] = ()
+
+
+@dataclass
+class EgressRun:
+    """One run's socket; close it when the run ends."""
+
+    id: str
+    socket: str
+    context: RunContext
+    server: asyncio.Server | None = None
+    connections: set[asyncio.Task[None]] = field(default_factory=set)
+    owner: int = 0  # the broker's owner number for this run's approval items
+
+
+async def system_resolver(host: str, port: int) -> list[IPAddress]:
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    out: list[IPAddress] = []
+    for _family, _type, _proto, _canon, addr in infos:
+        found = address_of(str(addr[0]).split("%", 1)[0])
+        if found is not None and found not in out:
+            out.append(found)
+    return out
+
+
+_owners = itertools.count(-1, -1)  # approval owners apart from connections (which count up)
+
+
+class EgressService:
+    def __init__(
+        self,
+        runtime_dir: str,
+        policy: PolicySource,
+        store: Store,
+        broker: Broker,
+        *,
+        resolver: Resolver = system_resolver,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.dir = os.path.join(runtime_dir, "egress")
+        self.policy = policy
+        self.store = store
+        self.broker = broker
+        self.resolver = resolver
+        self.clock = clock
+        self.runs: dict[str, EgressRun] = {}
+        self._rules: dict[tuple[int, str, str, tuple[str, ...]], Rules] = {}
+        self.counts = {"allowed": 0, "refused": 0, "asked": 0}
+
+    def status(self) -> dict[str, Any]:
+        return {"runs": len(self.runs), **self.counts}
+
+    # ------------------------------------------------------------------ runs
+
+    async def open(self, context: RunContext) -> EgressRun:
+        """A socket for one run (in the runtime directory, private)."""
+        ensure_private_dir(Path(self.dir))
+        run_id = "e-" + secrets.token_hex(6)
+        path = os.path.join(self.dir, run_id + ".sock")
+        run = EgressRun(run_id, path, context, owner=next(_owners))
+
+        def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.ensure_future(self._connection(run, reader, writer))
+            run.connections.add(task)
+            task.add_done_callback(run.connections.discard)
+
+        old = os.umask(0o077)
+        try:
+            run.server = await asyncio.start_unix_server(serve, path=path, limit=proxy.MAX_HEAD_BYTES * 2)
+        finally:
+            os.umask(old)
+        self.runs[run_id] = run
+        return run
+
+    async def close(self, run: EgressRun) -> None:
+        self.runs.pop(run.id, None)
+        if run.server is not None:
+            run.server.close()
+        for task in list(run.connections):
+            task.cancel()
+        await self.broker.connection_closed(run.owner)
+        with contextlib.suppress(OSError):
+            os.unlink(run.socket)
+
+    async def close_all(self) -> None:
+        for run in list(self.runs.values()):
+            await self.close(run)
+
+    # ------------------------------------------------------------------ one connection
+
+    def rules(self, context: RunContext) -> Rules:
+        config = self.policy()
+        agent = next((a for a in config.agents if a.name == context.agent_name), None)
+        key = (id(config), context.workspace, context.agent_name, context.also_allow)
+        found = self._rules.get(key)
+        if found is None:
+            if len(self._rules) > 256:
+                self._rules.clear()
+            found = config.network_policy.rules(
+                context.workspace,
+                agent_allow=(*(agent.allow if agent else ()), *context.also_allow),
+                agent_deny=agent.deny if agent else (),
+            )
+            self._rules[key] = found
+        return found
+
+    async def _connection(
+        self, run: EgressRun, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        upstream: asyncio.StreamWriter | None = None
+        try:
+            try:
+                target = await proxy.read_target(reader)
+                if target.kind is Kind.SOCKS5 and not target.host:
+                    writer.write(proxy.SOCKS5_METHOD_OK)
+                    target = await proxy.socks5_request(reader)
+            except ProxyProtocolError as exc:
+                writer.write(proxy.refusal(400, str(exc)))
+                return
+            except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
+                return
+            decided = await self._decide(run, target, writer)
+            if decided is None:
+                return  # the client went away while it waited
+            allowed, why, address = decided
+            if not allowed or address is None:
+                self.counts["refused"] += 1
+                writer.write(
+                    proxy.SOCKS5_NOT_ALLOWED if target.kind is Kind.SOCKS5 else proxy.refusal(403, why)
+                )
+                return
+            try:
+                up_reader, up_writer = await asyncio.wait_for(
+                    asyncio.open_connection(address.compressed, target.port), CONNECT_TIMEOUT_S
+                )
+                upstream = up_writer
+            except (OSError, TimeoutError) as exc:
+                reason = f"cannot connect to {target.host}:{target.port} ({address.compressed}): {exc}"
+                writer.write(
+                    proxy.SOCKS5_UNREACHABLE if target.kind is Kind.SOCKS5 else proxy.refusal(502, reason)
+                )
+                return
+            self.counts["allowed"] += 1
+            sock = up_writer.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if target.kind is Kind.CONNECT:
+                writer.write(proxy.CONNECT_ESTABLISHED)
+            elif target.kind is Kind.SOCKS5:
+                writer.write(proxy.SOCKS5_SUCCEEDED)
+            else:
+                up_writer.write(target.first)
+            await _relay(reader, writer, up_reader, up_writer)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("egress connection of %s failed", run.id)
+        finally:
+            for w in (writer, upstream):
+                if w is not None:
+                    with contextlib.suppress(Exception):
+                        w.close()
+
+    async def _decide(
+        self, run: EgressRun, target: Target, writer: asyncio.StreamWriter
+    ) -> tuple[bool, str, IPAddress | None] | None:
+        """(allowed, why, the address to connect to); None when the client left waiting."""
+        context = run.context
+        rules = self.rules(context)
+        verdict, why = rules.host_verdict(target.host, target.port)
+        source = "policy"
+        request_id = ""
+        address: IPAddress | None = None
+        if verdict is not Verdict.DENY:
+            try:
+                addresses = await asyncio.wait_for(self.resolver(target.host, target.port), CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError, UnicodeError):
+                addresses = []
+            if not addresses:
+                verdict, why, source = Verdict.DENY, f"{target.host} does not resolve", "resolver"
+            for addr in addresses:
+                refused = rules.address_refusal(target.host, addr)
+                if refused:
+                    verdict, why, source = Verdict.DENY, refused, "address"
+                    break
+            else:
+                address = addresses[0] if addresses else None
+        if verdict is Verdict.ASK:
+            self.counts["asked"] += 1
+            answer = await self._ask(run, target, address, writer)
+            if answer is None:
+                return None
+            request_id = answer["request_id"]
+            source = answer["source"]
+            if answer["verdict"] == "allow":
+                verdict, why = (
+                    Verdict.ALLOW,
+                    f"{target.host} approved ({answer['source']}, {answer['reason']})",
+                )
+            else:
+                note = answer.get("note") or ""
+                reason = answer["reason"]
+                why = f"the operator denied {target.host} ({reason}{': ' + note if note else ''})"
+                if answer["source"] == "timeout":
+                    why = f"no answer from the operator for {target.host} in time"
+                verdict = Verdict.DENY
+        allowed = verdict is Verdict.ALLOW
+        try:
+            await asyncio.wrap_future(
+                self.store.append(
+                    connection_event(
+                        at=self.clock(),
+                        host=target.host,
+                        port=target.port,
+                        address=address.compressed if address is not None and allowed else "",
+                        protocol=target.kind.value,
+                        verdict="allow" if allowed else "deny",
+                        source=source,
+                        reason=why,
+                        workspace_root=context.workspace,
+                        session_id=context.session_id,
+                        request_id=request_id,
+                        agent=context.agent_id,
+                        label=context.label,
+                    ),
+                    search_later=True,
+                )
+            )
+        except StoreUnavailable as exc:
+            log.error("store unavailable, refusing a connection to %s: %s", target.host, exc)
+            return False, "the console cannot record the connection (store unavailable)", None
+        return allowed, why, address
+
+    async def _ask(
+        self, run: EgressRun, target: Target, address: IPAddress | None, writer: asyncio.StreamWriter
+    ) -> dict[str, Any] | None:
+        """The operator's answer for this domain, while the client waits (None if it leaves)."""
+        op = network_operation(run.context, target, address)
+        submit = asyncio.ensure_future(
+            self.broker.submit(op, owner=run.owner, peer_pid=0, agent=run.context.agent_id)
+        )
+        gone = asyncio.ensure_future(writer.wait_closed())
+        try:
+            done, _ = await asyncio.wait({submit, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if submit in done:
+                return submit.result()
+            # Withdraw the item: the agent's connection is gone.
+            for item in [p for p in self.broker.pending.values() if p.owner == run.owner and p.op is op]:
+                await self.broker.cancel(item.id, owner=None, reason="agent_disconnected")
+            with contextlib.suppress(Exception):
+                await submit
+            return None
+        finally:
+            gone.cancel()
+
+
+def network_operation(context: RunContext, target: Target, address: IPAddress | None) -> Operation:
+    """The approval item for a domain: ``connect <host>`` asking external_network(<host>)."""
+    where = f"{target.host}:{target.port}" + (f" ({address.compressed})" if address is not None else "")
+    who = context.label or "a sandboxed program"
+    return Operation(
+        kind=OpKind.PROCESS,
+        executable="connect",
+        args=(target.host,),
+        workspace_root=context.workspace,
+        origin=Origin.BACKGROUND_TASK,
+        tool=TOOL,
+        capabilities=(Capability(CapabilityKind.EXTERNAL_NETWORK, target.host),),
+        justification=f"{who} opens a connection to {where} through the egress broker",
+        session_id=context.session_id,
+    )
+
+
+async def _relay(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    up_reader: asyncio.StreamReader,
+    upstream: asyncio.StreamWriter,
+) -> None:
+    async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        try:
+            while data := await src.read(RELAY_CHUNK):
+                dst.write(data)
+                await dst.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            with contextlib.suppress(OSError, RuntimeError):
+                if dst.can_write_eof():
+                    dst.write_eof()
+
+    await asyncio.gather(pump(reader, upstream), pump(up_reader, writer))
