@@ -230,6 +230,8 @@ def test_a_client_that_hangs_up_withdraws_its_item(daemon):
             lambda: [p for p in op.call("pending.list")["pending"] if p["operation"]["tool"] == "network"]
         )[0]
         done()
-        wait_for(lambda: held["request_id"] not in {p["request_id"] for p in op.call("pending.list")["pending"]})
+        wait_for(
+            lambda: held["request_id"] not in {p["request_id"] for p in op.call("pending.list")["pending"]}
+        )
         detail = op.call("request.get", {"request_id": held["request_id"]})["detail"]
     assert json.dumps(detail).count("agent_disconnected") >= 1

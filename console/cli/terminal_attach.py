@@ -17,6 +17,7 @@ import asyncio
 import base64
 import contextlib
 import os
+import re
 import signal
 import sys
 import termios
@@ -27,6 +28,9 @@ from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.locations import Locations
 
 DETACH = b"\x1d"  # Ctrl-]
+# A snapshot starts with the emulator's whole palette (OSC 4 per colour): not for the
+# operator's own terminal, whose colours are theirs.
+_PALETTE = re.compile(rb"\x1b\]4;[^\x1b\x07]*(?:\x1b\\|\x07)")
 INPUT_CHUNK = 4096
 
 
@@ -57,7 +61,8 @@ class Attached:
 
     def on_snapshot(self, params: dict[str, Any]) -> None:
         if params.get("session") == self.session:
-            self._write(b"\x1b[H\x1b[2J" + base64.b64decode(params.get("snapshot_base64", "")))
+            snapshot = _PALETTE.sub(b"", base64.b64decode(params.get("snapshot_base64", "")))
+            self._write(b"\x1b[H\x1b[2J" + snapshot)
 
     def on_ended(self, params: dict[str, Any]) -> None:
         if params.get("session") == self.session:
@@ -137,7 +142,7 @@ async def attach(loc: Locations, session: str) -> int:
                 f"(agent-console sessions attach {session})\r\n"
             )
             return 0
-        info = (await client.call("sessions.get", {"session": session}))["session"]
+        info = (await client.call("sessions.wait", {"session": session, "timeout_s": 5}))["session"]
         if info.get("exit_signal"):
             return 128 + int(info["exit_signal"])
         return int(info.get("exit_code") or 0)

@@ -67,12 +67,14 @@ def _ensure_state(paths: list[str]) -> list[str]:
 
 def executable(program: str, path: tuple[str, ...]) -> str:
     """``program`` as an absolute path: as given when it has a slash, else found on the
-    sandbox's PATH (the toolchains), as a shell would; raises InvalidParams."""
+    sandbox's PATH (the toolchains), as a shell would; raises InvalidParams. Not resolved:
+    a launcher reached by a link (a virtualenv's python, node's bin links) needs its name."""
     if "/" in program:
-        real = os.path.realpath(program)
+        named = os.path.abspath(program)
+        real = os.path.realpath(named)
         if not (os.path.isfile(real) and os.access(real, os.X_OK)):
             raise InvalidParams(f"argv[0]: {program[:200]!r} is not an executable file")
-        return real
+        return named
     found = shutil.which(program, path=":".join(path))
     if found is None:
         shown = ":".join(path)[:300]
@@ -80,7 +82,13 @@ def executable(program: str, path: tuple[str, ...]) -> str:
             f"argv[0]: {program[:100]!r} is not on the sandbox's PATH ({shown}); give its absolute path, "
             "or add its directory to the policy's [sandbox] path"
         )
-    return os.path.realpath(found)
+    return found
+
+
+def program_home(program: str) -> str:
+    """The directory of the file ``program`` leads to: an agent CLI installed as a package
+    (node's ``cli.js`` and the files beside it) needs all of it, read-only."""
+    return os.path.dirname(os.path.realpath(program))
 
 
 def plan(
@@ -116,7 +124,7 @@ def plan(
         read_only=tuple(read_only),
         agent_socket=str(loc.agent_socket),
         socket_paths=tuple(sockets),
-        runtime=console_runtime(),
+        runtime=(*console_runtime(), program_home(program)),
         env=tuple(sorted(env.items())),
     )
     op = Operation(

@@ -313,6 +313,13 @@ class SessionService:
         """The operator's program (an agent CLI) as a confined session in workspace ``cwd``
         (console/daemon/confined.py). The workspace becomes trusted: the operator chose it."""
         workspace = self.workspaces.check_root(os.path.realpath(cwd))
+        refused = self.workspaces.limits.refusal(workspace)
+        if refused is not None:
+            code, hint = refused
+            raise InvalidParams(
+                f"cwd: {workspace[:200]} cannot be a confined session's workspace ({code}): {hint}; "
+                "or start the session unconfined"
+            )
         cfg = self.execution.config()
         try:
             launch = confined.plan(

@@ -537,24 +537,29 @@ def _private_files(surface: Surface, src: _Sources) -> list[DataBind]:
     return out
 
 
-def _open_readonly(src: _Sources, paths: list[str], surface: Surface, masks: list[str]) -> list[Bind]:
-    """Read-only binds of ``paths`` (as named; opened through their canonical form) that
-    the surface does not show already; a path that cannot be opened is left out."""
+def _open_readonly(
+    src: _Sources, paths: list[str], surface: Surface, masks: list[str], shown: list[str]
+) -> list[Bind]:
+    """Read-only binds of ``paths`` (each at its name, from its canonical form) where the
+    sandbox would not show them already: outside the surface, inside a home mask, not
+    below another of them or a directory in ``shown``; a path that cannot be opened is
+    left out. A name that is a link is bound as the file or directory it leads to."""
     out: list[Bind] = []
-    seen: set[str] = set()
-    for name in paths:
+    bound = list(shown)
+    for name in sorted(dict.fromkeys(paths), key=len):
         real = os.path.realpath(name)
-        if surface.shows(real) and not any(is_within(real, m) for m in masks):
-            continue
-        if any(is_within(real, d) for d in PRIVATE_DIRS) and not any(is_within(real, m) for m in masks):
+        masked = any(is_within(name, m) for m in masks)
+        if surface.shows(real) and surface.shows(os.path.realpath(os.path.dirname(name))) and not masked:
+            continue  # there already, by the same links as on the host
+        if any(is_within(name, d) for d in PRIVATE_DIRS) and not masked:
             continue  # the sandbox's own scratch there, not the host's
-        if name in seen:
-            continue
+        if any(is_within(name, b) for b in bound):
+            continue  # its place is shown already (a link there is followed to its target)
         try:
             opened = src.open(real)
         except ResolveError:
             continue
-        seen.add(name)
+        bound.append(name)
         out.append(Bind(name, BindMode.READ_ONLY, opened.fd))
     return out
 
@@ -644,15 +649,15 @@ def _binds(
     # The sandbox's PATH: the toolchains, less what this run can write.
     run_path = for_run(cfg.path, [*writable, *extra_writable])
     wanted = [*readable_paths, *run_path]
-    # The approved executable, when it lies outside what is shown, so that it can start.
+    # The approved executable, when it lies outside what is shown, so that it can start
+    # (and what it leads to, when it is a link).
     if op.executable.startswith("/"):
-        wanted.append(op.executable)
+        wanted += [op.executable, os.path.realpath(op.executable)]
     if profile is not None:
         wanted += profile.runtime
     if egress is not None:
         wanted.append(interpreter())
-    wanted = [w for w in wanted if not any(is_within(os.path.realpath(w), b.path) for b in binds)]
-    readable = _open_readonly(src, wanted, surface, masks)
+    readable = _open_readonly(src, wanted, surface, masks, [b.path for b in binds])
     if egress is not None:
         binds.append(_socket_bind(src, egress.socket, EGRESS_SOCKET, "the egress broker"))
     system = [Bind(p, BindMode.READ_ONLY, src.open(p).fd) for p in surface.binds]
@@ -736,7 +741,11 @@ def prepare(
             "network: the operation asks for the network but no egress broker was given to it", "network"
         )
     try:
-        pins = verify_and_pin(op, ":".join(cfg.path) if cfg.path else DEFAULT_TRUSTED_PATH)
+        # A confined session is the operator's own start, approved by no fingerprint: there
+        # is no approved content to hold it to.
+        pins = (
+            Pins() if profile is not None else verify_and_pin(op, ":".join(cfg.path) or DEFAULT_TRUSTED_PATH)
+        )
     except ContentChanged as exc:
         raise ContentChangedError(exc.paths) from None
     except PinError as exc:

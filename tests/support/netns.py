@@ -119,7 +119,9 @@ class NetNamespace:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         if line.strip() != b"ready":
-            raise RuntimeError(f"server {name} did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
+            raise RuntimeError(
+                f"server {name} did not start: {proc.stderr.read().decode() if proc.stderr else ''}"
+            )
 
     def close(self) -> None:
         for proc in self.servers:
