@@ -10,15 +10,21 @@ its Unix sockets, which are files and cross namespaces.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+CLONE_NEWNET = 0x40000000
 
 # A tiny HTTP(S) server: answers GET with "hello from NAME <path>"; --tls with a
 # self-signed certificate. Runs inside the namespace.
@@ -46,6 +52,32 @@ if cert != "-":
 print("ready", flush=True)
 srv.serve_forever()
 """
+
+
+def in_namespace(name: str, fn: Callable[[], T]) -> T:
+    """``fn()`` on a thread that entered the namespace first: the sockets it makes are
+    the namespace's (a thread's network namespace is its own), whoever serves them later."""
+    box: dict[str, Any] = {}
+
+    def enter() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), "setns")
+            finally:
+                os.close(fd)
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=enter)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
 
 
 def available() -> str:
