@@ -235,3 +235,35 @@ def test_a_client_that_hangs_up_withdraws_its_item(daemon):
         )
         detail = op.call("request.get", {"request_id": held["request_id"]})["detail"]
     assert json.dumps(detail).count("agent_disconnected") >= 1
+
+
+SOCKS = r"""
+import socket, ssl, sys
+s = socket.create_connection(("127.0.0.1", 3128), timeout=30)
+s.sendall(b"\x05\x01\x00")
+assert s.recv(2) == b"\x05\x00"
+name = sys.argv[1].encode()
+s.sendall(b"\x05\x01\x00\x03" + bytes([len(name)]) + name + (443).to_bytes(2, "big"))
+reply = s.recv(10)
+if reply[1] != 0:
+    print("SOCKS-REFUSED", reply[1]); sys.exit(0)
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+t = ctx.wrap_socket(s, server_hostname=sys.argv[1])
+t.sendall(b"GET /socks HTTP/1.0\r\nHost: x\r\n\r\n")
+data = b""
+while chunk := t.recv(4096):
+    data += chunk
+print("SOCKS-BODY", data.split(b"\r\n\r\n", 1)[1].decode())
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expect"),
+    [("allowed.test", "SOCKS-BODY hello from allowed /socks"), ("sneaky.test", "SOCKS-REFUSED 2")],
+)
+def test_socks5_with_names_resolved_by_the_broker(daemon, name, expect):
+    ws = workspace()
+    op_ = dict(fetch_op(ws), args=["-I", "-S", "-c", SOCKS, name])
+    with Operator(daemon, {}), daemon.agent() as agent:
+        answer = agent.call("operation.exec", {"operation": op_, "stream": False})
+    assert expect in answer["result"]["stdout"]["head"], answer["result"]

@@ -7,14 +7,15 @@ intercepted: after CONNECT (or SOCKS5) the bytes are carried as they are; an
 absolute-form HTTP request is rewritten to origin form, its ``Proxy-*`` headers dropped
 and ``Connection: close`` set, so one connection never reaches two destinations.
 
-A refusal is written so that the program (and the model reading its error) sees why:
+Parsing is synchronous, over what has arrived (relay.py feeds it); a refusal is written
+so that the program (and the model reading its error) sees why:
 a 403 whose reason phrase and body carry the reason (a CONNECT client often shows only
 the status line), or SOCKS5's "not allowed by ruleset".
 """
 
 from __future__ import annotations
 
-import asyncio
+import ipaddress
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -22,7 +23,7 @@ from enum import StrEnum
 from console.policy.network import normal_host
 
 MAX_HEAD_BYTES = 64 * 1024
-HEAD_TIMEOUT_S = 10.0
+HEAD_TIMEOUT_S = 10.0  # for the whole request head (service.py applies it)
 
 _REQUEST_LINE = re.compile(rb"([A-Z]{3,16}) (\S{1,8192}) HTTP/1\.([01])\r?\n")
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]{2,64}\]|[^:/\[\]@\s]{1,255}):([0-9]{1,5})\Z")
@@ -66,18 +67,25 @@ def _host(text: str) -> str:
     return host
 
 
-async def read_target(reader: asyncio.StreamReader) -> Target:
-    """The destination of the request that starts this connection."""
-    first = await asyncio.wait_for(reader.readexactly(1), HEAD_TIMEOUT_S)
-    if first == b"\x05":
-        return await _socks5(reader)
-    try:
-        rest = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
-    except asyncio.LimitOverrunError:
-        raise ProxyProtocolError("the request head is too long") from None
-    except asyncio.IncompleteReadError:
-        raise ProxyProtocolError("the request head ended early") from None
-    head = first + rest
+def parse_head(buf: bytes | bytearray) -> tuple[Target, int] | None:
+    """The request that starts a connection, from what has arrived: (its target, how many
+    bytes it took), None while incomplete; raises :class:`ProxyProtocolError`. A SOCKS5
+    greeting gives a target with no host: the request follows the broker's reply
+    (:func:`parse_socks5_request`)."""
+    if not buf:
+        return None
+    if buf[0] == 5:
+        if len(buf) < 2 or len(buf) < 2 + buf[1]:
+            return None
+        if 0 not in buf[2 : 2 + buf[1]]:
+            raise ProxyProtocolError("SOCKS5 without authentication is all the broker speaks")
+        return Target(Kind.SOCKS5, "", 0), 2 + buf[1]
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buf) > MAX_HEAD_BYTES:
+            raise ProxyProtocolError("the request head is too long")
+        return None
+    head = bytes(buf[: end + 4])
     if len(head) > MAX_HEAD_BYTES:
         raise ProxyProtocolError("the request head is too long")
     line = _REQUEST_LINE.match(head)
@@ -88,12 +96,12 @@ async def read_target(reader: asyncio.StreamReader) -> Target:
         m = _AUTHORITY.match(target)
         if m is None:
             raise ProxyProtocolError("CONNECT needs host:port")
-        return Target(Kind.CONNECT, _host(m.group(1)), _port(m.group(2), 443))
+        return Target(Kind.CONNECT, _host(m.group(1)), _port(m.group(2), 443)), len(head)
     m = _ABSOLUTE.match(target)
     if m is None:
         raise ProxyProtocolError("a proxy request needs an absolute http:// URL (https goes through CONNECT)")
     host, port, path = _host(m.group(1)), _port(m.group(2), 80), m.group(3) or "/"
-    return Target(Kind.HTTP, host, port, _origin_form(head, method, path, line.group(3).decode()))
+    return Target(Kind.HTTP, host, port, _origin_form(head, method, path, line.group(3).decode())), len(head)
 
 
 def _origin_form(head: bytes, method: str, path: str, minor: str) -> bytes:
@@ -110,47 +118,33 @@ def _origin_form(head: bytes, method: str, path: str, minor: str) -> bytes:
     return b"\r\n".join(out) + b"\r\n\r\n"
 
 
-async def _socks5(reader: asyncio.StreamReader) -> Target:
-    async def read(n: int) -> bytes:
-        try:
-            return await asyncio.wait_for(reader.readexactly(n), HEAD_TIMEOUT_S)
-        except asyncio.IncompleteReadError:
-            raise ProxyProtocolError("the SOCKS5 request ended early") from None
-
-    (count,) = await read(1)
-    methods = await read(count)
-    if 0 not in methods:
-        raise ProxyProtocolError("SOCKS5 without authentication is all the broker speaks")
-    return Target(Kind.SOCKS5, "", 0, first=b"")  # the request follows the method reply
-
-
-async def socks5_request(reader: asyncio.StreamReader) -> Target:
-    """After the method reply: the CONNECT request (names only as the broker resolves)."""
-
-    async def read(n: int) -> bytes:
-        try:
-            return await asyncio.wait_for(reader.readexactly(n), HEAD_TIMEOUT_S)
-        except asyncio.IncompleteReadError:
-            raise ProxyProtocolError("the SOCKS5 request ended early") from None
-
-    version, command, _, atyp = await read(4)
+def parse_socks5_request(buf: bytes | bytearray) -> tuple[Target, int] | None:
+    """SOCKS5's CONNECT request (after the method reply): (target, bytes taken), None while
+    incomplete; raises :class:`ProxyProtocolError`. A name is resolved by the broker."""
+    if len(buf) < 5:
+        return None
+    version, command, _, atyp = buf[0], buf[1], buf[2], buf[3]
     if version != 5 or command != 1:
         raise ProxyProtocolError("only SOCKS5 CONNECT is supported")
     if atyp == 1:
-        import ipaddress
-
-        host = str(ipaddress.IPv4Address(await read(4)))
+        size, at = 4, 4
     elif atyp == 4:
-        import ipaddress
-
-        host = ipaddress.IPv6Address(await read(16)).compressed
+        size, at = 16, 4
     elif atyp == 3:
-        (length,) = await read(1)
-        host = (await read(length)).decode("ascii", "replace")
+        size, at = buf[4], 5
     else:
         raise ProxyProtocolError("unknown SOCKS5 address type")
-    port = int.from_bytes(await read(2), "big")
-    return Target(Kind.SOCKS5, _host(host), _port(str(port), 0))
+    if len(buf) < at + size + 2:
+        return None
+    raw = bytes(buf[at : at + size])
+    if atyp == 1:
+        host = str(ipaddress.IPv4Address(raw))
+    elif atyp == 4:
+        host = ipaddress.IPv6Address(raw).compressed
+    else:
+        host = raw.decode("ascii", "replace")
+    port = int.from_bytes(buf[at + size : at + size + 2], "big")
+    return Target(Kind.SOCKS5, _host(host), _port(str(port), 0)), at + size + 2
 
 
 SOCKS5_METHOD_OK = b"\x05\x00"

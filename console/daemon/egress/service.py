@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any
 from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.operation import Kind as OpKind
 from console.contract.operation import Operation, Origin
-from console.daemon.egress import proxy
-from console.daemon.egress.proxy import Kind, ProxyProtocolError, Target
+from console.daemon.egress import proxy, relay
+from console.daemon.egress.proxy import Kind, Target
 from console.daemon.policy_source import PolicySource
 from console.locations import ensure_private_dir
 from console.policy.network import IPAddress, Rules, Verdict, address_of
@@ -86,11 +86,14 @@ class EgressRun:
     socket: str
     context: RunContext
     server: asyncio.Server | None = None
-    connections: set[asyncio.Task[None]] = field(default_factory=set)
+    clients: set[relay.Client] = field(default_factory=set)
     owner: int = 0  # the broker's owner number for this run's approval items
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
+    literal = address_of(host)
+    if literal is not None:
+        return [literal]
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     out: list[IPAddress] = []
@@ -137,14 +140,14 @@ class EgressService:
         path = os.path.join(self.dir, run_id + ".sock")
         run = EgressRun(run_id, path, context, owner=next(_owners))
 
-        def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            task = asyncio.ensure_future(self._connection(run, reader, writer))
-            run.connections.add(task)
-            task.add_done_callback(run.connections.discard)
+        def client() -> relay.Client:
+            made = relay.Client(lambda target, c: self._handle(run, target, c), run.clients.discard)
+            run.clients.add(made)
+            return made
 
         old = os.umask(0o077)
         try:
-            run.server = await asyncio.start_unix_server(serve, path=path, limit=proxy.MAX_HEAD_BYTES * 2)
+            run.server = await asyncio.get_running_loop().create_unix_server(client, path=path, backlog=512)
         finally:
             os.umask(old)
         self.runs[run_id] = run
@@ -154,8 +157,10 @@ class EgressService:
         self.runs.pop(run.id, None)
         if run.server is not None:
             run.server.close()
-        for task in list(run.connections):
-            task.cancel()
+        for client in list(run.clients):
+            if client.task is not None:
+                client.task.cancel()
+            client.close()
         await self.broker.connection_closed(run.owner)
         with contextlib.suppress(OSError):
             os.unlink(run.socket)
@@ -182,66 +187,42 @@ class EgressService:
             self._rules[key] = found
         return found
 
-    async def _connection(
-        self, run: EgressRun, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        upstream: asyncio.StreamWriter | None = None
+    async def _handle(self, run: EgressRun, target: Target, client: relay.Client) -> None:
+        """Decide, then connect to the address that was checked and hand over to the relay."""
+        decided = await self._decide(run, target, client.gone)
+        if decided is None:
+            return  # the client went away while it waited
+        allowed, why, address = decided
+        socks = target.kind is Kind.SOCKS5
+        if not allowed or address is None:
+            self.counts["refused"] += 1
+            client.refuse(proxy.SOCKS5_NOT_ALLOWED if socks else proxy.refusal(403, why))
+            return
+        loop = asyncio.get_running_loop()
         try:
-            try:
-                target = await proxy.read_target(reader)
-                if target.kind is Kind.SOCKS5 and not target.host:
-                    writer.write(proxy.SOCKS5_METHOD_OK)
-                    target = await proxy.socks5_request(reader)
-            except ProxyProtocolError as exc:
-                writer.write(proxy.refusal(400, str(exc)))
-                return
-            except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
-                return
-            decided = await self._decide(run, target, writer)
-            if decided is None:
-                return  # the client went away while it waited
-            allowed, why, address = decided
-            if not allowed or address is None:
-                self.counts["refused"] += 1
-                writer.write(
-                    proxy.SOCKS5_NOT_ALLOWED if target.kind is Kind.SOCKS5 else proxy.refusal(403, why)
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                transport, upstream = await loop.create_connection(
+                    lambda: relay.Upstream(client), address.compressed, target.port
                 )
-                return
-            try:
-                up_reader, up_writer = await asyncio.wait_for(
-                    asyncio.open_connection(address.compressed, target.port), CONNECT_TIMEOUT_S
-                )
-                upstream = up_writer
-            except (OSError, TimeoutError) as exc:
-                reason = f"cannot connect to {target.host}:{target.port} ({address.compressed}): {exc}"
-                writer.write(
-                    proxy.SOCKS5_UNREACHABLE if target.kind is Kind.SOCKS5 else proxy.refusal(502, reason)
-                )
-                return
-            self.counts["allowed"] += 1
-            sock = up_writer.get_extra_info("socket")
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if target.kind is Kind.CONNECT:
-                writer.write(proxy.CONNECT_ESTABLISHED)
-            elif target.kind is Kind.SOCKS5:
-                writer.write(proxy.SOCKS5_SUCCEEDED)
-            else:
-                up_writer.write(target.first)
-            await _relay(reader, writer, up_reader, up_writer)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("egress connection of %s failed", run.id)
-        finally:
-            for w in (writer, upstream):
-                if w is not None:
-                    with contextlib.suppress(Exception):
-                        w.close()
+        except (OSError, TimeoutError) as exc:
+            reason = f"cannot connect to {target.host}:{target.port} ({address.compressed}): {exc}"
+            client.refuse(proxy.SOCKS5_UNREACHABLE if socks else proxy.refusal(502, reason))
+            return
+        if client.phase is relay.Phase.CLOSED:
+            transport.close()
+            return
+        self.counts["allowed"] += 1
+        answer = (
+            proxy.CONNECT_ESTABLISHED
+            if target.kind is Kind.CONNECT
+            else proxy.SOCKS5_SUCCEEDED
+            if socks
+            else b""
+        )
+        client.relay(upstream, answer, target.first)
 
     async def _decide(
-        self, run: EgressRun, target: Target, writer: asyncio.StreamWriter
+        self, run: EgressRun, target: Target, gone: asyncio.Future[None]
     ) -> tuple[bool, str, IPAddress | None] | None:
         """(allowed, why, the address to connect to); None when the client left waiting."""
         context = run.context
@@ -252,7 +233,8 @@ class EgressService:
         address: IPAddress | None = None
         if verdict is not Verdict.DENY:
             try:
-                addresses = await asyncio.wait_for(self.resolver(target.host, target.port), CONNECT_TIMEOUT_S)
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    addresses = await self.resolver(target.host, target.port)
             except (OSError, TimeoutError, UnicodeError):
                 addresses = []
             if not addresses:
@@ -266,7 +248,7 @@ class EgressService:
                 address = addresses[0] if addresses else None
         if verdict is Verdict.ASK:
             self.counts["asked"] += 1
-            answer = await self._ask(run, target, address, writer)
+            answer = await self._ask(run, target, address, gone)
             if answer is None:
                 return None
             request_id = answer["request_id"]
@@ -311,16 +293,16 @@ class EgressService:
         return allowed, why, address
 
     async def _ask(
-        self, run: EgressRun, target: Target, address: IPAddress | None, writer: asyncio.StreamWriter
+        self, run: EgressRun, target: Target, address: IPAddress | None, gone: asyncio.Future[None]
     ) -> dict[str, Any] | None:
         """The operator's answer for this domain, while the client waits (None if it leaves)."""
         op = network_operation(run.context, target, address)
         submit = asyncio.ensure_future(
             self.broker.submit(op, owner=run.owner, peer_pid=0, agent=run.context.agent_id)
         )
-        gone = asyncio.ensure_future(writer.wait_closed())
         try:
-            done, _ = await asyncio.wait({submit, gone}, return_when=asyncio.FIRST_COMPLETED)
+            waiting: set[asyncio.Future[Any]] = {submit, gone}
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if submit in done:
                 return submit.result()
             # Withdraw the item: the agent's connection is gone.
@@ -329,8 +311,9 @@ class EgressService:
             with contextlib.suppress(Exception):
                 await submit
             return None
-        finally:
-            gone.cancel()
+        except asyncio.CancelledError:
+            submit.cancel()
+            raise
 
 
 def network_operation(context: RunContext, target: Target, address: IPAddress | None) -> Operation:
@@ -348,24 +331,3 @@ def network_operation(context: RunContext, target: Target, address: IPAddress | 
         justification=f"{who} opens a connection to {where} through the egress broker",
         session_id=context.session_id,
     )
-
-
-async def _relay(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    up_reader: asyncio.StreamReader,
-    upstream: asyncio.StreamWriter,
-) -> None:
-    async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        try:
-            while data := await src.read(RELAY_CHUNK):
-                dst.write(data)
-                await dst.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            with contextlib.suppress(OSError, RuntimeError):
-                if dst.can_write_eof():
-                    dst.write_eof()
-
-    await asyncio.gather(pump(reader, upstream), pump(up_reader, writer))
