@@ -15,7 +15,7 @@ import asyncio
 import os
 import sys
 
-from console.cli.common import CLIError, add_state_dir, connect, locations
+from console.cli.common import CLIError, add_state_dir, locations
 from console.client import DaemonUnreachable, RPCError
 
 
@@ -37,20 +37,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         # points outside the sandbox; the daemon filters it (console/sandbox/profile.py).
         "env": dict(os.environ),
     }
-    with connect(args, "operator") as client:
-        try:
-            info = client.call("sessions.new", params)["session"]
-        except RPCError as exc:
-            raise CLIError(exc.message, 2) from None
-    if args.detach or not interactive:
-        print(info["id"])
-        return 0
-    from console.cli.terminal_attach import attach
+    from console.cli.terminal_attach import start
 
     try:
-        return asyncio.run(attach(locations(args), info["id"]))
-    except (DaemonUnreachable, RPCError) as exc:
-        raise CLIError(f"lost the session {info['id']}: {exc}", 3) from None
+        return asyncio.run(start(locations(args), params, attach=interactive and not args.detach))
+    except RPCError as exc:
+        raise CLIError(exc.message, 2) from None
+    except DaemonUnreachable as exc:
+        raise CLIError(str(exc), 3) from None
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

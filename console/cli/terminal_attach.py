@@ -103,9 +103,24 @@ class Attached:
             await self.client.call("sessions.resize", {"session": self.session, "cols": cols, "rows": rows})
 
 
-async def attach(loc: Locations, session: str) -> int:
-    """Attach this terminal to ``session`` until it ends (its exit status) or ``Ctrl-]`` (0)."""
+async def start(loc: Locations, params: dict[str, Any], *, attach: bool) -> int:
+    """Start a session (``sessions.new`` with ``params``) and, with ``attach``, attach this
+    terminal to it; else print its id. One connection does both."""
     client = await AsyncClient.connect(loc, role="operator", client="agent-console-run")
+    try:
+        session = (await client.call("sessions.new", params))["session"]["id"]
+    except BaseException:
+        await client.close()
+        raise
+    if not attach:
+        await client.close()
+        print(session)
+        return 0
+    return await _attached(client, session)
+
+
+async def _attached(client: AsyncClient, session: str) -> int:
+    """This terminal on ``session`` until it ends (its exit status) or ``Ctrl-]`` (0)."""
     out, inp = sys.stdout.fileno(), sys.stdin.fileno()
     att = Attached(client, session, out, inp)
     client.on_notification("session.output", att.on_output)
