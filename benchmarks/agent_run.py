@@ -105,7 +105,9 @@ def main() -> None:
     added = statistics.median(times["run"]) - statistics.median(times["bare"])
     verdict = "met" if added <= 150 else "missed"
     ratio = statistics.median(times["run"]) / statistics.median(times["bare"])
-    print(f"run adds {added:.0f} ms median to the bare CLI's start ({ratio:.2f}x); target <= 150 ms: {verdict}")
+    print(
+        f"run adds {added:.0f} ms median to the bare CLI's start ({ratio:.2f}x); target <= 150 ms: {verdict}"
+    )
 
 
 if __name__ == "__main__":
