@@ -147,8 +147,11 @@ class Daemon:
         }
 
     def _agent_in_use(self, agent: Agent) -> bool:
-        """Owns a live session or a pending request: not to be forgotten while idle."""
+        """Owns a live session or a pending request, or is a confined session's that still
+        runs: not to be forgotten while idle."""
         owner = agent.owner
+        if agent.confined and self.agents.root_alive(agent):
+            return True
         return any(p.agent == agent.id for p in self.broker.pending.values()) or any(
             i.owner == owner and i.alive for i in self.sessions.manager.infos()
         )

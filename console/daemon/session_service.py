@@ -91,7 +91,6 @@ class SessionService:
         self.workspaces = workspaces
         self.loc = loc
         self._egress: dict[str, EgressRun] = {}
-        self._identities: dict[str, Agent] = {}  # confined session -> its identity
         self.watch = watch
         self._tokens: dict[str, AttributionToken] = {}
         self.pending = pending
@@ -361,7 +360,6 @@ class SessionService:
             self.agents.forget(identity)
             raise
         self._egress[info.id] = run
-        self._identities[info.id] = identity
         self._attribute(info, workspace)
         self._record(
             f"session {info.id} started confined",

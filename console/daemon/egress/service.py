@@ -48,6 +48,7 @@ from console.daemon.egress import proxy, relay
 from console.daemon.egress.proxy import Kind, Target
 from console.daemon.policy_source import PolicySource
 from console.locations import ensure_private_dir
+from console.policy.config import NetworkMode
 from console.policy.network import IPAddress, Rules, Verdict, address_of
 from console.store import Store, StoreUnavailable, connection_event
 
@@ -179,9 +180,11 @@ class EgressService:
         if found is None:
             if len(self._rules) > 256:
                 self._rules.clear()
+            # `network = "any"` is every name (a config built without TOML may say only that).
+            anything = ("*",) if config.network is NetworkMode.ANY else ()
             found = config.network_policy.rules(
                 context.workspace,
-                agent_allow=(*(agent.allow if agent else ()), *context.also_allow),
+                agent_allow=(*(agent.allow if agent else ()), *context.also_allow, *anything),
                 agent_deny=agent.deny if agent else (),
             )
             self._rules[key] = found
