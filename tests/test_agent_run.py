@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import select
 import shutil
 import stat
 import sys
@@ -79,7 +80,10 @@ def run_in_pty(daemon, *argv: str, keys: bytes = b"", timeout_s: float = 30) -> 
     out = b""
     deadline = time.monotonic() + timeout_s
     sent = False
-    while proc.isalive() and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
         try:
             out += proc.read(65536)
         except EOFError:
@@ -87,11 +91,12 @@ def run_in_pty(daemon, *argv: str, keys: bytes = b"", timeout_s: float = 30) -> 
         if keys and not sent and b"READY" in out:
             proc.write(keys)
             sent = True
-    while True:
-        try:
-            out += proc.read(65536)
-        except EOFError:
-            break
+    if proc.isalive() and time.monotonic() >= deadline:
+        proc.kill(9)
+        proc.wait()
+        raise AssertionError(
+            f"agent-console run did not end in {timeout_s} s:\n{out.decode(errors='replace')}"
+        )
     proc.wait()
     return proc.exitstatus if proc.exitstatus is not None else -1, out.decode("utf-8", "replace")
 
@@ -196,3 +201,14 @@ def test_run_refuses_a_home_as_its_workspace_and_names_the_way_out(daemon, place
     assert r.returncode == 2 and "cannot be a confined session's workspace (workspace_is_home)" in r.stderr, (
         r.stderr
     )
+
+
+def test_a_program_that_ends_before_the_terminal_is_attached_still_ends_the_command(daemon, place):
+    """The end can come with any answer (the attach's, the first resize's): the command
+    must not wait for more."""
+    _, _, project, _, _ = place
+    for _ in range(5):
+        status, shown = run_in_pty(
+            daemon, "--workspace", str(project), "--", "/bin/echo", "quick", timeout_s=15
+        )
+        assert status == 0 and "quick" in shown, shown

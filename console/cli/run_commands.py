@@ -11,7 +11,6 @@ attached to it until the agent exits, or detached with Ctrl-].
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 
@@ -40,7 +39,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from console.cli.terminal_attach import start
 
     try:
-        return asyncio.run(start(locations(args), params, attach=interactive and not args.detach))
+        return start(locations(args), params, attach=interactive and not args.detach)
     except RPCError as exc:
         raise CLIError(exc.message, 2) from None
     except DaemonUnreachable as exc:

@@ -9,41 +9,43 @@ in the console again).
 What reaches the terminal is the program's own output, as it would if the program ran
 here without the console: this is the agent CLI's interface. (The console's panes show
 a session through their own emulator instead.)
+
+One blocking connection and a ``select`` loop, no asyncio: this runs before the agent
+starts, and every millisecond of it is the agent's start-up.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import os
 import re
+import select
 import signal
 import sys
 import termios
 import tty
 from typing import Any
 
-from console.client import AsyncClient, DaemonUnreachable, RPCError
+from console.client import Client, RPCError
 from console.locations import Locations
 
 DETACH = b"\x1d"  # Ctrl-]
+INPUT_CHUNK = 4096
 # A snapshot starts with the emulator's whole palette (OSC 4 per colour): not for the
 # operator's own terminal, whose colours are theirs.
 _PALETTE = re.compile(rb"\x1b\]4;[^\x1b\x07]*(?:\x1b\\|\x07)")
-INPUT_CHUNK = 4096
 
 
 class Attached:
-    def __init__(self, client: AsyncClient, session: str, out: int, inp: int) -> None:
+    def __init__(self, client: Client, session: str, out: int, inp: int) -> None:
         self.client = client
         self.session = session
         self.out = out
         self.inp = inp
-        self.ended = asyncio.Event()
+        self.ended = False
         self.detached = False
-        self.reason = ""
-        self._sending: asyncio.Queue[bytes] = asyncio.Queue()
+        self.resized = True  # size the session to this terminal once attached
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -51,115 +53,114 @@ class Attached:
             try:
                 view = view[os.write(self.out, view) :]
             except BlockingIOError:
-                import select
-
                 select.select([], [self.out], [])
 
-    def on_output(self, params: dict[str, Any]) -> None:
-        if params.get("session") == self.session:
+    def notified(self, method: str, params: dict[str, Any]) -> None:
+        if params.get("session") != self.session:
+            return
+        if method == "session.output":
             self._write(base64.b64decode(params.get("data_base64", "")))
+        elif method == "session.snapshot":
+            self.snapshot(params.get("snapshot_base64", ""))
+        elif method == "session.ended":
+            self.ended = True
 
-    def on_snapshot(self, params: dict[str, Any]) -> None:
-        if params.get("session") == self.session:
-            snapshot = _PALETTE.sub(b"", base64.b64decode(params.get("snapshot_base64", "")))
-            self._write(b"\x1b[H\x1b[2J" + snapshot)
+    def snapshot(self, data_base64: str) -> None:
+        self._write(b"\x1b[H\x1b[2J" + _PALETTE.sub(b"", base64.b64decode(data_base64)))
 
-    def on_ended(self, params: dict[str, Any]) -> None:
-        if params.get("session") == self.session:
-            self.reason = str(params.get("reason", ""))
-            self.ended.set()
-
-    def on_input(self) -> None:
+    def typed(self) -> None:
         try:
             data = os.read(self.inp, INPUT_CHUNK)
         except (BlockingIOError, InterruptedError):
-            return
-        if not data:
             return
         if DETACH in data:
             data = data[: data.index(DETACH)]
             self.detached = True
         if data:
-            self._sending.put_nowait(data)
-        if self.detached:
-            self.ended.set()
+            self.send(data)
 
-    async def send_loop(self) -> None:
-        while True:
-            data = await self._sending.get()
-            payload = {"session": self.session, "data_base64": base64.b64encode(data).decode("ascii")}
-            for _ in range(200):
-                try:
-                    await self.client.call("sessions.input", payload)
-                    break
-                except RPCError as exc:
-                    if "busy" not in exc.message:
-                        return
-                    await asyncio.sleep(0.01)
+    def send(self, data: bytes) -> None:
+        payload = {"session": self.session, "data_base64": base64.b64encode(data).decode("ascii")}
+        for _ in range(200):
+            try:
+                self.client.call("sessions.input", payload, on_notification=self.notified)
+                return
+            except RPCError as exc:
+                if "busy" not in exc.message:
+                    return
+                select.select([], [], [], 0.01)
 
-    async def resize(self) -> None:
-        with contextlib.suppress(OSError, RPCError, DaemonUnreachable):
+    def resize(self) -> None:
+        self.resized = False
+        with contextlib.suppress(OSError, RPCError):
             cols, rows = os.get_terminal_size(self.out)
-            await self.client.call("sessions.resize", {"session": self.session, "cols": cols, "rows": rows})
+            self.client.call(
+                "sessions.resize",
+                {"session": self.session, "cols": cols, "rows": rows},
+                on_notification=self.notified,
+            )
+
+    def loop(self, wakeup: int) -> None:
+        """Until the session ends or Ctrl-]: its output to the terminal, keys to it, and a
+        resize whenever a signal (SIGWINCH) writes to ``wakeup``. Every call may bring the
+        end with its answer, so the loop looks again before it waits."""
+        while not (self.ended or self.detached):
+            if self.resized:
+                self.resize()
+                continue
+            if self.client.buffered():
+                self.client.pump(self.notified)
+                continue
+            sock = self.client.fileno()
+            ready, _, _ = select.select([sock, self.inp, wakeup], [], [])
+            if wakeup in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wakeup, 512)
+            if sock in ready:
+                self.client.pump(self.notified)
+            elif self.inp in ready:
+                self.typed()
 
 
-async def start(loc: Locations, params: dict[str, Any], *, attach: bool) -> int:
+def start(loc: Locations, params: dict[str, Any], *, attach: bool) -> int:
     """Start a session (``sessions.new`` with ``params``) and, with ``attach``, attach this
-    terminal to it; else print its id. One connection does both."""
-    client = await AsyncClient.connect(loc, role="operator", client="agent-console-run")
-    try:
-        session = (await client.call("sessions.new", params))["session"]["id"]
-    except BaseException:
-        await client.close()
-        raise
-    if not attach:
-        await client.close()
-        print(session)
-        return 0
-    return await _attached(client, session)
+    terminal to it until it ends (its exit status) or ``Ctrl-]`` (0); else print its id."""
+    with Client.connect(loc, role="operator", client="agent-console-run", timeout_s=30) as client:
+        session = client.call("sessions.new", params)["session"]["id"]
+        if not attach:
+            print(session)
+            return 0
+        return _attached(client, session)
 
 
-async def _attached(client: AsyncClient, session: str) -> int:
-    """This terminal on ``session`` until it ends (its exit status) or ``Ctrl-]`` (0)."""
+def _attached(client: Client, session: str) -> int:
     out, inp = sys.stdout.fileno(), sys.stdin.fileno()
     att = Attached(client, session, out, inp)
-    client.on_notification("session.output", att.on_output)
-    client.on_notification("session.snapshot", att.on_snapshot)
-    client.on_notification("session.ended", att.on_ended)
-    loop = asyncio.get_running_loop()
     saved = termios.tcgetattr(inp) if os.isatty(inp) else None
-    sender = asyncio.create_task(att.send_loop())
+    wakeup_r, wakeup_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    previous = signal.signal(signal.SIGWINCH, lambda *_: setattr(att, "resized", True))
+    previous_fd = signal.set_wakeup_fd(wakeup_w)
     try:
-        first = await client.call("sessions.attach", {"session": session})
+        first = client.call("sessions.attach", {"session": session}, on_notification=att.notified)
         if saved is not None:
             tty.setraw(inp)
-        att.on_snapshot({"session": session, "snapshot_base64": first["snapshot_base64"]})
-        await att.resize()
-        loop.add_reader(inp, att.on_input)
-        loop.add_signal_handler(signal.SIGWINCH, lambda: asyncio.ensure_future(att.resize()))
-        await att.ended.wait()
+        att.snapshot(first["snapshot_base64"])
+        att.loop(wakeup_r)
     finally:
-        with contextlib.suppress(Exception):
-            loop.remove_reader(inp)
-        with contextlib.suppress(Exception):
-            loop.remove_signal_handler(signal.SIGWINCH)
+        signal.set_wakeup_fd(previous_fd)
+        signal.signal(signal.SIGWINCH, previous)
+        os.close(wakeup_r)
+        os.close(wakeup_w)
         if saved is not None:
             termios.tcsetattr(inp, termios.TCSADRAIN, saved)
-        sender.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sender
-    try:
-        if att.detached:
-            with contextlib.suppress(RPCError, DaemonUnreachable):
-                await client.call("sessions.detach", {"session": session})
-            sys.stderr.write(
-                f"\r\nagent-console: detached; {session} keeps running "
-                f"(agent-console sessions attach {session})\r\n"
-            )
-            return 0
-        info = (await client.call("sessions.wait", {"session": session, "timeout_s": 5}))["session"]
-        if info.get("exit_signal"):
-            return 128 + int(info["exit_signal"])
-        return int(info.get("exit_code") or 0)
-    finally:
-        await client.close()
+    if att.detached:
+        with contextlib.suppress(RPCError):
+            client.call("sessions.detach", {"session": session})
+        sys.stderr.write(
+            f"\r\nagent-console: detached; {session} keeps running (agent-console sessions attach {session})\r\n"
+        )
+        return 0
+    info = client.call("sessions.wait", {"session": session, "timeout_s": 5})["session"]
+    if info.get("exit_signal"):
+        return 128 + int(info["exit_signal"])
+    return int(info.get("exit_code") or 0)
