@@ -23,7 +23,7 @@ from enum import StrEnum
 from console.policy.network import normal_host
 
 MAX_HEAD_BYTES = 64 * 1024
-HEAD_TIMEOUT_S = 10.0  # for the whole request head (service.py applies it)
+HEAD_TIMEOUT_S = 10.0  # for the whole request head (relay.py applies it)
 
 _REQUEST_LINE = re.compile(rb"([A-Z]{3,16}) (\S{1,8192}) HTTP/1\.([01])\r?\n")
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]{2,64}\]|[^:/\[\]@\s]{1,255}):([0-9]{1,5})\Z")

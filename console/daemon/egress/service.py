@@ -58,8 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent-console.egress")
 
 CONNECT_TIMEOUT_S = 15.0
-RELAY_CHUNK = 65536
-# A test (or an operator's own resolver) may stand in for getaddrinfo.
+# How names become addresses: the host's own resolver (getaddrinfo) unless given another.
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 
 TOOL = "network"
