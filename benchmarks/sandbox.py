@@ -57,6 +57,17 @@ def _without_data_binds(argv: list[str]) -> list[str]:
     return out
 
 
+def _rebuilt(argv: list[str], edit: Callable[[list[str]], list[str]]) -> tuple[list[str], tuple[int, ...]]:
+    """bwrap's options (read from the memfd `--args` names, console/sandbox/bwrap.py)
+    edited, in a memfd of their own: (the command line, the descriptors bwrap reads from
+    their offset, to rewind before each run: that memfd, the seccomp filter, the data)."""
+    options = edit([a.decode() for a in os.pread(int(argv[2]), 1 << 20, 0).split(b"\0")[:-1]])
+    fd = os.memfd_create("bench-args")
+    os.write(fd, b"".join(a.encode() + b"\0" for a in options))
+    read = [int(options[i + 1]) for i, a in enumerate(options) if a in ("--seccomp", "--ro-bind-data")]
+    return [argv[0], "--args", str(fd), *argv[3:]], (fd, *read)
+
+
 async def spawn(
     argv: list[str],
     env: dict[str, str] | None = None,
@@ -105,10 +116,12 @@ async def main() -> None:
         script = parse({**wire, "executable": "sh", "args": ["./x.sh"]}, host)
         pinned = prepare(script, cfg, found)
         pin_fds = pinned.pins.fds
-        unpinned_argv = _without_gate(_without_data_binds(pinned.argv))
+        unpinned_argv, unpinned_fds = _rebuilt(pinned.argv, lambda o: _without_gate(_without_data_binds(o)))
+        pinned_argv, pinned_fds = _rebuilt(pinned.argv, _without_gate)
         free = parse({**wire, "capabilities": [{"kind": "unrestricted"}]}, host)
         ready = prepare(op, cfg, found)
-        bare_argv, bare_env = _without_gate(ready.argv), ready.env
+        bare_argv, bare_fds = _rebuilt(ready.argv, _without_gate)
+        bare_env = ready.env
 
         async def full() -> None:
             result = await execute(op, authorize(op, "bench"), cfg, found)
@@ -133,12 +146,16 @@ async def main() -> None:
 
         cases: dict[str, Callable[[], Awaitable[None]]] = {
             "direct": lambda: spawn(["/bin/true"]),
-            "bare bwrap": lambda: spawn(bare_argv, bare_env, ready.pass_fds),
+            "bare bwrap": lambda: spawn(bare_argv, bare_env, (*ready.pass_fds, bare_fds[0]), bare_fds),
             "execute": full,
             "unrestricted": unrestricted,
             "verify true": verify_true,
-            "script bwrap": lambda: spawn(unpinned_argv, pinned.env, pinned.pass_fds),
-            "script pinned": lambda: spawn(_without_gate(pinned.argv), pinned.env, pinned.pass_fds, pin_fds),
+            "script bwrap": lambda: spawn(
+                unpinned_argv, pinned.env, (*pinned.pass_fds, unpinned_fds[0]), unpinned_fds
+            ),
+            "script pinned": lambda: spawn(
+                pinned_argv, pinned.env, (*pinned.pass_fds, pinned_fds[0]), (*pin_fds, *pinned_fds)
+            ),
             "script execute": script_full,
             "verify script": verify_script,
         }

@@ -302,7 +302,17 @@ def test_sessions_list_marks_the_session_claude_runs_in(daemon):
     script = Path(short_tmp("fc-")) / "fake_claude.py"
     script.write_text(FAKE_CLAUDE)
     # sh stays the session leader (`; :` keeps it from exec'ing): claude is not a leader.
-    r = daemon.cli("sessions", "new", "--title", "claude", "--", "sh", "-c", f"{sys.executable} {script}; :")
+    r = daemon.cli(
+        "sessions",
+        "new",
+        "--unconfined",
+        "--title",
+        "claude",
+        "--",
+        "sh",
+        "-c",
+        f"{sys.executable} {script}; :",
+    )
     assert r.returncode == 0, r.stderr
     sid = r.stdout.strip()
     ws = workspace()

@@ -117,8 +117,7 @@ def test_a_ticket_runs_once_and_a_forged_one_runs_nothing(daemon):
 
 def test_a_network_need_is_refused_by_the_sandbox_with_the_line_that_asks_for_it(daemon):
     ws = workspace()
-    # The interpreter itself, not the venv's link to it: a checkout under /tmp puts the
-    # venv where the sandbox has its own private /tmp.
+    # The interpreter itself (a virtualenv's is in a project, which the sandbox does not show).
     python = os.path.realpath(sys.executable)
     probe = f"{shlex.quote(python)} -c \"import socket; socket.create_connection(('192.0.2.1', 9), 2)\""
     run = bash_tool(allowed_command(ask(daemon, ws, probe)), cwd=ws)

@@ -57,7 +57,7 @@ def test_start_status_stop(state):
 def test_stop_lists_what_it_would_end_and_needs_force(state):
     d = DaemonProcess(state).start()
     try:
-        new = d.cli("sessions", "new", "--title", "dev-server", "--", "sleep", "60")
+        new = d.cli("sessions", "new", "--unconfined", "--title", "dev-server", "--", "sleep", "60")
         assert new.returncode == 0, new.stderr
         r = cli(state, "daemon", "stop")
         assert r.returncode == 1 and "--force" in r.stderr

@@ -98,9 +98,9 @@ def test_agents_cannot_reach_operator_methods_for_sessions(daemon):
 
 def test_operator_attach_streams_snapshot_then_output(daemon):
     with daemon.operator() as op:
-        sid = op.call("sessions.new", {"argv": ["bash", "--norc"], "cwd": "/tmp", "title": "t"})["session"][
-            "id"
-        ]
+        sid = op.call(
+            "sessions.new", {"unconfined": True, "argv": ["bash", "--norc"], "cwd": "/tmp", "title": "t"}
+        )["session"]["id"]
         time.sleep(0.3)
         att = op.call("sessions.attach", {"session": sid})
         assert att["offset"] >= 0 and att["cols"] == 120
@@ -174,7 +174,7 @@ def test_session_awaiting_approval_status(daemon):
 
 
 def test_cli_sessions_new_send_capture_kill_replay(daemon):
-    r = daemon.cli("sessions", "new", "--title", "cli", "--", "bash", "--norc")
+    r = daemon.cli("sessions", "new", "--unconfined", "--title", "cli", "--", "bash", "--norc")
     assert r.returncode == 0, r.stderr
     sid = r.stdout.strip()
     assert daemon.cli("sessions", "send", sid, "printf 'a\\033[31mred\\n'", "--enter").returncode == 0
@@ -193,7 +193,9 @@ def test_after_a_daemon_crash_sessions_are_lost_but_their_recording_remains():
     base = short_tmp()
     d = DaemonProcess(base / "s").start()
     with d.operator() as op:
-        sid = op.call("sessions.new", {"argv": ["bash", "--norc"], "cwd": "/tmp"})["session"]["id"]
+        sid = op.call("sessions.new", {"unconfined": True, "argv": ["bash", "--norc"], "cwd": "/tmp"})[
+            "session"
+        ]["id"]
         op.call("sessions.input", {"session": sid, "text": "echo before-crash\n"})
         wait_for(
             lambda: "before-crash" in op.call("sessions.screen", {"session": sid})["text"].split("\n", 1)[-1]

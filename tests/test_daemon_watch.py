@@ -44,9 +44,9 @@ def setup():
 
 
 def new_session(op, cwd, command):
-    return op.call("sessions.new", {"argv": ["bash", "--norc", "-c", command], "cwd": str(cwd)})["session"][
-        "id"
-    ]
+    return op.call(
+        "sessions.new", {"unconfined": True, "argv": ["bash", "--norc", "-c", command], "cwd": str(cwd)}
+    )["session"]["id"]
 
 
 def test_protected_change_by_a_session_is_recorded_with_attribution(setup):

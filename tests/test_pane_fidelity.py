@@ -290,6 +290,7 @@ class Tmux:
 def new_session(daemon: DaemonProcess, argv: list[str], cwd: str = "/tmp", **env: str) -> str:
     with daemon.operator() as op:
         params = {
+            "unconfined": True,
             "argv": argv,
             "cwd": cwd,
             "title": "",

@@ -138,7 +138,9 @@ class Recorder:
 
 
 def new_session(op: Client, cwd: Path, command: str) -> str:
-    info = op.call("sessions.new", {"argv": ["sh", "-c", command], "cwd": str(cwd)})["session"]
+    info = op.call("sessions.new", {"unconfined": True, "argv": ["sh", "-c", command], "cwd": str(cwd)})[
+        "session"
+    ]
     return str(info["id"])
 
 

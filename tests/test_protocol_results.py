@@ -225,9 +225,11 @@ def test_every_answer_of_a_real_daemon_is_its_struct(fresh_daemon: DaemonProcess
         assert check(op, "history.accept", {"through_seq": 1}) == {"accepted": [], "unaccepted": []}
 
         # Sessions: an operator's shell through every call there is.
-        sid = check(op, "sessions.new", {"argv": ["sh", "-c", "echo ready; exec cat"], "cwd": str(ws)})[
-            "session"
-        ]["id"]
+        sid = check(
+            op,
+            "sessions.new",
+            {"unconfined": True, "argv": ["sh", "-c", "echo ready; exec cat"], "cwd": str(ws)},
+        )["session"]["id"]
         assert sid in [s["id"] for s in check(op, "sessions.list")["sessions"]]
         assert check(agent, "sessions.list") == {"sessions": []}  # an agent sees its own only
         check(op, "sessions.get", {"session": sid})
@@ -249,7 +251,9 @@ def test_every_answer_of_a_real_daemon_is_its_struct(fresh_daemon: DaemonProcess
         check(op, "sessions.kill", {"session": sid, "grace_s": 1})
         assert check(op, "sessions.remove", {"session": sid}) == {"removed": sid}
         check(op, "sessions.prune", {"all": True})
-        ended = check(op, "sessions.new", {"argv": ["true"], "cwd": str(ws)})["session"]["id"]
+        ended = check(op, "sessions.new", {"unconfined": True, "argv": ["true"], "cwd": str(ws)})["session"][
+            "id"
+        ]
         pruned = wait_for(lambda: check(op, "sessions.prune", {"all": True})["pruned"])
         assert [p["session"] for p in pruned] == [ended]
 
@@ -319,7 +323,8 @@ def test_every_answer_of_a_real_daemon_running_commands_is_its_struct():
             check(agent, "sessions.kill", {"session": answer["session"]["id"], "grace_s": 1})
 
         writer = op.call(
-            "sessions.new", {"argv": ["sh", "-c", "sleep 0.3; echo x >> .env; sleep 60"], "cwd": str(ws)}
+            "sessions.new",
+            {"unconfined": True, "argv": ["sh", "-c", "sleep 0.3; echo x >> .env; sleep 60"], "cwd": str(ws)},
         )["session"]["id"]
         item = wait_for(
             lambda: next((i for i in check(op, "tripwire.list")["items"] if i["session"] == writer), None)

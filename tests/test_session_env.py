@@ -36,7 +36,7 @@ def output_of(client, sid: str) -> str:
 
 
 def run(client, script: str, env: dict[str, str] | None = None) -> tuple[str, str]:
-    params = {"argv": ["sh", "-c", script], "cwd": "/tmp"}
+    params = {"unconfined": True, "argv": ["sh", "-c", script], "cwd": "/tmp"}
     if env is not None:
         params["env"] = env
     sid = client.call("sessions.new", params)["session"]["id"]

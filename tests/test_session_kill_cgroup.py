@@ -20,9 +20,9 @@ def test_kill_ends_an_environment_cleared_double_fork():
     script = f"(env -i setsid sh -c 'sleep 1000 & echo $! > {pidfile}' &); sleep 30"
     with running_daemon(f"watch = {json.dumps([str(ws)])}\n") as d, d.operator() as op:
         assert op.call("daemon.status")["sessions"]["pause_mode"] == "cgroup freeze"
-        sid = op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(ws)})["session"][
-            "id"
-        ]
+        sid = op.call(
+            "sessions.new", {"unconfined": True, "argv": ["bash", "--norc", "-c", script], "cwd": str(ws)}
+        )["session"]["id"]
         wait_for(lambda: pidfile.exists() and pidfile.read_text().strip())
         orphan = psutil.Process(int(pidfile.read_text()))
         assert b"AGENT_CONSOLE_SESSION" not in Path(f"/proc/{orphan.pid}/environ").read_bytes()

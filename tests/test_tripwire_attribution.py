@@ -38,7 +38,7 @@ def env():
 
 
 def new(op, cwd, argv):
-    return op.call("sessions.new", {"argv": argv, "cwd": str(cwd)})["session"]
+    return op.call("sessions.new", {"unconfined": True, "argv": argv, "cwd": str(cwd)})["session"]
 
 
 def protected_event(op, name):

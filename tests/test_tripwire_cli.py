@@ -69,7 +69,11 @@ def test_every_process_stops_and_the_operator_settles_it_from_a_shell(daemon):
     with d.operator() as op:
         sid = op.call(
             "sessions.new",
-            {"argv": ["bash", "--norc", "--noprofile", "-i", "-c", SCRIPT.format(a=a, b=b)], "cwd": str(ws)},
+            {
+                "unconfined": True,
+                "argv": ["bash", "--norc", "--noprofile", "-i", "-c", SCRIPT.format(a=a, b=b)],
+                "cwd": str(ws),
+            },
         )["session"]["id"]
         try:
             item = wait_for(lambda: op.call("tripwire.list")["items"])[0]
@@ -117,6 +121,7 @@ def test_kill_and_keep_from_the_cli(daemon):
                 op.call(
                     "sessions.new",
                     {
+                        "unconfined": True,
                         "argv": ["bash", "--norc", "-c", f"sleep 0.8; echo k > id_{name}.pem; sleep 60"],
                         "cwd": str(ws),
                     },

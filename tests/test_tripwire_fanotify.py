@@ -48,7 +48,9 @@ def env():
 
 
 def new(op, cwd, script):
-    return op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(cwd)})["session"]
+    return op.call(
+        "sessions.new", {"unconfined": True, "argv": ["bash", "--norc", "-c", script], "cwd": str(cwd)}
+    )["session"]
 
 
 def items(op, sid=None):

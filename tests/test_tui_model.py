@@ -191,7 +191,7 @@ def test_history_query_line():
         "session_id": "a1",
         "since": 10_000.0 - 7200,
         "search": "pip install",
-        "kinds": ["decision", "file_event", "tripwire", "tripwire_resolved"],
+        "kinds": ["decision", "file_event", "tripwire", "tripwire_resolved", "connection"],
     }
     assert parse_query("verdict:maybe", 0).errors == ["verdict: 'maybe' is not one of allow, deny"]
     assert parse_query("since:", 0).errors[0].startswith("since: needs a value")
@@ -201,8 +201,16 @@ def test_history_query_line():
 def test_the_history_summary_names_what_it_shows():
     """Issue 15, finding 5: "everything" is everything, and a filter says what it keeps."""
     everything = parse_query("", 0)
-    assert everything.params["kinds"] == ["decision", "file_event", "tripwire", "tripwire_resolved"]
-    assert everything.describe() == "everything"  # and it is: decisions, protected changes, tripwires
+    assert everything.params["kinds"] == [
+        "decision",
+        "file_event",
+        "tripwire",
+        "tripwire_resolved",
+        "connection",
+    ]
+    assert (
+        everything.describe() == "everything"
+    )  # and it is: decisions, protected changes, tripwires, connections
     assert parse_query("kind:decision", 0).describe() == "decisions"
     assert parse_query("kind:tripwire pip", 0).describe() == "text contains 'pip' (tripwires)"
     assert parse_query("pip", 0).describe() == "text contains 'pip'"

@@ -133,7 +133,8 @@ async def test_prefix_then_app_keys_and_help(daemon, clock):
 
 
 async def test_split_focus_zoom_and_close_detaches(daemon, clock):
-    sid = new_session(daemon, BASH, title="first")
+    # A split starts a confined shell in the first one's directory: a workspace.
+    sid = new_session(daemon, BASH, cwd=str(workspace()), title="first")
     app = make_app(daemon, clock)
     async with app.run_test(size=SIZE) as pilot:
         screen = sessions_screen(app)
@@ -415,6 +416,48 @@ async def test_new_session_from_the_prompt_and_an_ended_pane(daemon, clock):
         assert "exited" in screen_text(app)
         assert not pane.takes_every_key
         assert "made-here" in shown(pane)  # the last screen stays
+
+
+async def test_a_new_session_is_confined_and_unconfined_takes_the_typed_word(daemon, clock):
+    """The console's `n` starts a confined session; a line starting with `!` runs one
+    unconfined only after the word is typed, and the list says which is which."""
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await show_sessions(pilot, app)
+        before = {s.id for s in screen.sessions}
+        await pilot.press("n")
+        await until(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
+        app.screen.query_one("Input").value = "bash --norc --noprofile -c 'echo boxed; read x'"
+        await pilot.press("enter")
+        pane = await until(pilot, lambda: screen.focused_pane())
+        await wait_shown(pilot, pane, "boxed")
+        boxed = next(s for s in screen.sessions if s.id not in before)
+        assert boxed.sandboxed
+
+        screen.view.focus()  # keys go to the list again, not the pane's program
+        await pilot.press("n")
+        await until(pilot, lambda: type(app.screen).__name__ == "TextPrompt")
+        app.screen.query_one("Input").value = "!bash --norc --noprofile -c 'echo loose; read x'"
+        await pilot.press("enter")
+        word = await until(pilot, lambda: app.screen if "Unconfined session" in screen_text(app) else None)
+        assert "outside any sandbox" in word.help_text
+        word.query_one("Input").value = "yes"  # muscle memory is not the word
+        await pilot.press("enter")
+        error = word.query_one("#prompt-error")
+        await until(pilot, lambda: "type unconfined to start it" in str(error.render()))
+        assert {s.id for s in screen.sessions} == before | {boxed.id}
+        word.query_one("Input").value = "unconfined"
+        await pilot.press("enter")
+        loose = await until(
+            pilot, lambda: next((s for s in screen.sessions if s.id not in before | {boxed.id}), None)
+        )
+        assert not loose.sandboxed
+        await show_sessions(pilot, app)
+        text = screen_text(app)
+        assert "UNCONFINED" in text and "sandbox" in text
+    with daemon.operator() as op:
+        for sid in (boxed.id, loose.id):
+            op.call("sessions.kill", {"session": sid, "grace_s": 0.5})
 
 
 async def test_awaiting_approval_shows_in_the_list(daemon, clock):

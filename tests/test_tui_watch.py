@@ -111,7 +111,7 @@ def near(a: RichColor | None, b: RichColor) -> bool:
 def new_session(daemon, cwd, script: str) -> str:
     with daemon.operator() as op:
         argv = ["bash", "--norc", "-c", script]
-        return op.call("sessions.new", {"argv": argv, "cwd": str(cwd)})["session"]["id"]
+        return op.call("sessions.new", {"unconfined": True, "argv": argv, "cwd": str(cwd)})["session"]["id"]
 
 
 def kill_session(daemon, sid: str) -> None:

@@ -55,7 +55,9 @@ def test_git_init_is_quiet_and_a_real_hook_is_still_loud(env):
     d, ws = env
     with d.operator() as op:
         mark = newest_seq(op)
-        sid = op.call("sessions.new", {"argv": ["git", "init", "-q"], "cwd": str(ws)})["session"]["id"]
+        sid = op.call("sessions.new", {"unconfined": True, "argv": ["git", "init", "-q"], "cwd": str(ws)})[
+            "session"
+        ]["id"]
         try:
             samples = wait_for(
                 lambda: [e for e in protected(op, mark) if e["path"].endswith(".sample") or e["count"] > 1]
@@ -75,6 +77,7 @@ def test_git_init_is_quiet_and_a_real_hook_is_still_loud(env):
         writer = op.call(
             "sessions.new",
             {
+                "unconfined": True,
                 "argv": ["bash", "--norc", "-c", "sleep 0.5; echo evil > .git/hooks/pre-commit; sleep 30"],
                 "cwd": str(ws),
             },
@@ -97,6 +100,7 @@ def test_vim_on_env_pauses_nothing(env):
         vim = op.call(
             "sessions.new",
             {
+                "unconfined": True,
                 "argv": ["vim", "-u", "NONE", "-c", "sleep 1", "-c", "q", ".env"],
                 "cwd": str(ws),
             },

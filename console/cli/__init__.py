@@ -12,44 +12,51 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from console import __version__
-from console.cli import (
-    agent_commands,
-    agents_commands,
-    contract_commands,
-    daemon_commands,
-    exec_commands,
-    history_commands,
-    hook_commands,
-    hosts_commands,
-    operator_commands,
-    session_commands,
-    tripwire_commands,
-    tui_commands,
-    watch_commands,
-    web_commands,
-    workspace_commands,
-)
 from console.cli.common import CLIError
 
-COMMAND_MODULES = [
-    tui_commands,
-    daemon_commands,
-    agent_commands,
-    agents_commands,
-    exec_commands,
-    operator_commands,
-    history_commands,
-    session_commands,
-    watch_commands,
-    tripwire_commands,
-    workspace_commands,
-    hosts_commands,
-    web_commands,
-    hook_commands,
-    contract_commands,
-]
+
+def command_modules() -> list[Any]:
+    """Every command group, in the order `--help` lists them (imported when asked for)."""
+    from console.cli import (
+        agent_commands,
+        agents_commands,
+        contract_commands,
+        daemon_commands,
+        exec_commands,
+        history_commands,
+        hook_commands,
+        hosts_commands,
+        operator_commands,
+        run_commands,
+        session_commands,
+        tripwire_commands,
+        tui_commands,
+        watch_commands,
+        web_commands,
+        workspace_commands,
+    )
+
+    return [
+        tui_commands,
+        daemon_commands,
+        agent_commands,
+        agents_commands,
+        exec_commands,
+        operator_commands,
+        history_commands,
+        run_commands,
+        session_commands,
+        watch_commands,
+        tripwire_commands,
+        workspace_commands,
+        hosts_commands,
+        web_commands,
+        hook_commands,
+        contract_commands,
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,17 +67,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agent-console {__version__}")
     # A bare `agent-console` opens the console: these are its flags.
+    from console.cli import tui_commands
+
     tui_commands.add_console_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMAND_MODULES:
+    for module in command_modules():
         module.register(sub)
     return parser
 
 
+def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """`run` starts an agent: its parser alone, without importing every other command
+    (their imports are most of the console's start-up, and `run` adds it to the agent's)."""
+    if argv[:1] == ["run"]:
+        from console.cli import run_commands
+
+        parser = argparse.ArgumentParser(prog="agent-console")
+        run_commands.register(parser.add_subparsers(dest="command", metavar="COMMAND"))
+        return parser
+    return build_parser()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = _parser_for(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
+        from console.cli import tui_commands
+
         args.func = tui_commands.main_console
     try:
         return int(args.func(args) or 0)

@@ -146,6 +146,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     for key in ("sandbox", "watch", "sessions"):
         if key in status:
             lines.append(f"{key:<11} {status[key].get('summary', status[key])}")
+    sandbox = status.get("sandbox", {})
+    if sandbox.get("path"):
+        lines.append(f"PATH        {':'.join(sandbox['path'])}  (from {sandbox.get('path_source', '?')})")
+    if sandbox.get("seccomp"):
+        lines.append(f"filter      {sandbox['seccomp']}")
+    egress = status.get("egress")
+    if egress:
+        lines.append(
+            f"egress      {egress.get('runs', 0)} runs with brokered network; connections "
+            f"{egress.get('allowed', 0)} allowed, {egress.get('refused', 0)} refused, {egress.get('asked', 0)} asked"
+        )
     if "pause_mode" in status.get("sessions", {}):
         why = status["sessions"].get("pause_mode_reason") or ""
         lines.append(

@@ -112,6 +112,15 @@ def _text_row(r: dict[str, Any]) -> str:
             f"{inert(r.get('verdict') or ''):<14} {fit(inert(r.get('note') or '')[:120], 51)}"
         )
     verdict = paint(f"{r['verdict']:<5}", "green" if r["verdict"] == "allow" else "red bold")
+    if kind == "connection":
+        body = r.get("body") or {}
+        address = body.get("address", "") if isinstance(body, dict) else ""
+        tag = paint(f"{'NET':<14}", "cyan")
+        return (
+            f"{when(r['at'])}  {tag} {verdict} "
+            f"{r['source']:<8} {fit(inert(r.get('command') or ''), 40)} {inert(str(address))[:40]:<16} "
+            f"{fit(inert(r.get('reason') or ''), 70)}"
+        )
     return (
         f"{when(r['at'])}  {r['request_id']:<14} {verdict} {r['source']:<8} {r.get('reason') or '':<28} "
         f"{inert(r.get('tool') or '')[:18]:<18} {fit(inert(r.get('command') or ''), 99)}"

@@ -67,7 +67,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         attention = {}  # an older daemon: no attention column to fill
     print(
         f"{'ID':<14} {'STATUS':<18} {'ATTENTION':<15} {'AGE':>5} {'CPU':>6} {'MEM':>7}  "
-        f"{'OWNER':<22} TITLE / COMMAND"
+        f"{'OWNER':<22} {'BOX':<10} TITLE / COMMAND"
     )
     for s in sessions:
         stats = s.get("stats") or {}
@@ -76,7 +76,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         note = f"  [{said}]" if (said := recording_note(msgspec.convert(s, SessionObject))) else ""
         print(
             f"{s['id']:<14} {s['status_text']:<18} {attention.get(s['id'], '-'):<15} {age(s['created_at']):>5} "
-            f"{cpu:>6} {_mib(stats.get('rss_bytes')):>7}  {inert(s['owner'])[:22]:<22} {inert(label)[:80]}{note}"
+            f"{cpu:>6} {_mib(stats.get('rss_bytes')):>7}  {inert(s['owner'])[:22]:<22} "
+            f"{'sandbox' if s.get('sandboxed') else 'UNCONFINED':<10} {inert(label)[:80]}{note}"
         )
     return 0
 
@@ -86,13 +87,17 @@ def cmd_new(args: argparse.Namespace) -> int:
     if not command:
         raise CLIError("nothing to run: agent-console sessions new [--title T] [--cwd DIR] -- CMD ...")
     cols, rows = os.get_terminal_size() if sys.stdout.isatty() else (120, 40)
-    params = {
+    params: dict[str, Any] = {
         "argv": command,
         "cwd": os.path.abspath(args.cwd or os.getcwd()),
         "title": args.title,
         "cols": cols,
         "rows": rows,
+        "unconfined": args.unconfined,
     }
+    if not args.unconfined:
+        params["agent"] = args.agent
+        params["env"] = dict(os.environ)
     info = _call(args, "sessions.new", params)["session"]
     print(info["id"])
     return 0
@@ -222,10 +227,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_list)
     ssub = p.add_subparsers(dest="sessions_command", metavar="ACTION")
 
-    q = ssub.add_parser("new", help="start a session for yourself (unsandboxed, like a tmux window)")
+    q = ssub.add_parser(
+        "new",
+        help="start a session for yourself: confined to its workspace (--cwd) unless --unconfined",
+        description=(
+            "A session the daemon keeps running, in the sandbox with --cwd (default: here) as its "
+            "workspace, the network through the egress broker (agent-console run attaches to one). "
+            "--unconfined runs it outside any sandbox with every power of your account (recorded)."
+        ),
+    )
     add_state_dir(q)
     q.add_argument("--title", default="")
-    q.add_argument("--cwd", metavar="DIR")
+    q.add_argument("--cwd", metavar="DIR", help="its workspace (confined) or working directory")
+    q.add_argument(
+        "--agent", default="", help="the agent profile of a confined session (default: by argv[0])"
+    )
+    q.add_argument(
+        "--unconfined", action="store_true", help="outside any sandbox, as you (like a tmux window)"
+    )
     q.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD")
     q.set_defaults(func=cmd_new)
 

@@ -14,9 +14,23 @@ they arrive: an answer that is not its method's result fails the call with
         if answer["verdict"] != "allow": ...
 """
 
-from console.client.asyncclient import AsyncClient
+from typing import TYPE_CHECKING
+
 from console.client.blocking import Client
 from console.client.errors import DaemonUnreachable, RPCError
 from console.protocol.results import ResultError
 
+if TYPE_CHECKING:
+    from console.client.asyncclient import AsyncClient
+
 __all__ = ["AsyncClient", "Client", "DaemonUnreachable", "RPCError", "ResultError"]
+
+
+def __getattr__(name: str) -> object:
+    """:class:`AsyncClient` when first asked for: asyncio is most of a short-lived client's
+    start-up (a hook, `agent-console run`) and they do not use it."""
+    if name == "AsyncClient":
+        from console.client.asyncclient import AsyncClient
+
+        return AsyncClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -200,6 +200,30 @@ class Client:
             self.refused_results += 1
             raise
 
+    def fileno(self) -> int:
+        """The socket's descriptor, to wait on it (``select``) between calls."""
+        return self._sock.fileno()
+
+    def buffered(self) -> bool:
+        """Whether a whole frame already arrived (read with a call's answer): handle it with
+        :meth:`pump`, the socket will not say so."""
+        return b"\n" in self._buf
+
+    def pump(self, on_notification: Callable[[str, dict[str, Any]], None]) -> None:
+        """Handle what arrived (call it when the socket is readable): each notification goes
+        to ``on_notification``, events are queued for :meth:`next_event`. Waits only for
+        the rest of a frame already begun; raises :class:`DaemonUnreachable` once closed."""
+        self._sock.settimeout(self._wait_s(self._idle_s))
+        while True:
+            messages, _ = jsonrpc.decode_message(self._read_frame())
+            for msg in messages:
+                if isinstance(msg, Request) and msg.method == "event":
+                    self._event(msg.params)
+                elif isinstance(msg, Request):
+                    on_notification(msg.method, msg.params)
+            if b"\n" not in self._buf:
+                return
+
     def next_event(self) -> dict[str, Any]:
         """The next event after :meth:`subscribe` (blocks), as sent, once it validated
         against its type (console/protocol/events.py)."""

@@ -22,10 +22,11 @@ import time
 from typing import Any
 
 from console import __version__
-from console.contract.host import Host, OSHost
+from console.contract.host import DEFAULT_TRUSTED_PATH, Host, OSHost
 from console.daemon.attention import AttentionTable
 from console.daemon.broker import Broker
 from console.daemon.connection import Connection, Role
+from console.daemon.egress import EgressService
 from console.daemon.events import EventHub
 from console.daemon.execution import ExecutionService
 from console.daemon.held import HeldTable
@@ -86,7 +87,8 @@ class Daemon:
         self.pid = os.getpid()
         self.version = __version__
         self.started_at = time.time()
-        self.host: Host = OSHost()
+        self.host: Host = OSHost()  # its PATH becomes the sandbox's once the policy is read
+        self._host_path = ""
         self.events = EventHub()
         self.policy = PolicySource(locations.policy, on_change=self._policy_changed)
         self.methods = all_methods()
@@ -97,6 +99,7 @@ class Daemon:
         self.store: Store
         self.broker: Broker
         self.execution: ExecutionService
+        self.egress: EgressService
         self.sessions: SessionService
         self.watch: WatchService
         self.workspaces: WorkspaceTrust
@@ -125,6 +128,7 @@ class Daemon:
             "connections": len(self.connections),
             "agents": len(self.agents),
             "sandbox": self.execution.status(),
+            "egress": self.egress.status(),
             "sessions": self.sessions.status(),
             "watch": self.watch.status(),
             "workspaces": self.workspaces.to_list(),
@@ -146,8 +150,11 @@ class Daemon:
         }
 
     def _agent_in_use(self, agent: Agent) -> bool:
-        """Owns a live session or a pending request: not to be forgotten while idle."""
+        """Owns a live session or a pending request, or is a confined session's that still
+        runs: not to be forgotten while idle."""
         owner = agent.owner
+        if agent.confined and self.agents.root_alive(agent):
+            return True
         return any(p.agent == agent.id for p in self.broker.pending.values()) or any(
             i.owner == owner and i.alive for i in self.sessions.manager.infos()
         )
@@ -156,7 +163,15 @@ class Daemon:
         """Tell subscribers the whole status again (policy, workspace trust, history)."""
         self.events.publish(StatusChanged(status=self.status()))
 
+    def _toolchains(self) -> None:
+        """Executables are looked up where the sandbox will find them (its PATH)."""
+        path = self.execution.trusted_path
+        if self._host_path != path:
+            self.host, self._host_path = OSHost(path), path
+
     def _policy_changed(self) -> None:
+        if hasattr(self, "execution"):
+            self._toolchains()
         self.status_changed()
         task = asyncio.ensure_future(self.watch.policy_changed())
         self._background.add(task)
@@ -219,9 +234,11 @@ class Daemon:
             self.policy,
             workspaces=self.workspaces,
             resolve_path=lambda path: self.host.resolve(path).path,
+            trusted_path=lambda: self._host_path or DEFAULT_TRUSTED_PATH,
         )
         await self.broker.load()
         await self.broker.settle_orphans()
+        self.egress = EgressService(str(self.loc.runtime_dir), self.policy, self.store, self.broker)
         await asyncio.wrap_future(
             self.store.append(daemon_event(at=time.time(), note="started", body={"pid": self.pid}))
         )
@@ -229,10 +246,20 @@ class Daemon:
         # the manager comes first, so each service gets what it holds at construction.
         managed = ManagedSessions(self.loc.state_dir, policy=self.policy)
         self.watch = WatchService(self.policy, self.store, self.events, sessions=managed)
-        self.execution = ExecutionService(self.loc, self.policy, self.store, self.events, self.watch)
+        self.execution = ExecutionService(
+            self.loc, self.policy, self.store, self.events, self.watch, self.egress
+        )
         await self.execution.start()
+        self._toolchains()
         self.sessions = SessionService(
-            self.events, managed, pending=self.broker, execution=self.execution, watch=self.watch
+            self.events,
+            managed,
+            pending=self.broker,
+            execution=self.execution,
+            watch=self.watch,
+            agents=self.agents,
+            workspaces=self.workspaces,
+            loc=self.loc,
         )
         await self.sessions.start()
         await self.watch.start()
@@ -274,6 +301,7 @@ class Daemon:
                 item.cancel.set()
             await asyncio.gather(*(conn.finish() for conn in list(self.connections.values())))
             await self.sessions.close()
+            await self.egress.close_all()
             await self.watch.close()
         finally:
             for server in servers:

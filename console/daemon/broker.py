@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from console.contract.capabilities import Capability, CapabilityKind
+from console.contract.host import DEFAULT_TRUSTED_PATH
 from console.contract.operation import Operation
 from console.contract.outcome import CONTENT_CHANGED, Denial, DenialSource, NextAction
 from console.daemon.durable import LoopWaiter
@@ -195,6 +196,7 @@ class Broker:
         *,
         workspaces: WorkspaceTrust | None = None,
         resolve_path: Callable[[str], str] | None = None,
+        trusted_path: Callable[[], str] = lambda: DEFAULT_TRUSTED_PATH,
     ) -> None:
         self.store = store
         self.events = events
@@ -211,6 +213,9 @@ class Broker:
         # in unit tests, the policy's `workspaces` and lexical paths are all there is).
         self.workspaces = workspaces
         self.resolve_path = resolve_path
+        # The PATH the daemon looks executables up on (the sandbox's): a changed binding is
+        # judged by the same lookup that made it.
+        self.trusted_path = trusted_path
         self._waiter: LoopWaiter | None = None
 
     def _durable(self, future: Future[T]) -> asyncio.Future[T]:
@@ -537,7 +542,7 @@ class Broker:
         for p in items:
             self._take(p.id, now)
         if action is DecideAction.APPROVE:
-            changed = await asyncio.to_thread(content_changed_since, first.op)
+            changed = await asyncio.to_thread(content_changed_since, first.op, self.trusted_path())
             if changed:
                 raise await self._changed_since_shown(items, now, changed)
 

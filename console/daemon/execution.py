@@ -18,14 +18,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from console.contract.capabilities import CapabilityKind as K
 from console.contract.operation import Operation
+from console.daemon.egress import EgressRun, EgressService, RunContext
 from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource
 from console.daemon.watch_service import WatchService
 from console.locations import Locations, ensure_private_dir
 from console.policy import Authorization
+from console.policy.diff import requested
+from console.policy.network import NetworkPolicyError, parse_pattern
 from console.protocol.events import OutcomeFinished
-from console.sandbox import ExecResult, OutputChunk, SandboxConfig, SandboxProbe, execute, probe, sweep
+from console.sandbox import (
+    ExecResult,
+    OutputChunk,
+    SandboxConfig,
+    SandboxProbe,
+    execute,
+    probe,
+    seccomp,
+    sweep,
+)
+from console.sandbox.home import home_of
+from console.sandbox.profile import Egress
+from console.sandbox.toolchains import toolchain_path
 from console.store import Store, StoreUnavailable, command_line, outcome_event
 
 log = logging.getLogger("agent-console.execution")
@@ -38,6 +54,16 @@ class Running:
     owner: int
     started_at: float
     cancel: asyncio.Event
+
+
+def _pattern(scope: str) -> bool:
+    """Whether an `external_network` scope names hosts (a domain pattern): only those widen
+    the run's allow list; any other scope allows nothing more."""
+    try:
+        parse_pattern(scope, "external_network")
+    except NetworkPolicyError:
+        return False
+    return True
 
 
 def _stream_for_history(stream: dict[str, Any]) -> dict[str, Any]:
@@ -54,9 +80,16 @@ def outcome_record(result: ExecResult) -> dict[str, Any]:
 
 class ExecutionService:
     def __init__(
-        self, loc: Locations, policy: PolicySource, store: Store, events: EventHub, watch: WatchService
+        self,
+        loc: Locations,
+        policy: PolicySource,
+        store: Store,
+        events: EventHub,
+        watch: WatchService,
+        egress: EgressService,
     ) -> None:
         self.loc = loc
+        self.egress = egress
         self.watch = watch
         self.policy = policy
         self.store = store
@@ -64,6 +97,8 @@ class ExecutionService:
         self.probe: SandboxProbe | None = None
         self.running: dict[str, Running] = {}
         self._config: tuple[object, SandboxConfig] | None = None
+        # The operator's environment at the daemon's start: its PATH gives the toolchains.
+        self.environment = dict(os.environ)
 
     @property
     def temp_base(self) -> str:
@@ -91,26 +126,45 @@ class ExecutionService:
         return f"bubblewrap {p.version}, {net}"
 
     def status(self) -> dict[str, Any]:
+        policy = self.policy()
         return {
             "summary": self.summary(),
             "probe": self.probe.to_dict() if self.probe else None,
             "running": len(self.running),
+            "path": list(self.config().path),
+            "path_source": "policy [sandbox] path"
+            if policy.sandbox_path is not None
+            else "the daemon's PATH",
+            "seccomp": seccomp.description(),
         }
 
     def config(self) -> SandboxConfig:
         policy = self.policy()
         if self._config is None or self._config[0] is not policy:
+            hidden = tuple(map(str, self.loc.private_paths()))
             cfg = SandboxConfig(
-                hidden_paths=tuple(map(str, self.loc.private_paths())),
+                hidden_paths=hidden,
                 temp_base=self.temp_base,
                 protected=policy.protected_paths,
                 readable=policy.readable,
                 hidden=policy.hidden,
                 allow_degraded=policy.allow_degraded,
-                inherit_env=dict(os.environ),
+                inherit_env=dict(self.environment),
+                path=toolchain_path(
+                    policy.sandbox_path
+                    if policy.sandbox_path is not None
+                    else self.environment.get("PATH", ""),
+                    home=home_of(self.environment),
+                    hidden=hidden,
+                ),
             )
             self._config = (policy, cfg)
         return self._config[1]
+
+    @property
+    def trusted_path(self) -> str:
+        """The PATH executables are looked up on, here and inside the sandbox (toolchains.py)."""
+        return ":".join(self.config().path)
 
     async def run(
         self,
@@ -119,8 +173,10 @@ class ExecutionService:
         authorization: dict[str, Any],
         owner: int,
         send_output: Callable[[dict[str, Any]], None],
+        agent: str = "",
     ) -> tuple[dict[str, Any], ExecResult]:
-        """Execute an allowed operation; returns (the stored record, the raw result)."""
+        """Execute an allowed operation; returns (the stored record, the raw result).
+        ``agent``: the identity it runs for (its network approvals are that agent's)."""
         assert self.probe is not None, "start() first"
         auth = Authorization(**authorization)
         item = Running(request_id, op, owner, time.time(), asyncio.Event())
@@ -140,11 +196,20 @@ class ExecutionService:
         await self.watch.ensure_root(op.workspace_root)
         self.watch.collect(request_id, op.session_id)
         token = self.watch.begin(op.workspace_root, "operation", request_id, command_line(op), None)
+        run = await self.open_egress(op, agent=agent, label=f"request {request_id}", request_id=request_id)
         try:
             result = await execute(
-                op, auth, self.config(), self.probe, on_output=on_output, cancel=item.cancel
+                op,
+                auth,
+                self.config(),
+                self.probe,
+                on_output=on_output,
+                cancel=item.cancel,
+                egress=None if run is None else Egress(run.socket),
             )
         finally:
+            if run is not None:
+                await self.egress.close(run)
             self.running.pop(request_id, None)
             try:
                 changes = await self.watch.changes_of(request_id, op.workspace_root)
@@ -178,6 +243,29 @@ class ExecutionService:
             )
         )
         return record, result
+
+    async def open_egress(
+        self, op: Operation, *, agent: str, label: str, request_id: str = "", session_id: str = ""
+    ) -> EgressRun | None:
+        """The egress broker's socket for ``op``'s run, when it asks for the network and
+        runs in the sandbox (unrestricted has the host's network, as approved)."""
+        caps = {c.kind for c in requested(op, self.policy().protected_paths)}
+        if K.EXTERNAL_NETWORK not in caps or K.UNRESTRICTED in caps:
+            return None
+        scoped = tuple(
+            c.scope
+            for c in op.requested_capabilities()
+            if c.kind is K.EXTERNAL_NETWORK and c.scope and _pattern(c.scope)
+        )
+        context = RunContext(
+            workspace=op.workspace_root,
+            agent_id=agent,
+            label=label,
+            request_id=request_id,
+            session_id=session_id,
+            also_allow=scoped,
+        )
+        return await self.egress.open(context)
 
     def cancel(self, request_id: str, owner: int | None = None) -> bool:
         item = self.running.get(request_id)

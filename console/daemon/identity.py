@@ -23,6 +23,11 @@ to exactly one identity, in one of three ways, checked in this order by ``hello`
    another anonymous identity). No rule merges two process trees because a supervisor
    without a terminal started both (console/protocol/procs.py ``may_name``).
 
+A confined session (``agent-console run``, a sandboxed ``sessions new``) gets its
+identity from the daemon when it starts, rooted at its sandbox: every connection from a
+process inside it is that identity, before ``agent_pid`` is looked at (pids inside the
+sandbox's pid namespace mean nothing out here).
+
 The agent's own session id (Claude Code's ``session_id``) is a label for the operator,
 never a key. Identities live in memory: a daemon restart forgets them (and the sessions
 they owned end with the daemon).
@@ -71,6 +76,9 @@ class Agent:
     root_comm: str = ""
     label: str = ""  # the agent's own session id, display only
     anonymous: bool = False  # a per-call client that reached no agent process
+    # Made for a confined session (an agent CLI the operator started in the sandbox):
+    # every process inside it is this agent, whatever it names (see AgentRegistry.confined).
+    confined: bool = False
     connections: int = 0
     last_seen: float = 0.0
     # Quota state (see console/daemon/quotas.py).
@@ -214,6 +222,34 @@ class AgentRegistry:
     def fresh(self, peer: PeerCred, *, anonymous: bool = False) -> Agent:
         return self._new(peer.uid, anonymous=anonymous)
 
+    def for_confined_session(self, uid: int, label: str) -> Agent:
+        """The identity of a confined session, before it starts (:meth:`root_at` once it has)."""
+        agent = self._new(uid)
+        agent.confined = True
+        agent.label = label
+        return agent
+
+    def root_at(self, agent: Agent, pid: int) -> bool:
+        """Root ``agent`` at the process ``pid`` (the session's sandbox); False if it is gone."""
+        st = proc_stat(pid)
+        if st is None:
+            return False
+        if agent.root is not None and self._by_root.get(agent.root) is agent:
+            del self._by_root[agent.root]
+        agent.root = (st.pid, st.start_ticks)
+        agent.root_comm = st.comm[:64]
+        self._by_root[agent.root] = agent
+        return True
+
+    def confined(self, peer: PeerCred) -> Agent | None:
+        """The confined session's identity when the peer runs inside one. A process in the
+        sandbox cannot name another identity by pid (its pids are the sandbox's own, and
+        it must not split itself from its session's approvals), so this comes first."""
+        if not any(a.confined for a in self._by_root.values()):
+            return None
+        found = self.by_ancestry(peer)
+        return found if found is not None and found.confined else None
+
     def root_alive(self, agent: Agent) -> bool:
         if agent.root is None:
             return False
@@ -225,9 +261,10 @@ class AgentRegistry:
 
 
 def default_agent(conn: Connection) -> Agent:
-    """The identity of a connection that named none: its process tree's, else a new one."""
+    """The identity of a connection that named none: its confined session's, its process
+    tree's, else a new one."""
     registry = conn.daemon.agents
-    return registry.by_ancestry(conn.peer) or registry.fresh(conn.peer)
+    return registry.confined(conn.peer) or registry.by_ancestry(conn.peer) or registry.fresh(conn.peer)
 
 
 def bind(conn: Connection, agent: Agent) -> None:

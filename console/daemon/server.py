@@ -104,8 +104,9 @@ async def listen(
         await on_connect(reader, writer, peer)  # type: ignore[misc]
 
     # Connections frame their own input (console/daemon/connection.py) and read in chunks;
-    # the limit only bounds what a transport buffers before it pauses reading.
-    return await asyncio.start_unix_server(accept, sock=sock, limit=READ_BUFFER)
+    # the limit only bounds what a transport buffers before it pauses reading. asyncio
+    # listens again with its own backlog (100 unless told): the same depth, here too.
+    return await asyncio.start_unix_server(accept, sock=sock, limit=READ_BUFFER, backlog=4096)
 
 
 def limit_heap_growth() -> None:

@@ -1,8 +1,12 @@
 """Sessions as the daemon serves them: who owns what, sandboxing, attach streams, status.
 
 An approved ``interactive`` or ``durable`` operation becomes a session running in the
-sandbox (with its own PTY, so no ``--new-session``); the operator's own sessions
-(``sessions.new``) run unconfined, like a tmux window. An agent reaches only the
+sandbox (with its own PTY, so no ``--new-session``), with the egress broker when it asks
+for the network. The operator's own sessions (``sessions.new``, ``agent-console run``)
+are confined too (console/daemon/confined.py): the sandbox, the workspace writable, an
+agent's own state, the agent socket, brokered network, and an identity of their own
+that every process inside has. Only the operator can start one unconfined, by saying so
+(``unconfined``), and that is recorded. An agent reaches only the
 sessions of its identity (console/daemon/identity.py): the owner is ``agent:<agent id>``,
 never the session id the operation names (that is a label). When the last connection
 holding an owner closes, that owner's ``interactive`` sessions end; ``durable`` ones
@@ -15,19 +19,27 @@ import asyncio
 import base64
 import contextlib
 import logging
+import os
+import shlex
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from console.contract.operation import Operation
+from console.daemon import confined
+from console.daemon.egress import EgressRun, RunContext
 from console.daemon.errors import InvalidParams, NotFound, ServiceError, Unavailable
 from console.daemon.events import EventHub
+from console.locations import Locations
 from console.protocol.events import SessionChanged
 from console.protocol.procs import ancestry
 from console.protocol.sessions import SessionObject
 from console.sandbox import Prepared, SandboxSetupError, SandboxUnavailable, prepare
+from console.sandbox.profile import Egress, Profile
 from console.sessions import (
     Ended,
     Output,
@@ -44,8 +56,10 @@ from console.watch import AttributionToken
 if TYPE_CHECKING:
     from console.daemon.connection import Connection
     from console.daemon.execution import ExecutionService
+    from console.daemon.identity import Agent, AgentRegistry
     from console.daemon.ports import PendingView, SessionWatch
     from console.daemon.session_control import ManagedSessions
+    from console.daemon.workspaces import WorkspaceTrust
 
 log = logging.getLogger("agent-console.sessions")
 
@@ -68,8 +82,15 @@ class SessionService:
         pending: PendingView,
         execution: ExecutionService,
         watch: SessionWatch,
+        agents: AgentRegistry,
+        workspaces: WorkspaceTrust,
+        loc: Locations,
     ) -> None:
         self.events = events
+        self.agents = agents
+        self.workspaces = workspaces
+        self.loc = loc
+        self._egress: dict[str, EgressRun] = {}
         self.watch = watch
         self._tokens: dict[str, AttributionToken] = {}
         self.pending = pending
@@ -79,6 +100,7 @@ class SessionService:
         self._prepared: dict[str, Prepared] = {}
         self._holders: Counter[str] = Counter()  # owner -> live connections holding it
         self._forwarders: dict[tuple[int, str], asyncio.Task[None]] = {}
+        self._closing: set[asyncio.Future[None]] = set()
 
     async def start(self) -> None:
         await self.manager.start()
@@ -89,6 +111,10 @@ class SessionService:
         await self.manager.close(kill=True)
         for prepared in self._prepared.values():
             prepared.close()
+        for run in list(self._egress.values()):
+            await self.execution.egress.close(run)
+        self._egress.clear()
+        await asyncio.gather(*self._closing, return_exceptions=True)
 
     # ------------------------------------------------------------------ views
 
@@ -115,7 +141,8 @@ class SessionService:
             out["status_text"] = "awaiting approval"
         else:
             out["status_text"] = info.status_text
-        out["sandboxed"] = info.id in self._prepared
+        prepared = self._prepared.get(info.id)
+        out["sandboxed"] = prepared is not None and prepared.sandboxed
         try:
             stats = self.manager.stats(info.id)
             out["stats"] = asdict(stats)
@@ -151,6 +178,11 @@ class SessionService:
             token = self._tokens.pop(event.session.id, None)
             if token is not None:
                 self.watch.end(token)
+            run = self._egress.pop(event.session.id, None)
+            if run is not None:
+                task = asyncio.ensure_future(self.execution.egress.close(run))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
         self.events.publish(SessionChanged(change=event.kind, session=self.to_wire(event.session)))
 
     # ------------------------------------------------------------------ ownership
@@ -186,26 +218,66 @@ class SessionService:
 
     # ------------------------------------------------------------------ creating
 
-    def start_for_operation(
+    async def start_for_operation(
         self, op: Operation, conn: Connection, cols: int = 120, rows: int = 40, request_id: str = ""
     ) -> SessionObject:
         """Run an approved interactive/durable operation as a sandboxed session; the
         session's changes are recorded against ``request_id`` too, so the request's history
         entry shows what its session did."""
+        agent = conn.agent.id if conn.agent is not None else ""
+        run = await self.execution.open_egress(
+            op, agent=agent, label=f"the session of request {request_id}", request_id=request_id
+        )
+        try:
+            info, prepared = self._spawn(
+                op,
+                title=op.justification[:200],
+                cols=cols,
+                rows=rows,
+                owner=conn.owner,
+                egress=None if run is None else Egress(run.socket),
+            )
+        except BaseException:
+            if run is not None:
+                await self.execution.egress.close(run)
+            raise
+        if run is not None:
+            self._egress[info.id] = run
+        self._attribute(info, op.workspace_root, label=command_line(op))
+        if request_id:
+            self.watch.started_by(info.id, request_id)
+            self._record_start(request_id, op, info, sandboxed=prepared.sandboxed)
+        self.hold(conn, conn.owner)
+        return self.to_wire(info)
+
+    def _spawn(
+        self,
+        op: Operation,
+        *,
+        title: str,
+        cols: int,
+        rows: int,
+        owner: str,
+        egress: Egress | None,
+        profile: Profile | None = None,
+        on_spawned: Callable[[SessionInfo], None] | None = None,
+    ) -> tuple[SessionInfo, Prepared]:
+        """Prepare ``op``'s sandbox, start it on a PTY and check its mounts before it runs."""
         probe = self.execution.probe
         if probe is None:
             raise Unavailable("the sandbox probe has not finished; try again")
         try:
-            prepared = prepare(op, self.execution.config(), probe, terminal=True)
+            prepared = prepare(
+                op, self.execution.config(), probe, terminal=True, profile=profile, egress=egress
+            )
         except (SandboxUnavailable, SandboxSetupError) as exc:
             raise Unavailable(f"the session could not be sandboxed: {exc}") from None
-        owner = conn.owner
         try:
             info = self.manager.create(
                 prepared.argv,
                 cwd=prepared.cwd,
                 env=prepared.env,
-                title=op.justification[:200],
+                title=title,
                 cols=cols,
                 rows=rows,
                 owner=owner,
@@ -216,18 +288,96 @@ class SessionService:
             prepared.close()
             raise Unavailable(f"the session could not start: {exc}") from None
         self._prepared[info.id] = prepared
+        if on_spawned is not None:
+            on_spawned(info)
         try:
             # The sandbox waits, set up, until its mounts are checked (console/sandbox/verify.py);
             # on a mismatch it is killed before the command runs, and the session ends.
             prepared.confirm(info.pid)
         except SandboxSetupError as exc:
             raise Unavailable(f"the session could not be sandboxed: {exc}") from None
-        self._attribute(info, op.workspace_root, label=command_line(op))
-        if request_id:
-            self.watch.started_by(info.id, request_id)
-            self._record_start(request_id, op, info, sandboxed=prepared.sandboxed)
-        self.hold(conn, owner)
+        return info, prepared
+
+    async def start_confined(
+        self,
+        argv: list[str],
+        cwd: str,
+        *,
+        title: str,
+        cols: int,
+        rows: int,
+        env: dict[str, str],
+        agent: str = "",
+    ) -> SessionObject:
+        """The operator's program (an agent CLI) as a confined session in workspace ``cwd``
+        (console/daemon/confined.py). The workspace becomes trusted: the operator chose it."""
+        workspace = self.workspaces.check_root(os.path.realpath(cwd))
+        refused = self.workspaces.limits.refusal(workspace)
+        if refused is not None:
+            code, hint = refused
+            raise InvalidParams(
+                f"cwd: {workspace[:200]} cannot be a confined session's workspace ({code}): {hint}; "
+                "or start the session unconfined"
+            )
+        cfg = self.execution.config()
+        try:
+            launch = confined.plan(
+                argv,
+                workspace,
+                title=title,
+                caller_env=env,
+                policy=self.execution.policy(),
+                path=cfg.path,
+                loc=self.loc,
+                agent_name=agent,
+            )
+        except OSError as exc:
+            raise InvalidParams(f"argv: {exc}") from None
+        if not self.workspaces.is_trusted(workspace):
+            await self.workspaces.add(workspace, source="session", note=shlex.join(argv)[:200])
+        shown = title or shlex.join(argv)[:200]
+        identity = self.agents.for_confined_session(os.geteuid(), shown)
+        context = RunContext(
+            workspace=workspace,
+            agent_id=identity.id,
+            agent_name=launch.agent.name,
+            label=f"{launch.agent.name or argv[0][:40]} in a confined session",
+        )
+        run = await self.execution.egress.open(context)
+        try:
+            info, _ = self._spawn(
+                launch.operation,
+                title=shown,
+                cols=cols,
+                rows=rows,
+                owner=OPERATOR,
+                egress=Egress(run.socket),
+                profile=launch.profile,
+                on_spawned=lambda info: self._root(identity, info.pid),
+            )
+        except BaseException:
+            await self.execution.egress.close(run)
+            self.agents.forget(identity)
+            raise
+        self._egress[info.id] = run
+        self._attribute(info, workspace)
+        self._record(
+            f"session {info.id} started confined",
+            {"session": info.id, "argv": argv[:64], "workspace": workspace, "agent": launch.agent.name},
+        )
         return self.to_wire(info)
+
+    def _root(self, identity: Agent, pid: int) -> None:
+        """Before the sandbox is let go: every process it starts is this identity."""
+        if not self.agents.root_at(identity, pid):
+            log.warning("confined session %d ended before its identity was rooted", pid)
+
+    def _record(self, note: str, body: dict[str, Any]) -> None:
+        """A daemon event for the operator's session starts (the history keeps who ran what, how)."""
+        from console.store import daemon_event
+
+        with contextlib.suppress(Exception):  # the history logs its own failures
+            self.execution.store.append(daemon_event(at=time.time(), note=note, body=body))
 
     def _record_start(self, request_id: str, op: Operation, info: SessionInfo, *, sandboxed: bool) -> None:
         """The request's outcome: it runs as this session (not "not run by the console")."""
@@ -257,9 +407,10 @@ class SessionService:
             root, "session", info.id, label[:200], info.pid, at=info.created_at
         )
 
-    def start_for_operator(
+    def start_unconfined(
         self, argv: list[str], cwd: str, title: str, cols: int, rows: int, env: dict[str, str] | None
     ) -> SessionObject:
+        """The operator's program outside any sandbox, as they asked (``unconfined``)."""
         try:
             info = self.manager.create(
                 argv, cwd=cwd, env=env, title=title, cols=cols, rows=rows, owner=OPERATOR, mode="durable"
@@ -269,6 +420,10 @@ class SessionService:
         # An operator's shell may start in a huge tree (home): attribute, but only start
         # watching roots that operations or the policy name.
         self._attribute(info, info.cwd, watch=False)
+        self._record(
+            f"session {info.id} started UNCONFINED by the operator",
+            {"session": info.id, "argv": argv[:64], "cwd": info.cwd},
+        )
         return self.to_wire(info)
 
     # ------------------------------------------------------------------ attaching

@@ -9,11 +9,13 @@ from __future__ import annotations
 import posixpath
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from console.policy.agents import DEFAULT_AGENTS, AgentProfile, AgentsError, agents_from
+from console.policy.network import NetworkPolicy, NetworkPolicyError, network_policy_from
 from console.policy.patterns import PatternError, ProtectedPaths, validate_pattern
 from console.policy.protected_set import DEFAULT_PROTECTED as _DEFAULT_PROTECTED
 from console.policy.visibility import DEFAULT_READABLE
@@ -75,6 +77,13 @@ class PolicyConfig:
     # Recording quotas (console/sessions/quota.py): one session's, and all of the state dir's.
     recording_max_mb: int = 1024
     recordings_total_mb: int = 4096
+    # The egress broker's lists (console/policy/network.py); `network` is "any" exactly
+    # when they allow every name.
+    network_policy: NetworkPolicy = field(default_factory=NetworkPolicy)
+    # Agent CLIs: their state, hook settings and model API domains (console/policy/agents.py).
+    agents: tuple[AgentProfile, ...] = DEFAULT_AGENTS
+    # The sandbox's PATH; None: the operator's, filtered (console/sandbox/toolchains.py).
+    sandbox_path: tuple[str, ...] | None = None
 
     @property
     def protected_paths(self) -> ProtectedPaths:
@@ -96,6 +105,9 @@ class PolicyConfig:
             "session_env": dict(self.session_env),
             "recording_max_mb": self.recording_max_mb,
             "recordings_total_mb": self.recordings_total_mb,
+            "network_policy": self.network_policy.to_dict(),
+            "agents": {a.name: a.to_dict() for a in self.agents},
+            "sandbox_path": None if self.sandbox_path is None else list(self.sandbox_path),
         }
 
 
@@ -137,6 +149,7 @@ _KEYS = (
     "session_env",
     "recording_max_mb",
     "recordings_total_mb",
+    "agents",
 )
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -194,11 +207,44 @@ def _home_globs(data: dict[str, Any], key: str, example: str) -> tuple[str, ...]
     return tuple(value)
 
 
+def _sandbox(data: dict[str, Any], defaults: PolicyConfig) -> tuple[SandboxMode, tuple[str, ...] | None]:
+    """``sandbox``: a mode, or a table ``{ mode = "...", path = ["/usr/bin", ...] }``."""
+    value = data.get("sandbox", defaults.sandbox.value)
+    if not isinstance(value, dict):
+        return _choice(data, "sandbox", SandboxMode, defaults.sandbox), None
+    unknown = sorted(set(value) - {"mode", "path"})
+    if unknown:
+        raise PolicyError(f"sandbox.{unknown[0]}", "unknown key; known keys: mode, path")
+    mode = _choice(value, "mode", SandboxMode, defaults.sandbox)
+    if "path" not in value:
+        return mode, None
+    path = value["path"]
+    if not isinstance(path, list) or not all(isinstance(p, str) for p in path) or len(path) > 64:
+        raise PolicyError(
+            "sandbox.path", 'must be a list of at most 64 directories, e.g. ["/usr/bin", "/bin"]'
+        )
+    for i, entry in enumerate(path):
+        if not (entry.startswith(("/", "~/"))) or ":" in entry or "\x00" in entry or ".." in entry.split("/"):
+            raise PolicyError(
+                f"sandbox.path[{i}]", "must be an absolute directory (or ~/...) without ':' or '..'"
+            )
+    return mode, tuple(path)
+
+
 def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
     unknown = sorted(set(data) - set(_KEYS))
     if unknown:
         raise PolicyError(unknown[0], "unknown key; known keys: " + ", ".join(_KEYS))
     defaults = PolicyConfig()
+    sandbox, sandbox_path = _sandbox(data, defaults)
+    try:
+        network_policy = network_policy_from(data.get("network", defaults.network.value))
+    except NetworkPolicyError as exc:
+        raise PolicyError(exc.key, str(exc).partition(": ")[2]) from None
+    try:
+        agents = agents_from(data.get("agents"))
+    except AgentsError as exc:
+        raise PolicyError(exc.key, str(exc).partition(": ")[2]) from None
 
     protected = data.get("protected", list(defaults.protected))
     if not isinstance(protected, list) or not all(isinstance(p, str) for p in protected):
@@ -253,8 +299,8 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
         )
 
     return PolicyConfig(
-        sandbox=_choice(data, "sandbox", SandboxMode, defaults.sandbox),
-        network=_choice(data, "network", NetworkMode, defaults.network),
+        sandbox=sandbox,
+        network=NetworkMode.ANY if network_policy.anything else NetworkMode.NONE,
         approval=_choice(data, "approval", ApprovalMode, defaults.approval),
         protected=tuple(protected),
         approval_timeout_s=float(timeout),
@@ -267,6 +313,9 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
         session_env=_session_env(data),
         recording_max_mb=max_mb,
         recordings_total_mb=total_mb,
+        network_policy=network_policy,
+        agents=agents,
+        sandbox_path=sandbox_path,
     )
 
 

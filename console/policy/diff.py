@@ -25,8 +25,12 @@ K = CapabilityKind
 # What the sandbox still forbids, whatever the ceiling: shown so the operator knows the
 # limits an approval does not lift.
 SANDBOX_FORBIDS: dict[CapabilityKind, str] = {
+    K.FILESYSTEM_READ: (
+        "nothing else of the host is there: other projects, /srv, /var, /run and its sockets, "
+        "the rest of your home, the console's state"
+    ),
     K.PROTECTED_METADATA: "protected paths stay read-only",
-    K.EXTERNAL_NETWORK: "no network beyond an isolated loopback",
+    K.EXTERNAL_NETWORK: "no network beyond an isolated loopback (with network: the egress broker, by domain)",
     K.HOST_VISIBLE_BINDING: "no ports reachable from the host",
     K.PROCESS_CONTROL: "no signals or tracing outside its own process tree",
     K.ENVIRONMENT: "only an allowlisted environment is inherited",
@@ -196,8 +200,19 @@ def _why_escalation(cap: Capability, op: Operation, config: PolicyConfig, protec
     return "beyond what the sandbox grants"
 
 
+def read_scope(config: PolicyConfig) -> str:
+    """What a sandboxed command can read, for the request's detail (console/sandbox/surface.py)."""
+    named = list(config.readable[:8])
+    more = ", …" if len(config.readable) > 8 else ""
+    tail = f"; and the policy's readable: {', '.join(named)}{more}" if named else ""
+    return (
+        "reads only the system (/usr, /etc without its root-only files, /opt), the workspace, the "
+        f"toolchains on the sandbox's PATH (daemon status lists them){tail}"
+    )
+
+
 _WITHIN_REASON: dict[CapabilityKind, str] = {
-    K.FILESYSTEM_READ: "the sandbox lets everything read the filesystem",
+    K.FILESYSTEM_READ: "reads only the system, the workspace, the toolchains and the policy's readable",
     K.PROCESS_SPAWN: "running a program is what was asked",
     K.WORKSPACE_WRITE: "writes inside the workspace are allowed by the sandbox",
     K.EXTERNAL_NETWORK: "the policy allows network access",
@@ -213,8 +228,8 @@ def _forbidden(ceil: tuple[Capability, ...], asked: frozenset[CapabilityKind]) -
     return tuple(
         DiffItem(Capability(kind), reason)
         for kind, reason in SANDBOX_FORBIDS.items()
-        # Write stays listed: an approval lifts one scope, never writing everywhere.
-        if kind is K.WORKSPACE_WRITE or (kind not in ceiling_kinds and kind not in asked)
+        # Read and write stay listed: an approval lifts one scope, never the whole host.
+        if kind in (K.WORKSPACE_WRITE, K.FILESYSTEM_READ) or (kind not in ceiling_kinds and kind not in asked)
     )
 
 
@@ -268,6 +283,9 @@ def _compute_diff(op: Operation, config: PolicyConfig, trusted_workspace: bool =
     escalations: list[DiffItem] = []
     for cap in req:
         if _covered(cap, facts, op, protected):
+            if cap.kind is K.FILESYSTEM_READ and not cap.scope and not facts.unrestricted:
+                within.append(DiffItem(cap, read_scope(config)))
+                continue
             within.append(DiffItem(cap, _WITHIN_REASON.get(cap.kind, "the policy grants it without asking")))
         else:
             escalations.append(DiffItem(cap, _why_escalation(cap, op, config, protected)))

@@ -13,9 +13,21 @@ KINDS = (
     "daemon",
     "tripwire",
     "tripwire_resolved",
+    "connection",
 )
 VERDICTS = ("allow", "deny")
-SOURCES = ("operator", "policy", "grant", "timeout", "cancel", "shutdown", "store")
+SOURCES = (
+    "operator",
+    "policy",
+    "grant",
+    "timeout",
+    "cancel",
+    "shutdown",
+    "store",
+    # the egress broker's own refusals (console/daemon/egress/): by address, by resolution
+    "address",
+    "resolver",
+)
 
 # What each name of `--kind` / `kind:` covers (protected changes are the history's file
 # events). "all" is the default everywhere: the CLI's and the console's history alike.
@@ -23,11 +35,13 @@ KIND_GROUPS = {
     "decision": ("decision",),
     "protected": ("file_event",),
     "tripwire": ("tripwire", "tripwire_resolved"),
-    "all": ("decision", "file_event", "tripwire", "tripwire_resolved"),
+    "network": ("connection",),
+    "all": ("decision", "file_event", "tripwire", "tripwire_resolved", "connection"),
 }
 GROUP_WORDS = {
     "decision": "decisions",
     "protected": "protected changes",
     "tripwire": "tripwires",
-    "all": "everything",  # it is: decisions, protected changes and tripwires
+    "network": "connections",
+    "all": "everything",  # it is: decisions, protected changes, tripwires and connections
 }

@@ -258,12 +258,17 @@ class SessionsGet(MethodParams, frozen=True, kw_only=True):
 
 class SessionsNew(MethodParams, frozen=True, kw_only=True):
     argv: Annotated[tuple[str, ...], Meta(max_length=10_000)]
-    # "" (or absent): the operator's home directory, which the daemon resolves
+    # The workspace of a confined session (its working directory); "" (or absent) for an
+    # unconfined one: the operator's home directory, which the daemon resolves
     cwd: Annotated[str, Meta(max_length=MAX_PATH)] = ""
     title: Annotated[str, Meta(max_length=200)] = ""
     env: dict[str, Any] | None = None  # strings only (the method checks)
     cols: Size = 120
     rows: Size = 40
+    # Outside any sandbox, with every power of the operator's account (recorded).
+    unconfined: bool = False
+    # A confined session's agent profile (console/policy/agents.py); "": by argv[0]
+    agent: Annotated[str, Meta(max_length=32)] = ""
 
 
 class SessionsAttach(MethodParams, frozen=True, kw_only=True):

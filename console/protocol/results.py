@@ -69,7 +69,7 @@ class HelloAgent(AgentIdentity, frozen=True, kw_only=True):
     """The identity ``hello`` bound an agent.sock connection to, with its secret."""
 
     secret: str
-    bound_by: str  # secret, process, process_tree, new, anonymous or connection
+    bound_by: str  # secret, sandbox, process, process_tree, new, anonymous or connection
 
 
 class HelloResult(MethodResult, frozen=True, kw_only=True):
@@ -112,6 +112,7 @@ class DaemonStatusResult(MethodResult, frozen=True, kw_only=True):
     agents: int | UnsetType = UNSET  # operator view
     sandbox: dict[str, Any]
     sessions: dict[str, Any]
+    egress: dict[str, Any] | UnsetType = UNSET  # operator view: the egress broker's counts
     watch: dict[str, Any] | UnsetType = UNSET  # operator view
     workspaces: list[dict[str, Any]] | UnsetType = UNSET  # operator view
     attention: dict[str, Any] | UnsetType = UNSET  # operator view

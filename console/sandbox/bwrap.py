@@ -10,20 +10,32 @@ was opened and checked, whatever the name points at by then. The spawn passes th
 descriptors on (``Prepared.pass_fds``); bwrap closes each one after its mount.
 
 Mount order matters, because bwrap applies its options in order and a later mount
-covers an earlier one: the read-only root; fresh /dev, /proc and /tmp; the home masks
+covers an earlier one: the system directories bound read-only into bwrap's empty root
+(console/sandbox/surface.py: an allowlist, not the whole host); fresh /dev, /proc, /tmp,
+/var/tmp and /dev/shm; the home masks
 (empty tmpfs over /root, /home, $HOME) and the readable paths bound back into them; the
 binds from shallow to deep so the more specific one wins — at equal depth a protected
 pin after a writable bind, so a pin always wins; then the hidden paths, covered by empty
 tmpfs mounts; then the private temp root; then the hidden tmpfs mounts are made
 read-only (after the temp root, which may sit inside one of them, got its mount point;
-the masks stay writable scratch space, emptied with the sandbox, as /tmp is); and last the data binds (pinned content, console/sandbox/content_pins.py),
-on top of everything.
+the masks stay writable scratch space, emptied with the sandbox, as /tmp is); then the
+data binds (pinned content, console/sandbox/content_pins.py), on top of everything; and
+last the root itself made read-only.
+
+bwrap's options go to it through a sealed memfd (``--args FD``, :func:`through_fd`):
+bwrap stays the sandbox's pid 1, and its ``/proc/1/cmdline``, which every process inside
+can read, would otherwise list the workspace, the console's state directory and every
+path the sandbox hides. Only the command itself stays on it.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import StrEnum
+
+from console.sandbox.memfd import sealed
+from console.sandbox.surface import PRIVATE_DIRS
 
 
 class BindMode(StrEnum):
@@ -56,8 +68,18 @@ class DataBind:
 
 @dataclass(frozen=True, slots=True)
 class Boundary:
-    """What one sandboxed command is given. Paths are absolute and canonical."""
+    """What one sandboxed command is given. Paths are absolute and canonical.
 
+    ``system``: the read-only view of the host's system directories, and ``links`` the
+    top-level symbolic links into them (surface.py); nothing else of the host is there
+    unless bound below. ``seccomp_fd``: a compiled filter for ``--seccomp`` (seccomp.py).
+    """
+
+    system: tuple[Bind, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    # Directories made 0700 before the binds (where the agent socket is bound: its
+    # clients check that the directory is private).
+    private_dirs: tuple[str, ...] = ()
     binds: tuple[Bind, ...] = ()
     masks: tuple[str, ...] = ()  # home directories covered (empty, scratch) before any bind
     readable: tuple[Bind, ...] = ()  # bound back read-only into the masks
@@ -72,6 +94,7 @@ class Boundary:
     # checked (console/sandbox/verify.py).
     info_fd: int = -1
     block_fd: int = -1
+    seccomp_fd: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +117,8 @@ def bwrap_argv(launcher: Launcher, boundary: Boundary, cwd: str, argv: tuple[str
         out.append("--unshare-user")
         if launcher.disable_userns:
             out.append("--disable-userns")
-    out += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    # Its own cgroup namespace: /proc/self/cgroup names no host path (the session's cgroup).
+    out += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not boundary.share_network:
         out.append("--unshare-net")
     # As root bwrap would keep every capability, enough to unmount what hides the
@@ -104,9 +128,17 @@ def bwrap_argv(launcher: Launcher, boundary: Boundary, cwd: str, argv: tuple[str
         out += ["--info-fd", str(boundary.info_fd), "--block-fd", str(boundary.block_fd)]
     if boundary.new_session:
         out.append("--new-session")
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for bind in boundary.system:
+        out += _bind_args(bind)
+    for target, path in boundary.links:
+        out += ["--symlink", target, path]
+    out += ["--dev", "/dev", "--proc", "/proc"]
+    for path in PRIVATE_DIRS:
+        out += ["--tmpfs", path]
     for path in boundary.masks:
         out += ["--perms", "0755", "--tmpfs", path]
+    for path in boundary.private_dirs:
+        out += ["--perms", "0700", "--dir", path]
     for bind in (*boundary.readable, *ordered(boundary.binds)):
         out += _bind_args(bind)
     for path in boundary.hidden_dirs:
@@ -119,8 +151,21 @@ def bwrap_argv(launcher: Launcher, boundary: Boundary, cwd: str, argv: tuple[str
         out += ["--remount-ro", path]
     for data in boundary.data_binds:
         out += ["--perms", f"{data.mode & 0o7777:04o}", "--ro-bind-data", str(data.fd), data.dest]
+    out += ["--remount-ro", "/"]
+    if boundary.seccomp_fd >= 0:
+        out += ["--seccomp", str(boundary.seccomp_fd)]
     out += ["--chdir", cwd, "--", *argv]
     return out
+
+
+def through_fd(argv: list[str]) -> tuple[list[str], int]:
+    """``argv`` as ``bwrap --args FD -- COMMAND``: bwrap's options in a sealed memfd
+    (returned, to pass on and close after the spawn), the command after them (bwrap takes
+    the command only from its real argv). Raises OSError when no memfd can be made."""
+    end = argv.index("--")
+    payload = b"".join(os.fsencode(a) + b"\0" for a in argv[1:end])
+    fd = sealed(payload, "agent-console-args")
+    return [argv[0], "--args", str(fd), *argv[end:]], fd
 
 
 def _bind_args(bind: Bind) -> list[str]:

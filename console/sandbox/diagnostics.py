@@ -34,6 +34,8 @@ MAX_SCAN_BYTES = 256 * 1024
 _ERRNO_FORM = re.compile(r"\b(EROFS|EPERM|EACCES): [a-z -]{3,40}, [a-z_]{2,20} '([^'\n]{1,4096})'")
 _READ_ONLY = re.compile(r"Read-only file system|\[Errno 30\]")
 _PERMISSION = re.compile(r"Permission denied|\[Errno 13\]|Operation not permitted|\[Errno 1\]")
+# A path that is not there: outside what the sandbox shows, it exists only on the host.
+_MISSING = re.compile(r"Directory nonexistent|No such file or directory|\[Errno 2\]")
 _NETWORK = re.compile(r"Network is unreachable|\[Errno 101\]|ENETUNREACH")
 _RESOLVE = re.compile(
     r"Temporary failure in name resolution|Could not resolve host|Name or service not known"
@@ -53,6 +55,16 @@ def _path_in(line: str, cwd: str) -> str | None:
         if text.startswith("/") or not text.startswith(("-", " ")):
             return posixpath.normpath(posixpath.join(cwd, text))
     bare = _BARE.search(line)
+    return posixpath.normpath(posixpath.join(cwd, bare.group(1))) if bare else None
+
+
+_BARE_MISSING = re.compile(
+    r"(?:^|\s)(/[^\s:'\"]{1,4096}): (?:Directory nonexistent|No such file or directory)"
+)
+
+
+def _missing_path(line: str, cwd: str) -> str | None:
+    bare = _BARE_MISSING.search(line)
     return posixpath.normpath(posixpath.join(cwd, bare.group(1))) if bare else None
 
 
@@ -129,14 +141,51 @@ def recognise(texts: list[bytes], prepared: Prepared, cwd: str) -> list[Denial]:
     return list(found.values())
 
 
+_HIDDEN_READ = "the sandbox shows only the system, the workspace, toolchains and the policy's `readable`"
+
+
+def _not_shown(path: str, prepared: Prepared, write: bool) -> Denial | None:
+    """A path the command found missing that exists on the host, outside the sandbox's view."""
+    if prepared.shows(path) or any(is_within(path, h) for h in prepared.hidden):
+        return None
+    parent = posixpath.dirname(path)
+    if not (posixpath.lexists(path) or (write and parent != "/" and posixpath.isdir(parent))):
+        return None
+    if write:
+        return Denial(
+            Capability(K.WORKSPACE_WRITE, _shown(path)),
+            DenialSource.PLATFORM_SANDBOX,
+            "a write outside the workspace and the approved write dirs was blocked",
+            recoverable=True,
+            next_action=NextAction.REQUEST_APPROVAL,
+        )
+    return Denial(
+        Capability(K.FILESYSTEM_READ, _shown(path)),
+        DenialSource.PLATFORM_SANDBOX,
+        _HIDDEN_READ,
+        recoverable=False,
+        next_action=NextAction.NONE,
+    )
+
+
 def _line_denial(line: str, prepared: Prepared, cwd: str) -> Denial | None:
-    if prepared.network_isolated and (_NETWORK.search(line) or _RESOLVE.search(line)):
+    # A brokered run is told by the broker itself (a 403 naming the reason).
+    if (
+        prepared.network_isolated
+        and not prepared.brokered
+        and (_NETWORK.search(line) or _RESOLVE.search(line))
+    ):
         return _NETWORK_DENIAL
     m = _ERRNO_FORM.search(line)
     if m is not None:
         path = posixpath.normpath(posixpath.join(cwd, m.group(2)))
         return _write_denial(path, prepared, errno_only_permission=m.group(1) != "EROFS")
     read_only = _READ_ONLY.search(line) is not None
+    if not read_only and _MISSING.search(line) is not None:
+        named = _path_in(line, cwd) or _missing_path(line, cwd)
+        if named is None:
+            return None
+        return _not_shown(named, prepared, write="cannot create" in line or "can't create" in line)
     if not read_only and _PERMISSION.search(line) is None:
         return None
     named = _path_in(line, cwd)

@@ -53,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 import re
 import signal
@@ -82,6 +83,7 @@ from console.sandbox.capture import OutputChunk, Stream, StreamCapture, StreamRe
 from console.sandbox.diagnostics import recognise
 from console.sandbox.plan import ContentChangedError, Prepared, SandboxConfig, SandboxSetupError, prepare
 from console.sandbox.probing import BACKEND, SandboxProbe
+from console.sandbox.profile import Egress
 
 EXIT_NOT_FOUND = 127
 EXIT_SETUP_FAILURE = 126
@@ -162,8 +164,10 @@ async def execute(
     probe: SandboxProbe,
     on_output: Callable[[OutputChunk], None] | None = None,
     cancel: asyncio.Event | None = None,
+    egress: Egress | None = None,
 ) -> ExecResult:
-    """Run ``op`` as authorized and return its bounded result.
+    """Run ``op`` as authorized and return its bounded result (``egress``: its brokered
+    network, when it asks for the network).
 
     Raises :class:`Unauthorized` unless ``auth.permits(op)``. ``on_output`` is called on
     the event loop for every chunk and must not block; if it raises, the command is
@@ -175,7 +179,9 @@ async def execute(
     if len(op.stdin) > MAX_STDIN_BYTES:
         raise ValueError(f"stdin is larger than {MAX_STDIN_BYTES} bytes")
     started = time.monotonic()
-    preparing = asyncio.ensure_future(asyncio.to_thread(prepare, op, cfg, probe))
+    preparing = asyncio.ensure_future(
+        asyncio.to_thread(functools.partial(prepare, op, cfg, probe, egress=egress))
+    )
     try:
         prepared = await asyncio.shield(preparing)
     except asyncio.CancelledError:

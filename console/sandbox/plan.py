@@ -4,7 +4,11 @@ What the sandbox grants is exactly what the approved operation requested — the
 approval covered the whole operation — computed from the same capability list policy
 showed the operator (:func:`console.policy.diff.requested`):
 
-- the root read-only; fresh /dev, /proc and a private /tmp;
+- of the host's filesystem only an allowlist, read-only (console/sandbox/surface.py): the
+  system directories (`/usr`, `/etc` without its root-only files, `/opt`), the toolchains
+  on the sandbox's PATH (console/sandbox/toolchains.py), the policy's `readable`, the
+  approved executable; fresh /dev, /proc and private /tmp, /var/tmp and /dev/shm; no
+  `/run`, `/var`, `/srv`, `/sys`, other projects or host sockets;
 - the workspace writable only with `workspace_write` on it, otherwise bound read-only;
   every other `workspace_write` scope (write dirs, explicit capabilities) writable;
 - inside the writable part of the workspace, the existing protected paths bound
@@ -17,11 +21,18 @@ showed the operator (:func:`console.policy.diff.requested`):
   sandbox, like /tmp), the workspace and write dirs bound back inside; the policy's `readable` bound back read-only and its
   `hidden` covered too (console/sandbox/home.py);
 - the hidden paths (the console's state and runtime directories, the user's runtime
-  directory with its session bus and agent sockets, the secret set where it would
-  otherwise show: console/sandbox/secret_paths.py) covered by empty read-only mounts;
-- no network unless `external_network` (a private loopback exists either way);
-- new user, pid, ipc and uts namespaces, no capabilities, a new session, and death
-  with the daemon.
+  directory with its session bus and agent sockets, the policy's `hidden`, the secret set:
+  console/sandbox/secret_paths.py) covered by empty read-only mounts wherever something
+  bound would show them;
+- a network namespace of its own with only a loopback; `external_network` adds the
+  egress broker (a bridge on 127.0.0.1 to the daemon, which decides per domain:
+  console/sandbox/profile.py), never the host's network;
+- new user, pid, ipc, uts and cgroup namespaces, no capabilities, a seccomp filter
+  (console/sandbox/seccomp.py), a new session, and death with the daemon; bwrap gets its
+  command line through a memfd, so its /proc/1/cmdline names nothing.
+
+A confined session (``profile``) adds the agent's own state, the agent socket and the
+console's code (console/sandbox/profile.py).
 
 `unrestricted` runs without bwrap (as approved) but still with the minimal environment
 and the private temp root. Without a working sandbox nothing runs unless the policy
@@ -51,9 +62,9 @@ entry that is a symlink cannot itself be pinned — its target is, when writable
 link can be replaced where its parent is writable (the watcher reports it); a pinned
 directory cannot be renamed or removed during the run; `process_control` and
 `host_visible_binding` are not granted inside the sandbox (the pid and net namespaces
-rule them out; only `unrestricted` has them); `network = "any"` shares the host's
-network namespace, abstract Unix sockets included; a write dir that contains the
-workspace does not make a read-only workspace writable (the more specific bind wins).
+rule them out; only `unrestricted` has them, and raw network with it); a write dir that
+contains the workspace does not make a read-only workspace writable (the more specific
+bind wins).
 
 :func:`prepare` does not spawn anything: the captured executor and the PTY sessions
 both start ``Prepared.argv`` their own way.
@@ -72,24 +83,37 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from console.contract.capabilities import Capability, CapabilityKind
+from console.contract.host import DEFAULT_TRUSTED_PATH
 from console.contract.operation import Operation, is_within
 from console.contract.outcome import Enforcement
 from console.policy.config import DEFAULT_PROTECTED
 from console.policy.diff import requested
 from console.policy.patterns import ProtectedPaths
 from console.policy.visibility import DEFAULT_READABLE
-from console.sandbox import placeholders, verify
-from console.sandbox.bwrap import Bind, BindMode, Boundary, DataBind, bwrap_argv, ordered
+from console.sandbox import placeholders, seccomp, verify
+from console.sandbox.bwrap import Bind, BindMode, Boundary, DataBind, bwrap_argv, ordered, through_fd
 from console.sandbox.content_pins import ContentChanged, PinError, Pins, private_argv, verify_and_pin
 from console.sandbox.entry_exec import sandbox_argv
 from console.sandbox.environment import child_environment
 from console.sandbox.gitconfig import config_targets
 from console.sandbox.home import expand, home_masks
+from console.sandbox.memfd import sealed
 from console.sandbox.probing import BACKEND, SandboxProbe
+from console.sandbox.profile import (
+    BRIDGE,
+    EGRESS_SOCKET,
+    Egress,
+    Profile,
+    bridge_source,
+    bridged,
+    interpreter,
+)
 from console.sandbox.protected import ProtectedWalkError, find_protected
 from console.sandbox.resolve import Opened, ResolveError, open_path
 from console.sandbox.secret_paths import secret_paths
+from console.sandbox.surface import HOSTS, HOSTS_FILE, PRIVATE_DIRS, Surface, system_surface
 from console.sandbox.tempdir import PrivateTempRoot, TempRootError
+from console.sandbox.toolchains import for_run
 
 K = CapabilityKind
 
@@ -147,7 +171,9 @@ class SandboxConfig:
     decide which writes need `protected_metadata`). ``readable``/``hidden``: the
     policy's keys of those names (globs, ``~`` is ``inherit_env``'s HOME). ``temp_base``: where private temp
     roots are made (private, or sticky like /tmp); best inside the hidden state dir or
-    under /tmp, where concurrent runs cannot see each other's roots.
+    under /tmp, where concurrent runs cannot see each other's roots. ``path``: the
+    sandbox's PATH (console/sandbox/toolchains.py; empty: the system's default), bound
+    read-only.
     """
 
     hidden_paths: tuple[str, ...] = ()
@@ -157,6 +183,7 @@ class SandboxConfig:
     protected: ProtectedPaths = field(default_factory=lambda: ProtectedPaths(DEFAULT_PROTECTED))
     allow_degraded: bool = False
     inherit_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    path: tuple[str, ...] = ()
     term_grace_s: float = 2.0
     drain_grace_s: float = 1.0
     chunk_bytes: int = 65_536
@@ -187,12 +214,13 @@ def _gate(boundary: Boundary, stats: dict[int, os.stat_result], pinned: list[tup
     info_r, info_w = os.pipe2(os.O_CLOEXEC)
     block_r, block_w = os.pipe2(os.O_CLOEXEC)
     covered = {d.dest for d in boundary.data_binds}  # content pins land on top of these
+    every = (*boundary.system, *boundary.readable, *boundary.binds)
     expected = [
         verify.Expected(b.path, stats[b.fd].st_dev, stats[b.fd].st_ino, b.mode is BindMode.READ_ONLY)
-        for b in (*boundary.readable, *boundary.binds)
+        for b in every
         if b.fd >= 0 and b.path not in covered
     ]
-    extra_binds = Counter(b.path for b in (*boundary.readable, *boundary.binds) if b.path in covered)
+    extra_binds = Counter(b.path for b in every if b.path in covered)
     extra = Counter([*boundary.hidden_files, *([boundary.temp_root] if boundary.temp_root else [])])
     extra += extra_binds
     return Gate(info_r, block_w, (info_w, block_r), expected, extra, list(pinned))
@@ -225,6 +253,19 @@ class Prepared:
     mount_fds: tuple[int, ...] = ()  # the O_PATH sources of the binds (part of pass_fds)
     masks: tuple[str, ...] = ()
     gate: Gate | None = None  # the mount check before the command starts (verify.py)
+    brokered: bool = False  # network through the egress broker (profile.py)
+    path: tuple[str, ...] = ()  # the PATH inside (toolchains.py)
+    # What of the host the sandbox shows at all (system directories, binds, readable
+    # paths): anything else is simply not there (surface.py).
+    view: tuple[str, ...] = ()
+
+    def shows(self, path: str) -> bool:
+        """Whether the host's ``path`` (canonical) is there inside at all (by the mounts)."""
+        if not self.sandboxed:
+            return True
+        if any(is_within(path, h) for h in self.hidden):
+            return False
+        return any(is_within(path, v) for v in self.view)
 
     def confirm(self, pid: int) -> bool:
         """Check the mounts of the just-spawned sandbox (``pid``: bwrap) and let it run.
@@ -265,8 +306,7 @@ class Prepared:
         if not self.sandboxed:
             return True
         mounts = [
-            ("/tmp", True),
-            ("/dev/shm", True),
+            *((d, True) for d in PRIVATE_DIRS),
             *((m, True) for m in self.masks),
             *((b.path, b.mode is BindMode.WRITABLE) for b in self.binds),
             *((h, False) for h in self.hidden),
@@ -403,19 +443,33 @@ def _policy_paths(cfg: SandboxConfig) -> tuple[list[str], list[str]]:
     return readable, hidden
 
 
+@dataclass
+class _Plan:
+    """What one boundary is made of, before it becomes bwrap's arguments."""
+
+    boundary: Boundary
+    protected: tuple[str, ...]
+    hidden: tuple[str, ...]
+    sources: _Sources
+    path: tuple[str, ...]
+
+
 def _boundary(
-    op: Operation, cfg: SandboxConfig, caps: tuple[Capability, ...], temp_root: str, terminal: bool
-) -> tuple[Boundary, tuple[str, ...], tuple[str, ...], _Sources]:
+    op: Operation,
+    cfg: SandboxConfig,
+    caps: tuple[Capability, ...],
+    temp_root: str,
+    terminal: bool,
+    profile: Profile | None,
+    egress: Egress | None,
+) -> _Plan:
     root = op.workspace_root
+    surface = system_surface()
     readable_paths, policy_hidden = _policy_paths(cfg)
     secrets = secret_paths(cfg.inherit_env, home_masks(cfg.inherit_env), readable_paths)
     always = (*user_runtime_dirs(cfg.inherit_env), *SOCKET_PATHS, *secrets)
-    hidden_dirs, hidden_files = _existing([*cfg.hidden_paths, *always, *policy_hidden])
-    # Only the outermost: a nested one would just leave its mount point visible.
-    hidden_dirs = [d for d in hidden_dirs if not any(is_within(d, o) and d != o for o in hidden_dirs)]
-    hidden_files = [f for f in hidden_files if not any(is_within(f, o) for o in hidden_dirs)]
-    hidden = (*hidden_dirs, *hidden_files)
-    for h in hidden:
+    candidates_dirs, candidates_files = _existing([*cfg.hidden_paths, *always, *policy_hidden])
+    for h in (*candidates_dirs, *candidates_files):
         if is_within(root, h) or is_within(op.cwd_path, h):
             named = any(os.path.realpath(p) == h for p in policy_hidden)
             raise SandboxSetupError(
@@ -424,24 +478,99 @@ def _boundary(
                 else "the workspace lies inside a directory the sandbox hides (the console's state or a runtime dir)",
                 "hidden" if named else "workspace_root",
             )
-    masks = [m for m in home_masks(cfg.inherit_env) if not any(is_within(m, h) for h in hidden_dirs)]
+    masks = list(home_masks(cfg.inherit_env))
 
     src = _Sources(root)
     try:
-        boundary, protected = _binds(op, cfg, caps, src, hidden, masks, readable_paths)
+        boundary, protected, path = _binds(
+            op,
+            cfg,
+            caps,
+            src,
+            surface,
+            masks,
+            readable_paths,
+            profile,
+            egress,
+            (*candidates_dirs, *candidates_files),
+        )
+        # Hidden paths need covering only where something bound would show them (the
+        # rest of the host is not there at all); only the outermost of them.
+        shown = [*surface.binds, *(b.path for b in boundary.binds), *(b.path for b in boundary.readable)]
+        covered_dirs = [d for d in candidates_dirs if any(is_within(d, v) for v in shown)]
+        covered_files = [f for f in candidates_files if any(is_within(f, v) for v in shown)]
+        covered_dirs += [d for d in surface.secret_dirs if d not in covered_dirs]
+        covered_files += [f for f in surface.secret_files if f not in covered_files]
+        covered_dirs = [d for d in covered_dirs if not any(is_within(d, o) and d != o for o in covered_dirs)]
+        covered_files = [f for f in covered_files if not any(is_within(f, o) for o in covered_dirs)]
+        # What the sandbox hides, covered or simply not there (diagnostics and pins use it).
+        hidden = tuple(dict.fromkeys([*covered_dirs, *covered_files, *candidates_dirs, *candidates_files]))
+        for bind in (*boundary.binds, *boundary.readable):
+            if any(is_within(h, bind.path) and bind.mode is BindMode.WRITABLE for h in candidates_dirs):
+                raise SandboxSetupError(
+                    f"{_shown(bind.path)} would make the console's own directories writable; nothing runs",
+                    "workspace_root",
+                )
+        data = [d for d in _private_files(surface, src) if not any(is_within(d.dest, h) for h in hidden)]
+        if egress is not None:
+            fd = sealed(bridge_source(), "agent-console-bridge")
+            src.fds.append(fd)
+            data.append(DataBind(fd, BRIDGE, 0o644))
     except BaseException:
         src.close()
         raise
-    share = any(c.kind is K.EXTERNAL_NETWORK for c in caps)
     boundary = replace(
         boundary,
-        hidden_dirs=tuple(hidden_dirs),
-        hidden_files=tuple(hidden_files),
+        hidden_dirs=tuple(covered_dirs),
+        hidden_files=tuple(covered_files),
         temp_root=temp_root,
-        share_network=share,
         new_session=not terminal,
+        data_binds=tuple(data),
     )
-    return boundary, protected, hidden, src
+    return _Plan(boundary, protected, hidden, src, path)
+
+
+def _private_files(surface: Surface, src: _Sources) -> list[DataBind]:
+    """Host files the sandbox sees another version of: /etc/hosts names only localhost
+    (names are resolved by the egress broker, on the host)."""
+    out: list[DataBind] = []
+    if surface.shows(HOSTS_FILE):
+        try:
+            st = os.lstat(HOSTS_FILE)
+        except OSError:
+            return out
+        if stat.S_ISREG(st.st_mode):
+            fd = sealed(HOSTS, "agent-console-hosts")
+            src.fds.append(fd)
+            out.append(DataBind(fd, HOSTS_FILE, 0o644))
+    return out
+
+
+def _open_readonly(
+    src: _Sources, paths: list[str], surface: Surface, masks: list[str], shown: list[str]
+) -> list[Bind]:
+    """Read-only binds of ``paths`` (each at its name, from its canonical form) where the
+    sandbox would not show them already: outside the surface, inside a home mask, not
+    below another of them or a directory in ``shown``; a path that cannot be opened is
+    left out. A name that is a link is bound as the file or directory it leads to."""
+    out: list[Bind] = []
+    bound = list(shown)
+    for name in sorted(dict.fromkeys(paths), key=len):
+        real = os.path.realpath(name)
+        masked = any(is_within(name, m) for m in masks)
+        if surface.shows(real) and surface.shows(os.path.realpath(os.path.dirname(name))) and not masked:
+            continue  # there already, by the same links as on the host
+        if any(is_within(name, d) for d in PRIVATE_DIRS) and not masked:
+            continue  # the sandbox's own scratch there, not the host's
+        if any(is_within(name, b) for b in bound):
+            continue  # its place is shown already (a link there is followed to its target)
+        try:
+            opened = src.open(real)
+        except ResolveError:
+            continue
+        bound.append(name)
+        out.append(Bind(name, BindMode.READ_ONLY, opened.fd))
+    return out
 
 
 def _binds(
@@ -449,10 +578,13 @@ def _binds(
     cfg: SandboxConfig,
     caps: tuple[Capability, ...],
     src: _Sources,
-    hidden: tuple[str, ...],
+    surface: Surface,
     masks: list[str],
     readable_paths: list[str],
-) -> tuple[Boundary, tuple[str, ...]]:
+    profile: Profile | None,
+    egress: Egress | None,
+    skip: tuple[str, ...],
+) -> tuple[Boundary, tuple[str, ...], tuple[str, ...]]:
     root = op.workspace_root
     writable: list[str] = []
     binds: list[Bind] = []
@@ -474,6 +606,7 @@ def _binds(
         writable.append(scope)
         binds.append(Bind(scope, BindMode.WRITABLE, opened.fd))
     binds.insert(0, Bind(root, BindMode.WRITABLE if root in writable else BindMode.READ_ONLY, src.root_fd))
+    extra_writable = list(profile.writable) if profile is not None else []
 
     metadata = _metadata_scopes(op, caps)
     walk_roots = tuple(w for w in writable if is_within(w, root))
@@ -482,7 +615,7 @@ def _binds(
     try:
         extra = config_targets(root, cfg.inherit_env) if walk_roots else ()
         matches = find_protected(
-            root, walk_roots, cfg.protected, skip=hidden, extra=extra, writable=tuple(writable)
+            root, walk_roots, cfg.protected, skip=skip, extra=extra, writable=tuple(writable)
         )
     except ProtectedWalkError as exc:
         raise SandboxSetupError(str(exc), "write_dirs") from None
@@ -519,34 +652,109 @@ def _binds(
         if mode is BindMode.READ_ONLY:
             pinned.append(path)
 
-    readable: list[Bind] = []
-    # The approved executable, when it lies in a hidden home, so that it can start.
-    if op.executable.startswith("/") and op.executable not in readable_paths:
-        readable_paths = [*readable_paths, op.executable]
-    for name in readable_paths:
-        if not any(is_within(name, m) for m in masks) or any(is_within(name, h) for h in hidden):
-            continue  # visible anyway, or hidden (which wins)
+    if profile is not None:
+        binds += _profile_binds(src, profile, root)
+
+    # The sandbox's PATH: the toolchains, less what this run can write.
+    run_path = for_run(cfg.path, [*writable, *extra_writable])
+    wanted = [*readable_paths, *run_path]
+    # The approved executable, when it lies outside what is shown, so that it can start
+    # (and what it leads to, when it is a link).
+    if op.executable.startswith("/"):
+        wanted += [op.executable, os.path.realpath(op.executable)]
+    if profile is not None:
+        wanted += profile.runtime
+    if egress is not None:
+        wanted.append(interpreter())
+    readable = _open_readonly(src, wanted, surface, masks, [b.path for b in binds])
+    if egress is not None:
+        binds.append(_socket_bind(src, egress.socket, EGRESS_SOCKET, "the egress broker"))
+    system = [Bind(p, BindMode.READ_ONLY, src.open(p).fd) for p in surface.binds]
+    boundary = Boundary(
+        system=tuple(system),
+        links=surface.links,
+        private_dirs=_socket_dirs(profile),
+        binds=ordered(binds),
+        masks=tuple(masks),
+        readable=tuple(readable),
+    )
+    return boundary, tuple(pinned), run_path
+
+
+def _socket_bind(src: _Sources, host_path: str, inside: str, what: str) -> Bind:
+    try:
+        opened = src.open(host_path)
+    except ResolveError as exc:
+        raise SandboxSetupError(f"{what}'s socket {exc.why}; nothing runs", "network") from None
+    if not stat.S_ISSOCK(opened.st.st_mode):
+        raise SandboxSetupError(f"{what}'s socket is not a socket; nothing runs", "network")
+    return Bind(inside, BindMode.READ_ONLY, opened.fd)
+
+
+def _profile_binds(src: _Sources, profile: Profile, root: str) -> list[Bind]:
+    """The agent's own state (writable), its hook settings inside (read-only), the agent socket."""
+    out: list[Bind] = []
+    for path in profile.writable:
         try:
-            opened = src.open(os.path.realpath(name))
+            opened = src.open(path)
+        except ResolveError as exc:
+            if exc.errno == errno.ENOENT:
+                continue
+            raise SandboxSetupError(
+                f"agents: the agent's state {_shown(path)} {exc.why}; nothing runs", "agents"
+            ) from None
+        out.append(Bind(path, BindMode.WRITABLE, opened.fd))
+    for path in profile.read_only:
+        try:
+            opened = src.open(path)
         except ResolveError:
-            continue
-        readable.append(Bind(name, BindMode.READ_ONLY, opened.fd))
-    return Boundary(binds=ordered(binds), masks=tuple(masks), readable=tuple(readable)), tuple(pinned)
+            continue  # not there: nothing to keep
+        out.append(Bind(path, BindMode.READ_ONLY, opened.fd))
+    if profile.agent_socket:
+        for inside in profile.socket_paths:
+            out.append(_socket_bind(src, profile.agent_socket, inside, "the agent"))
+    return out
 
 
-def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal: bool = False) -> Prepared:
+def _socket_dirs(profile: Profile | None) -> tuple[str, ...]:
+    """The directories the agent socket lies in inside, made private (0700) as clients check."""
+    if profile is None or not profile.agent_socket:
+        return ()
+    return tuple(dict.fromkeys(os.path.dirname(p) for p in profile.socket_paths))
+
+
+def prepare(
+    op: Operation,
+    cfg: SandboxConfig,
+    probe: SandboxProbe,
+    *,
+    terminal: bool = False,
+    profile: Profile | None = None,
+    egress: Egress | None = None,
+) -> Prepared:
     """Build the sandboxed command for ``op``; raises :class:`SandboxSetupError`.
 
     ``terminal``: the command gets its own PTY from the daemon (interactive sessions),
     so bwrap keeps it in its session instead of `--new-session`; that PTY is the only
-    terminal it can reach.
+    terminal it can reach. ``profile``: what a confined session adds (profile.py).
+    ``egress``: the brokered network, which an operation asking `external_network`
+    needs (without it the preparation fails: nothing gets raw network but unrestricted).
     """
     caps = requested(op, cfg.protected)
     unrestricted = any(c.kind is K.UNRESTRICTED for c in caps)
     if not unrestricted and not probe.available and not cfg.allow_degraded:
         raise SandboxUnavailable(probe.reason or "the sandbox is not available")
+    wants_network = any(c.kind is K.EXTERNAL_NETWORK for c in caps)
+    if wants_network and egress is None and not unrestricted and probe.available:
+        raise SandboxSetupError(
+            "network: the operation asks for the network but no egress broker was given to it", "network"
+        )
     try:
-        pins = verify_and_pin(op)
+        # A confined session is the operator's own start, approved by no fingerprint: there
+        # is no approved content to hold it to.
+        pins = (
+            Pins() if profile is not None else verify_and_pin(op, ":".join(cfg.path) or DEFAULT_TRUSTED_PATH)
+        )
     except ContentChanged as exc:
         raise ContentChangedError(exc.paths) from None
     except PinError as exc:
@@ -580,35 +788,60 @@ def prepare(op: Operation, cfg: SandboxConfig, probe: SandboxProbe, *, terminal:
                 pass_fds=pins.fds,
                 pins=pins,
             )
-        boundary, protected, hidden, sources = _boundary(op, cfg, caps, temp_root.path, terminal)
+        brokered = egress if wants_network or (profile is not None and egress is not None) else None
+        plan = _boundary(op, cfg, caps, temp_root.path, terminal, profile, brokered)
+        boundary, sources = plan.boundary, plan.sources
         try:
-            data_binds = _pin_binds(pins, boundary, hidden)
-            boundary = replace(boundary, data_binds=data_binds)
-            argv, pins.exec_fds = _entry_argv(op, pins, frozenset(d.dest for d in data_binds))
+            pin_binds = _pin_binds(pins, boundary, plan.hidden)
+            boundary = replace(boundary, data_binds=(*boundary.data_binds, *pin_binds))
+            entry, pins.exec_fds = _entry_argv(op, pins, frozenset(d.dest for d in pin_binds))
+            filter_bytes = seccomp.program()
+            if filter_bytes is not None:
+                seccomp_fd = sealed(filter_bytes, "agent-console-seccomp")
+                sources.fds.append(seccomp_fd)
+                boundary = replace(boundary, seccomp_fd=seccomp_fd)
             digests = {p.path: p.digest for p in pins.pins}
-            gate = _gate(boundary, sources.stats, [(d.dest, digests[d.dest]) for d in data_binds])
+            gate = _gate(boundary, sources.stats, [(d.dest, digests[d.dest]) for d in pin_binds])
         except BaseException:
             sources.close()
             raise
         sources.fds += gate.child_ends
         boundary = replace(boundary, info_fd=gate.child_ends[0], block_fd=gate.child_ends[1])
+        env = _session_environment(
+            env, plan.path, profile, brokered, keep_path=any(k == "PATH" for k, _ in op.env)
+        )
+        argv = entry if brokered is None else bridged(tuple(entry), brokered)
+        try:
+            full = bwrap_argv(probe.launcher, boundary, op.cwd_path, tuple(argv))
+            short, args_fd = through_fd(full)
+        except BaseException:
+            sources.close()
+            raise
+        sources.fds.append(args_fd)
         return Prepared(
-            argv=bwrap_argv(probe.launcher, boundary, op.cwd_path, tuple(argv)),
+            argv=short,
             env=env,
             cwd=op.cwd_path,
             temp_root=temp_root,
             enforcement=Enforcement(backend=BACKEND, level=LEVEL_SANDBOXED),
             sandboxed=True,
-            network_isolated=not boundary.share_network,
+            network_isolated=True,
             workspace_root=op.workspace_root,
             binds=boundary.binds,
-            protected=protected,
-            hidden=hidden,
+            protected=plan.protected,
+            hidden=plan.hidden,
             pass_fds=(*sources.fds, *pins.fds),
             pins=pins,
             mount_fds=tuple(sources.fds),
             masks=boundary.masks,
             gate=gate,
+            brokered=brokered is not None,
+            path=plan.path,
+            view=(
+                *(b.path for b in boundary.system),
+                *(b.path for b in boundary.binds),
+                *(b.path for b in boundary.readable),
+            ),
         )
     except BaseException:
         pins.close()
@@ -621,18 +854,42 @@ def _entry_argv(op: Operation, pins: Pins, visible: frozenset[str]) -> tuple[lis
     return argv, tuple(fds)
 
 
-# Private inside the sandbox: a host file there is not what the command would find.
-_PRIVATE_MOUNTS = ("/tmp", "/dev", "/proc")
+def _session_environment(
+    env: dict[str, str],
+    path: tuple[str, ...],
+    profile: Profile | None,
+    egress: Egress | None,
+    *,
+    keep_path: bool,
+) -> dict[str, str]:
+    """The child environment with the run's PATH (unless the approved operation set its
+    own), a confined session's own variables and the proxy: the operator's variables
+    first, then what the sandbox sets itself."""
+    out = dict(env)
+    if profile is not None:
+        private = {
+            k: v
+            for k, v in out.items()
+            if k in ("TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR")
+        }
+        out.update(profile.env)
+        out.update(private)
+    if path and not keep_path:
+        out["PATH"] = ":".join(path)
+    if egress is not None:
+        out.update(egress.environment())
+    return dict(sorted(out.items()))
 
 
 def _pin_binds(pins: Pins, boundary: Boundary, hidden: tuple[str, ...]) -> tuple[DataBind, ...]:
-    """Each pinned file over its path, where the sandbox shows the host's file at all (a
-    pin must not make visible what the boundary hides)."""
+    """Each pinned file over its path, where the sandbox could show a host file at all: not
+    in a hidden path, a home mask or a private directory (a pin must not make visible what
+    the boundary hides); anywhere else the approved bytes are put in place."""
 
     def visible(path: str) -> bool:
         if any(is_within(path, h) for h in hidden):
             return False
-        private = any(is_within(path, m) for m in (*_PRIVATE_MOUNTS, *boundary.masks))
+        private = any(is_within(path, m) for m in (*PRIVATE_DIRS, "/dev", "/proc", *boundary.masks))
         shown = (*boundary.binds, *boundary.readable)
         return not private or any(is_within(path, b.path) for b in shown)
 

@@ -1,11 +1,11 @@
 """The sandbox probe: does bubblewrap really give the boundary we rely on?
 
 A version string proves little, so the probe runs a small Python program inside the
-exact sandbox a command would get (the same :func:`~console.sandbox.bwrap.bwrap_argv`)
-and checks from inside: that the user, pid, net, ipc and uts namespaces differ from the
-daemon's, that the root is read-only, and that a listener on the host's loopback,
-opened by the probe for the purpose, cannot be reached. A second run with the network
-shared checks that the same listener *is* reachable, so `network = "any"` works too.
+exact sandbox a command would get (the same :func:`~console.sandbox.bwrap.bwrap_argv`,
+the same system surface and seccomp filter) and checks from inside: that the user, pid,
+net, ipc and uts namespaces differ from the daemon's, that the root is read-only, that
+a listener on the host's loopback, opened by the probe for the purpose, cannot be
+reached, and whether the seccomp filter refuses ``ptrace``.
 
 The daemon runs :func:`probe` once at start (in a thread: it blocks for tens of
 milliseconds) and shows the result in `daemon status` and the console header.
@@ -25,7 +25,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from console.contract.host import DEFAULT_TRUSTED_PATH
-from console.sandbox.bwrap import Boundary, Launcher, bwrap_argv
+from console.sandbox import seccomp
+from console.sandbox.bwrap import Bind, BindMode, Boundary, Launcher, bwrap_argv
+from console.sandbox.memfd import sealed
+from console.sandbox.surface import system_surface
 
 BACKEND = "bubblewrap"
 MINIMUM_VERSION = (0, 4, 0)
@@ -58,7 +61,11 @@ try:
     os.rmdir("/agent-console-probe-write")
 except OSError:
     root_writable = False
-print(json.dumps({"ns": ns, "reached": reached, "root_writable": root_writable}))
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+traced = libc.syscall(int(sys.argv[2]), 0x4206, 1, 0, 0) if int(sys.argv[2]) >= 0 else 0
+filtered = traced == -1 and ctypes.get_errno() == 1
+print(json.dumps({"ns": ns, "reached": reached, "root_writable": root_writable, "seccomp": filtered}))
 """
 
 
@@ -74,7 +81,7 @@ class SandboxProbe:
     ipc_ns: bool = False
     uts_ns: bool = False
     network_isolated: bool = False
-    network_shared: bool = False
+    seccomp: bool = False
     disable_userns: bool = False
     reason: str = ""
     duration_ms: float = 0.0
@@ -95,7 +102,7 @@ class SandboxProbe:
             "ipc_ns": self.ipc_ns,
             "uts_ns": self.uts_ns,
             "network_isolated": self.network_isolated,
-            "network_shared": self.network_shared,
+            "seccomp": self.seccomp,
             "disable_userns": self.disable_userns,
             "reason": self.reason,
             "duration_ms": round(self.duration_ms, 1),
@@ -121,35 +128,44 @@ def _first_line(data: bytes) -> str:
     return text[:200]
 
 
-def _run_inside(
-    launcher: Launcher, port: int
-) -> tuple[tuple[dict[str, Any] | None, str], tuple[dict[str, Any] | None, str]]:
-    """The isolated and the shared-network test, run side by side."""
+def _boundary(seccomp_fd: int) -> Boundary:
+    """What every sandbox is made of: the system surface, the interpreter, the filter."""
+    surface = system_surface()
     python = os.path.realpath(sys.executable)
-    procs = []
+    runtime = os.path.realpath(sys.base_prefix)
+    readable = () if surface.shows(python) else (Bind(runtime, BindMode.READ_ONLY),)
+    return Boundary(
+        system=tuple(Bind(p, BindMode.READ_ONLY) for p in surface.binds),
+        links=surface.links,
+        readable=readable,
+        seccomp_fd=seccomp_fd,
+    )
+
+
+def _run_inside(launcher: Launcher, port: int) -> tuple[dict[str, Any] | None, str]:
+    python = os.path.realpath(sys.executable)
+    program = seccomp.program()
+    seccomp_fd = -1 if program is None else sealed(program, "agent-console-seccomp")
+    ptrace = seccomp.number("ptrace") if program is not None else -1
     try:
-        for share in (False, True):
-            argv = bwrap_argv(
-                launcher, Boundary(share_network=share), "/", (python, "-I", "-S", "-c", _INSIDE, str(port))
-            )
-            procs.append(
-                subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env={"PATH": DEFAULT_TRUSTED_PATH, "LANG": "C.UTF-8"},
-                    cwd="/",
-                )
-            )
+        argv = bwrap_argv(
+            launcher, _boundary(seccomp_fd), "/", (python, "-I", "-S", "-c", _INSIDE, str(port), str(ptrace))
+        )
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PATH": DEFAULT_TRUSTED_PATH, "LANG": "C.UTF-8"},
+            cwd="/",
+            pass_fds=() if seccomp_fd < 0 else (seccomp_fd,),
+        )
     except OSError as exc:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-        failed = (None, f"the sandbox test did not start: {type(exc).__name__}")
-        return failed, failed
-    isolated, shared = (_report(proc) for proc in procs)
-    return isolated, shared
+        return None, f"the sandbox test did not start: {type(exc).__name__}"
+    finally:
+        if seccomp_fd >= 0:
+            os.close(seccomp_fd)
+    return _report(proc)
 
 
 def _report(proc: subprocess.Popen[bytes]) -> tuple[dict[str, Any] | None, str]:
@@ -214,11 +230,11 @@ def _probe(bwrap: str) -> SandboxProbe:
         listener.listen(8)
         port = listener.getsockname()[1]
         launcher = Launcher(path, user_ns=True, disable_userns=version >= DISABLE_USERNS_VERSION)
-        (report, why), (shared, _) = _run_inside(launcher, port)
+        report, why = _run_inside(launcher, port)
         if report is None and os.geteuid() == 0:
             # Root can build the other namespaces without a user namespace.
             launcher = Launcher(path, user_ns=False, disable_userns=False)
-            (report, why), (shared, _) = _run_inside(launcher, port)
+            report, why = _run_inside(launcher, port)
         if report is None:
             return unavailable(f"namespaces could not be created: {why}", **known)
     finally:
@@ -235,7 +251,7 @@ def _probe(bwrap: str) -> SandboxProbe:
         "uts_ns": differs["uts"],
         "disable_userns": launcher.disable_userns and differs["user"],
         "network_isolated": differs["net"] and report.get("reached") is False,
-        "network_shared": bool(shared and shared.get("reached") is True),
+        "seccomp": report.get("seccomp") is True,
     }
     if not (differs["pid"] and differs["net"] and differs["ipc"] and differs["uts"]):
         missing = ", ".join(n for n in ("pid", "net", "ipc", "uts") if not differs[n])

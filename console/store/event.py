@@ -33,6 +33,7 @@ class EventKind(StrEnum):
     WORKSPACE_TRUSTED = "workspace_trusted"
     WORKSPACE_UNTRUSTED = "workspace_untrusted"
     DAEMON = "daemon"
+    CONNECTION = "connection"
 
 
 # Typed text columns, in table order. Empty string means "not applicable".
@@ -454,6 +455,41 @@ def file_event(
         session_id=session_id,
         reason=protected_pattern,
         body=body,
+    )
+
+
+def connection_event(
+    *,
+    at: float,
+    host: str,
+    port: int,
+    address: str,
+    protocol: str,
+    verdict: str,
+    source: str,
+    reason: str,
+    workspace_root: str,
+    session_id: str = "",
+    request_id: str = "",
+    agent: str = "",
+    label: str = "",
+) -> Event:
+    """One decision of the egress broker on one connection out of a sandbox
+    (console/daemon/egress/): where to, the address it went to (when allowed), why."""
+    return Event(
+        kind=EventKind.CONNECTION,
+        at=at,
+        request_id=request_id,
+        tool="network",
+        executable="connect",
+        command=f"connect {host}:{port}",
+        workspace_root=workspace_root,
+        session_id=session_id,
+        verdict=verdict,
+        source=source,
+        reason=reason,
+        justification=label,
+        body={"host": host, "port": port, "address": address, "protocol": protocol, "agent_id": agent},
     )
 
 

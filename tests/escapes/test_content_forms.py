@@ -86,7 +86,9 @@ def test_wrapped_script_and_what_it_sources_are_bound(daemon, ws, executable, ar
 
 def test_env_python_binds_the_script(daemon, ws):
     content = dict(pending_for(daemon, ws, "env", ["python3", "x.py"])["content"])
-    assert content == {str(ws / "x.py"): sha(ws / "x.py")}
+    assert content[str(ws / "x.py")] == sha(ws / "x.py")
+    # python3 itself, when the toolchain PATH finds it outside the system (a pyenv shim)
+    assert all(path == str(ws / "x.py") or path.endswith("/python3") for path in content), content
 
 
 def test_make_binds_the_makefile_and_its_include(daemon, ws):

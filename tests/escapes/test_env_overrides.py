@@ -16,7 +16,6 @@ from support.daemon import operation, running_daemon, short_tmp, workspace
 from support.fakehost import FakeHost
 
 from console.contract.capabilities import Capability, CapabilityKind
-from console.contract.host import DEFAULT_TRUSTED_PATH
 from console.contract.operation import parse
 from console.policy import PolicyConfig
 from console.policy.diff import capability_diff
@@ -114,7 +113,11 @@ def test_the_daemon_asks_before_running_with_git_external_diff(ws):
 
 
 @pytest.mark.needs_bwrap
-def test_the_child_gets_the_trusted_path_even_when_the_daemons_starts_with_a_user_dir(ws, monkeypatch):
+def test_the_childs_path_has_no_directory_an_agent_can_write_even_when_the_daemons_starts_with_one(
+    ws, monkeypatch
+):
+    """The sandbox's PATH is the operator's toolchains (console/sandbox/toolchains.py), less
+    scratch space, directories others may write and what the run can write."""
     evil = short_tmp("bin-")
     marker = ws / "ran"
     for name in ("git", "ls", "cat"):
@@ -125,7 +128,10 @@ def test_the_child_gets_the_trusted_path_even_when_the_daemons_starts_with_a_use
         with running_daemon() as d:
             r = d.cli("exec", "--workspace", str(ws), "--", "sh", "-c", 'echo "PATH=$PATH"; ls >/dev/null')
             assert r.returncode == 0, r.stdout + r.stderr
-            assert f"PATH={DEFAULT_TRUSTED_PATH}\n" in r.stdout
+            path = r.stdout.split("PATH=", 1)[1].splitlines()[0].split(":")
+            assert str(evil) not in path and "/usr/bin" in path, path
+            with d.operator() as op:
+                assert str(evil) not in op.call("daemon.status")["sandbox"]["path"]
         assert not marker.exists()
     finally:
         shutil.rmtree(evil, ignore_errors=True)

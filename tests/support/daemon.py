@@ -35,7 +35,15 @@ def trusting_test_workspaces(policy: str) -> str:
 
 
 class DaemonProcess:
-    def __init__(self, state_dir: Path, policy: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        policy: str | None = None,
+        env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
+    ) -> None:
+        """``prefix``: what the daemon runs under (``ip netns exec NAME``: tests/support/netns.py)."""
+        self.prefix = list(prefix or [])
         self.state_dir = state_dir
         self.env = {**os.environ, **env} if env else None
         self.loc: Locations = locate(state_dir)
@@ -52,6 +60,7 @@ class DaemonProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [
+                *self.prefix,
                 sys.executable,
                 "-m",
                 "console",
@@ -137,10 +146,13 @@ def short_tmp(prefix: str = "ac-") -> Path:
 
 
 @contextmanager
-def running_daemon(policy: str | None = None, env: dict[str, str] | None = None) -> Iterator[DaemonProcess]:
-    """``env``: variables added to the daemon's environment (e.g. a fallback switch)."""
+def running_daemon(
+    policy: str | None = None, env: dict[str, str] | None = None, prefix: list[str] | None = None
+) -> Iterator[DaemonProcess]:
+    """``env``: variables added to the daemon's environment (e.g. a fallback switch);
+    ``prefix``: what it runs under."""
     base = short_tmp()
-    d = DaemonProcess(base / "s", policy, env)
+    d = DaemonProcess(base / "s", policy, env, prefix)
     try:
         yield d.start()
     finally:

@@ -61,12 +61,13 @@ class FakeAnthropic:
     requests: list[Recorded] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     port: int = 0
+    host: str = "127.0.0.1"  # the name (or address) Claude Code is pointed at
     _turn: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def conversation(self) -> list[dict[str, Any]]:
@@ -226,9 +227,21 @@ def _handler(state: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def fake_anthropic(script: Script | None = None) -> Iterator[FakeAnthropic]:
-    state = FakeAnthropic(script=script if script is not None else [])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+def fake_anthropic(
+    script: Script | None = None,
+    *,
+    bind: tuple[str, int] = ("127.0.0.1", 0),
+    host: str = "",
+    make: Callable[[Callable[[], ThreadingHTTPServer]], ThreadingHTTPServer] | None = None,
+) -> Iterator[FakeAnthropic]:
+    """``bind``: where it listens; ``host``: the name Claude Code is given (default: the
+    address); ``make``: how its socket is made (in a network namespace: support/netns.py)."""
+    state = FakeAnthropic(script=script if script is not None else [], host=host or bind[0])
+
+    def create() -> ThreadingHTTPServer:
+        return ThreadingHTTPServer(bind, _handler(state))
+
+    server = make(create) if make is not None else create()
     server.daemon_threads = True
     state.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, name="fake-anthropic", daemon=True)

@@ -24,7 +24,13 @@ def new_session(
     daemon: DaemonProcess, argv: list[str], *, cwd: str = "/tmp", title: str = "", **env: str
 ) -> str:
     with daemon.operator() as op:
-        params: dict[str, Any] = {"argv": argv, "cwd": cwd, "title": title, "env": {**TERM_ENV, **env}}
+        params: dict[str, Any] = {
+            "unconfined": True,
+            "argv": argv,
+            "cwd": cwd,
+            "title": title,
+            "env": {**TERM_ENV, **env},
+        }
         return str(op.call("sessions.new", params)["session"]["id"])
 
 

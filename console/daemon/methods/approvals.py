@@ -105,7 +105,7 @@ async def submit(ctx: CallContext, args: OperationSubmit) -> OperationSubmitResu
     if result.verdict == "allow" and op.mode is not Mode.CAPTURED:
         # An approved interactive or durable operation is a session: the agent gets its id.
         try:
-            session = ctx.services.sessions.start_for_operation(
+            session = await ctx.services.sessions.start_for_operation(
                 op, ctx.conn, cols, rows, request_id=result.request_id
             )
         except ServiceError as exc:

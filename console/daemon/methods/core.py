@@ -52,8 +52,11 @@ async def hello(ctx: CallContext, args: Hello) -> HelloResult:
     if bool(agent_id) != bool(secret):
         raise RPCError(INVALID_PARAMS, "agent_id and agent_secret: give both to reconnect, or neither")
     registry = ctx.services.agents
+    confined = registry.confined(conn.peer) if not agent_id else None
     if agent_id:
         agent, how = registry.by_secret(agent_id, secret), "secret"
+    elif confined is not None:
+        agent, how = confined, "sandbox"
     elif agent_pid is not None:
         agent, how = registry.by_process(conn.peer, agent_pid), "process"
     elif conn.agent is not None:

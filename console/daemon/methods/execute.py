@@ -55,7 +55,12 @@ async def _run(ctx: CallContext, op: Any, decision: dict[str, Any], stream: bool
         conn.owns_executions = True
         conn.on_close.append(lambda: ctx.services.execution.cancel_owner(conn.id))
     record, _ = await ctx.services.execution.run(
-        decision["request_id"], op, decision["authorization"], conn.id, send
+        decision["request_id"],
+        op,
+        decision["authorization"],
+        conn.id,
+        send,
+        agent=conn.agent.id if conn.agent else "",
     )
     return record
 

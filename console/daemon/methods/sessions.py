@@ -78,16 +78,33 @@ async def sessions_get(ctx: CallContext, args: SessionsGet) -> SessionsGetResult
 
 
 async def sessions_new(ctx: CallContext, args: SessionsNew) -> SessionsNewResult:
+    """A session of the operator's: confined (the sandbox, the workspace ``cwd``) unless
+    ``unconfined`` says otherwise."""
     argv, title, env, cols, rows = list(args.argv), args.title, args.env, args.cols, args.rows
-    cwd = args.cwd or os.path.expanduser("~")  # "": the operator's home
-    if not argv:
+    if not argv or not argv[0]:
         raise RPCError(INVALID_PARAMS, "argv: give the command to run")
     if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise RPCError(INVALID_PARAMS, "env: an object of strings")
-    full_env = {**os.environ, **env} if env else None
-    return SessionsNewResult(
-        session=ctx.services.sessions.start_for_operator(argv, cwd, title, cols, rows, full_env)
+    svc = ctx.services.sessions
+    if args.unconfined:
+        if args.agent:
+            raise RPCError(
+                INVALID_PARAMS, "agent: a profile is for confined sessions; drop unconfined or agent"
+            )
+        cwd = args.cwd or os.path.expanduser("~")  # "": the operator's home
+        full_env = {**os.environ, **env} if env else None
+        return SessionsNewResult(session=svc.start_unconfined(argv, cwd, title, cols, rows, full_env))
+    if not args.cwd:
+        raise RPCError(
+            INVALID_PARAMS,
+            "cwd: a confined session needs its workspace (a project directory); "
+            "or start it unconfined, outside the sandbox",
+        )
+    caller = {**os.environ, **env} if env else dict(os.environ)
+    session = await svc.start_confined(
+        argv, args.cwd, title=title, cols=cols, rows=rows, env=caller, agent=args.agent
     )
+    return SessionsNewResult(session=session)
 
 
 async def attach(ctx: CallContext, args: SessionsAttach) -> SessionsAttachResult:

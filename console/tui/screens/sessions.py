@@ -49,6 +49,9 @@ POLL_S = 2.0  # CPU and memory are sampled by the daemon about once a second
 EVENT_COALESCE_S = 0.3
 # What a new session's terminal says it is: the pane's emulator (libghostty-vt).
 SESSION_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor"}
+# A new session's command line that starts with this runs unconfined, once the word is typed.
+UNCONFINED_MARK = "!"
+UNCONFINED_WORD = "unconfined"
 
 
 class SessionsScreen(ConsoleScreen):
@@ -218,14 +221,20 @@ class SessionsScreen(ConsoleScreen):
 
     def action_new_session(self) -> None:
         def answered(line: str | None) -> None:
-            if line:
+            if not line:
+                return
+            if line.lstrip().startswith(UNCONFINED_MARK):
+                self._confirm_unconfined(shlex.split(line.lstrip()[1:]))
+            else:
                 self._new_session(shlex.split(line))
 
         self.app.push_screen(
             TextPrompt(
                 "New session",
-                "A command line to run as you, unsandboxed, on its own terminal (like a tmux window). "
-                "It keeps running when you close its pane or quit the console.",
+                "A command line to run on its own terminal, in the sandbox: the console's directory "
+                f"({inert(os.getcwd())[:80]}) is its workspace, the network goes through the egress "
+                "broker. It keeps running when you close its pane or quit the console. Start the line "
+                f"with {UNCONFINED_MARK} to run it unconfined, as you, outside any sandbox.",
                 placeholder=os.environ.get("SHELL", "/bin/sh"),
                 value=os.environ.get("SHELL", "/bin/sh"),
                 check=_check_command,
@@ -233,19 +242,59 @@ class SessionsScreen(ConsoleScreen):
             answered,
         )
 
+    def _confirm_unconfined(self, argv: list[str]) -> None:
+        """The typed-word gesture: an unconfined session has every power of your account."""
+        if not argv:
+            self.say("nothing to run", "warning")
+            return
+
+        def typed(text: str | None) -> None:
+            if text is not None:
+                self._new_session(argv, unconfined=True)
+
+        self.app.push_screen(
+            TextPrompt(
+                "Unconfined session",
+                f"{inert(shlex.join(argv))[:200]} will run outside any sandbox with every power of your "
+                "account: your home, your keys, the console's own state and sockets, the whole network. "
+                f"Type {UNCONFINED_WORD} to start it; Escape cancels.",
+                placeholder=UNCONFINED_WORD,
+                check=lambda text: (
+                    None if text.strip().lower() == UNCONFINED_WORD else f"type {UNCONFINED_WORD} to start it"
+                ),
+            ),
+            typed,
+        )
+
     @work(group="sessions-new")
     async def _new_session(
-        self, argv: list[str], beside: PaneState | None = None, direction: str | None = None
+        self,
+        argv: list[str],
+        beside: PaneState | None = None,
+        direction: str | None = None,
+        *,
+        unconfined: bool = False,
     ) -> None:
         cwd = os.getcwd()
         if beside is not None:
             cwd = (beside.link.info.cwd if beside.link.info is not None else "") or cwd
         cols, rows = self._pane_size_guess(direction)
-        params = {"argv": argv, "cwd": cwd, "title": "", "cols": cols, "rows": rows, "env": SESSION_ENV}
+        params = {
+            "argv": argv,
+            "cwd": cwd,
+            "title": "",
+            "cols": cols,
+            "rows": rows,
+            "env": SESSION_ENV,
+            "unconfined": unconfined,
+        }
         try:
             result = await self.app.link.call("sessions.new", params)
         except (RPCError, DaemonUnreachable) as exc:
-            self.say(f"could not start {inert(shlex.join(argv))[:80]}: {inert(str(exc))[:160]}", "error")
+            hint = "" if unconfined else f" (start the line with {UNCONFINED_MARK} to run it unconfined)"
+            self.say(
+                f"could not start {inert(shlex.join(argv))[:80]}: {inert(str(exc))[:160]}{hint}", "error"
+            )
             return
         session = as_result(SessionsNewResult, result).session
         self.sessions = [*self.sessions, session]

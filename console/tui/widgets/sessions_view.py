@@ -1,4 +1,5 @@
-"""The session list: title, command, status, age, CPU, memory and last output per session.
+"""The session list: title, command, status, age, CPU, memory and last output per session,
+and whether it runs in the sandbox (``UNCONFINED`` when the operator started it outside).
 
 Titles, argv and terminal titles are the agent's (or a program's) text: shown through
 :func:`console.tui.render.present.agent_text`, escaped and flagged, never as markup.
@@ -20,7 +21,10 @@ from console.tui.render.present import agent_text
 from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
-HEADER = f" {'ID':<10} {'STATUS':<18} {'AGE':>5} {'CPU':>6} {'MEM':>7} {'OUTPUT':>7}  {'OWNER':<16} TITLE / COMMAND"
+HEADER = (
+    f" {'ID':<10} {'STATUS':<18} {'AGE':>5} {'CPU':>6} {'MEM':>7} {'OUTPUT':>7}  {'OWNER':<16} "
+    f"{'BOX':<10} TITLE / COMMAND"
+)
 
 
 def memory(n: Any) -> str:
@@ -46,6 +50,8 @@ class SessionsView(LineList):
         "ended": role_class("note"),
         "attached": role_class("primary-bold"),
         "recording": role_class("warning"),
+        "sandboxed": role_class("muted"),
+        "unconfined": role_class("warning-bold"),
     }
     COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | set(LOOKS.values())
 
@@ -62,7 +68,9 @@ class SessionsView(LineList):
         self.rows = list(rows)
         if attached is not None:
             self.attached = attached
-        self.empty_message = "No sessions. n starts one; agents' interactive operations appear here."
+        self.empty_message = (
+            "No sessions. n starts one (in the sandbox); agents' interactive operations appear here."
+        )
         self._cache.clear()
         if current is not None:
             for i, row in enumerate(rows):
@@ -100,6 +108,7 @@ class SessionsView(LineList):
             now - int(s.created_at or now),
             s.id in self.attached,
             recording_note(s),
+            s.sandboxed,
         )
 
     def render_line(self, y: int) -> Strip:
@@ -139,6 +148,10 @@ class SessionsView(LineList):
         owner, _ = agent_text(s.owner, styles, limit=16)
         row.append_text(owner)
         row.append(" " * max(1, 17 - owner.cell_len))
+        if s.sandboxed:
+            row.append(f"{'sandbox':<10} ", get(self.LOOKS["sandboxed"]))
+        else:
+            row.append(f"{'UNCONFINED':<10} ", get(self.LOOKS["unconfined"]))
         title = s.title
         room = max(8, width - row.cell_len)
         if title:

@@ -1,0 +1,335 @@
+"""The egress broker: every connection out of a sandbox, decided by domain, on the host.
+
+Each sandboxed run with network (an approved operation asking `external_network`, an
+agent CLI started by ``agent-console run``, any confined session) gets a Unix socket of
+its own here (:meth:`EgressService.open`), bound into its sandbox where a bridge carries
+its programs' proxy connections to it (console/sandbox/bridge.py). Which socket a
+connection arrives on says which run it is for; nothing the program sends can say
+otherwise.
+
+For each connection:
+
+1. read the proxy request (proxy.py): HTTP CONNECT, absolute-form HTTP or SOCKS5;
+2. the name and port against the policy's lists, its workspace's and its agent's
+   (console/policy/network.py): deny wins, then allow; a port not allowed is refused;
+3. the name resolved **here** (the sandbox has no resolver): every address it has must
+   be fit for a public name (no loopback, private, link-local, metadata) unless
+   `network.private` names it, and the connection goes to the address that was checked,
+   never to a name resolved again;
+4. a name on no list is the operator's: an approval item in the queue like any request
+   (an operation ``connect <host>`` asking `external_network(<host>)`: per domain and
+   workspace, approved once, for the agent's session or always, or denied with a reason)
+   while the connection waits; a client that hangs up withdraws it;
+5. the decision, the address and the port go into the history (a ``connection`` event),
+   before anything is sent upstream; then the bytes are carried as they are.
+
+A refused connection is answered with a 403 that says why (or SOCKS5's "not allowed").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from console.contract.capabilities import Capability, CapabilityKind
+from console.contract.operation import Kind as OpKind
+from console.contract.operation import Operation, Origin
+from console.daemon.egress import proxy, relay
+from console.daemon.egress.proxy import Kind, Target
+from console.daemon.policy_source import PolicySource
+from console.locations import ensure_private_dir
+from console.policy.config import NetworkMode
+from console.policy.network import IPAddress, Rules, Verdict, address_of
+from console.store import Store, StoreUnavailable, connection_event
+
+if TYPE_CHECKING:
+    from console.daemon.broker import Broker
+
+log = logging.getLogger("agent-console.egress")
+
+CONNECT_TIMEOUT_S = 15.0
+# How names become addresses: the host's own resolver (getaddrinfo) unless given another.
+Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
+
+TOOL = "network"
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a run's connections are decided against."""
+
+    workspace: str
+    agent_id: str = ""  # the identity its approvals and session grants belong to
+    agent_name: str = ""  # the agent profile (console/policy/agents.py), "" for none
+    label: str = ""  # who connects, for the operator ("claude in s-…", "request r-…")
+    session_id: str = ""  # the console session it runs in, if any
+    request_id: str = ""  # the approved request it runs for, if any
+    # Names allowed for this run beyond the lists: `external_network(<host>)` it was approved with.
+    also_allow: tuple[str, ...] = ()
+
+
+@dataclass
+class EgressRun:
+    """One run's socket; close it when the run ends."""
+
+    id: str
+    socket: str
+    context: RunContext
+    server: asyncio.Server | None = None
+    clients: set[relay.Client] = field(default_factory=set)
+    owner: int = 0  # the broker's owner number for this run's approval items
+
+
+async def system_resolver(host: str, port: int) -> list[IPAddress]:
+    literal = address_of(host)
+    if literal is not None:
+        return [literal]
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    out: list[IPAddress] = []
+    for _family, _type, _proto, _canon, addr in infos:
+        found = address_of(str(addr[0]).split("%", 1)[0])
+        if found is not None and found not in out:
+            out.append(found)
+    return out
+
+
+_owners = itertools.count(-1, -1)  # approval owners apart from connections (which count up)
+
+
+class EgressService:
+    def __init__(
+        self,
+        runtime_dir: str,
+        policy: PolicySource,
+        store: Store,
+        broker: Broker,
+        *,
+        resolver: Resolver = system_resolver,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.dir = os.path.join(runtime_dir, "egress")
+        self.policy = policy
+        self.store = store
+        self.broker = broker
+        self.resolver = resolver
+        self.clock = clock
+        self.runs: dict[str, EgressRun] = {}
+        self._rules: dict[tuple[int, str, str, tuple[str, ...]], Rules] = {}
+        self.counts = {"allowed": 0, "refused": 0, "asked": 0}
+
+    def status(self) -> dict[str, Any]:
+        return {"runs": len(self.runs), **self.counts}
+
+    # ------------------------------------------------------------------ runs
+
+    async def open(self, context: RunContext) -> EgressRun:
+        """A socket for one run (in the runtime directory, private)."""
+        ensure_private_dir(Path(self.dir))
+        run_id = "e-" + secrets.token_hex(6)
+        path = os.path.join(self.dir, run_id + ".sock")
+        run = EgressRun(run_id, path, context, owner=next(_owners))
+
+        def client() -> relay.Client:
+            made = relay.Client(lambda target, c: self._handle(run, target, c), run.clients.discard)
+            run.clients.add(made)
+            return made
+
+        old = os.umask(0o077)
+        try:
+            run.server = await asyncio.get_running_loop().create_unix_server(client, path=path, backlog=512)
+        finally:
+            os.umask(old)
+        self.runs[run_id] = run
+        return run
+
+    async def close(self, run: EgressRun) -> None:
+        self.runs.pop(run.id, None)
+        if run.server is not None:
+            run.server.close()
+        for client in list(run.clients):
+            if client.task is not None:
+                client.task.cancel()
+            client.close()
+        await self.broker.connection_closed(run.owner)
+        with contextlib.suppress(OSError):
+            os.unlink(run.socket)
+
+    async def close_all(self) -> None:
+        for run in list(self.runs.values()):
+            await self.close(run)
+
+    # ------------------------------------------------------------------ one connection
+
+    def rules(self, context: RunContext) -> Rules:
+        config = self.policy()
+        agent = next((a for a in config.agents if a.name == context.agent_name), None)
+        key = (id(config), context.workspace, context.agent_name, context.also_allow)
+        found = self._rules.get(key)
+        if found is None:
+            if len(self._rules) > 256:
+                self._rules.clear()
+            # `network = "any"` is every name (a config built without TOML may say only that).
+            anything = ("*",) if config.network is NetworkMode.ANY else ()
+            found = config.network_policy.rules(
+                context.workspace,
+                agent_allow=(*(agent.allow if agent else ()), *context.also_allow, *anything),
+                agent_deny=agent.deny if agent else (),
+            )
+            self._rules[key] = found
+        return found
+
+    async def _handle(self, run: EgressRun, target: Target, client: relay.Client) -> None:
+        """Decide, then connect to the address that was checked and hand over to the relay."""
+        decided = await self._decide(run, target, client.gone)
+        if decided is None:
+            return  # the client went away while it waited
+        allowed, why, address = decided
+        socks = target.kind is Kind.SOCKS5
+        if not allowed or address is None:
+            self.counts["refused"] += 1
+            client.refuse(proxy.SOCKS5_NOT_ALLOWED if socks else proxy.refusal(403, why))
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                transport, upstream = await loop.create_connection(
+                    lambda: relay.Upstream(client), address.compressed, target.port
+                )
+        except (OSError, TimeoutError) as exc:
+            reason = f"cannot connect to {target.host}:{target.port} ({address.compressed}): {exc}"
+            client.refuse(proxy.SOCKS5_UNREACHABLE if socks else proxy.refusal(502, reason))
+            return
+        if client.phase is relay.Phase.CLOSED:
+            transport.close()
+            return
+        self.counts["allowed"] += 1
+        answer = (
+            proxy.CONNECT_ESTABLISHED
+            if target.kind is Kind.CONNECT
+            else proxy.SOCKS5_SUCCEEDED
+            if socks
+            else b""
+        )
+        client.relay(upstream, answer, target.first)
+
+    async def _decide(
+        self, run: EgressRun, target: Target, gone: asyncio.Future[None]
+    ) -> tuple[bool, str, IPAddress | None] | None:
+        """(allowed, why, the address to connect to); None when the client left waiting."""
+        context = run.context
+        rules = self.rules(context)
+        verdict, why = rules.host_verdict(target.host, target.port)
+        source = "policy"
+        request_id = ""
+        address: IPAddress | None = None
+        if verdict is not Verdict.DENY:
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    addresses = await self.resolver(target.host, target.port)
+            except (OSError, TimeoutError, UnicodeError):
+                addresses = []
+            if not addresses:
+                verdict, why, source = Verdict.DENY, f"{target.host} does not resolve", "resolver"
+            for addr in addresses:
+                refused = rules.address_refusal(target.host, addr)
+                if refused:
+                    verdict, why, source = Verdict.DENY, refused, "address"
+                    break
+            else:
+                address = addresses[0] if addresses else None
+        if verdict is Verdict.ASK:
+            self.counts["asked"] += 1
+            answer = await self._ask(run, target, address, gone)
+            if answer is None:
+                return None
+            request_id = answer["request_id"]
+            source = answer["source"]
+            if answer["verdict"] == "allow":
+                verdict, why = (
+                    Verdict.ALLOW,
+                    f"{target.host} approved ({answer['source']}, {answer['reason']})",
+                )
+            else:
+                note = answer.get("note") or ""
+                reason = answer["reason"]
+                why = f"the operator denied {target.host} ({reason}{': ' + note if note else ''})"
+                if answer["source"] == "timeout":
+                    why = f"no answer from the operator for {target.host} in time"
+                verdict = Verdict.DENY
+        allowed = verdict is Verdict.ALLOW
+        try:
+            await asyncio.wrap_future(
+                self.store.append(
+                    connection_event(
+                        at=self.clock(),
+                        host=target.host,
+                        port=target.port,
+                        address=address.compressed if address is not None and allowed else "",
+                        protocol=target.kind.value,
+                        verdict="allow" if allowed else "deny",
+                        source=source,
+                        reason=why,
+                        workspace_root=context.workspace,
+                        session_id=context.session_id,
+                        request_id=request_id,
+                        agent=context.agent_id,
+                        label=context.label,
+                    ),
+                    search_later=True,
+                )
+            )
+        except StoreUnavailable as exc:
+            log.error("store unavailable, refusing a connection to %s: %s", target.host, exc)
+            return False, "the console cannot record the connection (store unavailable)", None
+        return allowed, why, address
+
+    async def _ask(
+        self, run: EgressRun, target: Target, address: IPAddress | None, gone: asyncio.Future[None]
+    ) -> dict[str, Any] | None:
+        """The operator's answer for this domain, while the client waits (None if it leaves)."""
+        op = network_operation(run.context, target, address)
+        submit = asyncio.ensure_future(
+            self.broker.submit(op, owner=run.owner, peer_pid=0, agent=run.context.agent_id)
+        )
+        try:
+            waiting: set[asyncio.Future[Any]] = {submit, gone}
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if submit in done:
+                return submit.result()
+            # Withdraw the item: the agent's connection is gone.
+            for item in [p for p in self.broker.pending.values() if p.owner == run.owner and p.op is op]:
+                await self.broker.cancel(item.id, owner=None, reason="agent_disconnected")
+            with contextlib.suppress(Exception):
+                await submit
+            return None
+        except asyncio.CancelledError:
+            submit.cancel()
+            raise
+
+
+def network_operation(context: RunContext, target: Target, address: IPAddress | None) -> Operation:
+    """The approval item for a domain: ``connect <host>`` asking external_network(<host>)."""
+    where = f"{target.host}:{target.port}" + (f" ({address.compressed})" if address is not None else "")
+    who = context.label or "a sandboxed program"
+    return Operation(
+        kind=OpKind.PROCESS,
+        executable="connect",
+        args=(target.host,),
+        workspace_root=context.workspace,
+        origin=Origin.BACKGROUND_TASK,
+        tool=TOOL,
+        capabilities=(Capability(CapabilityKind.EXTERNAL_NETWORK, target.host),),
+        justification=f"{who} opens a connection to {where} through the egress broker",
+        session_id=context.session_id,
+    )

@@ -1,0 +1,186 @@
+"""The egress bridge: runs inside a sandbox with brokered network, then runs the command.
+
+Started as ``python -I -S /run/egress/bridge.py 127.0.0.1:PORT SOCKET -- CMD ARGS...``
+(this file, copied in). The
+sandbox has a network namespace of its own with only a loopback, so programs reach the
+network only through the proxy named by ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``:
+this bridge listens on ``127.0.0.1:PORT`` and carries every connection, byte for byte,
+to the daemon's egress broker on ``SOCKET`` (a Unix socket bound into the sandbox),
+which reads the proxy request, asks the policy or the operator, and connects.
+
+It listens before the command starts (so the first request finds it), then forks: the
+bridge serves in the child, in a session of its own with no terminal (the session's
+Ctrl-C is not for it); the parent becomes the command. It dies with the sandbox.
+
+Standard library only, no site packages (``-I -S``): it must start in milliseconds and
+must not import anything from the workspace.
+"""
+
+import contextlib
+import errno
+import os
+import selectors
+import socket
+import sys
+
+CHUNK = 65536
+# Bytes read from one side but not yet written to the other, per direction.
+BUFFER_LIMIT = 1 << 20
+
+
+class Pair:
+    """One proxied connection: the program's TCP socket and the broker's Unix socket."""
+
+    def __init__(self, sel: selectors.BaseSelector, client: socket.socket, upstream: socket.socket) -> None:
+        self.sel = sel
+        self.ends = (client, upstream)
+        # Bytes to write to that end; whether that end will send nothing more.
+        self.pending: dict[socket.socket, bytearray] = {client: bytearray(), upstream: bytearray()}
+        self.eof: dict[socket.socket, bool] = {client: False, upstream: False}
+        self.closed = False
+
+    def other(self, sock: socket.socket) -> socket.socket:
+        return self.ends[1] if sock is self.ends[0] else self.ends[0]
+
+    def update(self) -> None:
+        for sock in self.ends:
+            events = 0
+            peer = self.other(sock)
+            if not self.eof[sock] and len(self.pending[peer]) < BUFFER_LIMIT:
+                events |= selectors.EVENT_READ
+            if self.pending[sock]:
+                events |= selectors.EVENT_WRITE
+            key = self.sel.get_map().get(sock)
+            if events and key is None:
+                self.sel.register(sock, events, self)
+            elif events and key is not None and key.events != events:
+                self.sel.modify(sock, events, self)
+            elif not events and key is not None:
+                self.sel.unregister(sock)
+
+    def readable(self, sock: socket.socket) -> None:
+        peer = self.other(sock)
+        try:
+            data = sock.recv(CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        if not data:
+            self.eof[sock] = True
+            if not self.pending[peer]:
+                self._shut(peer)
+        else:
+            self.pending[peer] += data
+            self.writable(peer)
+        self._maybe_done()
+
+    def writable(self, sock: socket.socket) -> None:
+        buf = self.pending[sock]
+        if buf:
+            try:
+                sent = sock.send(buf)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self.close()
+                return
+            del buf[:sent]
+        if not buf and self.eof[self.other(sock)]:
+            self._shut(sock)
+        self._maybe_done()
+
+    def _shut(self, sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+
+    def _maybe_done(self) -> None:
+        if self.closed:
+            return
+        if all(self.eof.values()) and not any(self.pending.values()):
+            self.close()
+        else:
+            self.update()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for sock in self.ends:
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(sock)
+            sock.close()
+
+
+def serve(listener: socket.socket, target: str) -> None:
+    sel = selectors.DefaultSelector()
+    listener.setblocking(False)
+    sel.register(listener, selectors.EVENT_READ, None)
+    while True:
+        for key, mask in sel.select():
+            if key.data is None:
+                try:
+                    client, _ = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError as exc:
+                    if exc.errno in (errno.EMFILE, errno.ENFILE):
+                        continue
+                    raise
+                upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    upstream.connect(target)
+                except OSError:
+                    upstream.close()
+                    client.close()
+                    continue
+                client.setblocking(False)
+                upstream.setblocking(False)
+                client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                Pair(sel, client, upstream).update()
+                continue
+            pair = key.data
+            if pair.closed:
+                continue
+            if mask & selectors.EVENT_WRITE:
+                pair.writable(key.fileobj)
+            if mask & selectors.EVENT_READ and not pair.closed:
+                pair.readable(key.fileobj)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[2] != "--":
+        sys.stderr.write("usage: bridge 127.0.0.1:PORT SOCKET -- CMD [ARGS...]\n")
+        return 2
+    host, _, port = argv[0].rpartition(":")
+    target, command = argv[1], argv[3:]
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, int(port)))
+        listener.listen(512)
+    except OSError as exc:
+        sys.stderr.write(f"the network bridge cannot listen on {argv[0]}: {exc.strerror}\n")
+        return 126
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            serve(listener, target)
+        finally:
+            os._exit(0)
+    listener.close()
+    try:
+        os.execv(command[0], command)  # noqa: S606 (the approved command itself)
+    except OSError as exc:
+        sys.stderr.write(f"cannot run {command[0]}: {exc.strerror}\n")
+        return 127 if exc.errno == errno.ENOENT else 126
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
