@@ -267,7 +267,7 @@ class SessionsScreen(ConsoleScreen):
         if target is None:
             return
         sid, session = target
-        if session is None or session.status_text != "paused by tripwire":
+        if session is None or not session.status_text.startswith("paused by tripwire"):
             self.say(f"{sid} is not paused by the tripwire", "warning")
             return
         self._resume(sid)
