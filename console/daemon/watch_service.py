@@ -145,7 +145,7 @@ class WatchService:
         self.sessions: SessionControl = sessions or NoSessions()
         self.attributions = Attributions()
         # Whose process a writer's pid is, even after it exited (console/sessions/lineage.py).
-        self.lineage = Lineage(cgroups=self.sessions.cgroups_available)
+        self.lineage = Lineage()
         self.watcher = WorkspaceWatcher(
             protected_for=lambda _root: self.policy().protected_paths,
             attributions=self.attributions,
@@ -191,6 +191,7 @@ class WatchService:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
+        self.lineage.cgroups = self.sessions.cgroups_available  # known once the sessions have started
         self.lineage.start()
         self._publisher = asyncio.create_task(self._publish_forever())
         self._thaws = asyncio.create_task(self._watch_thaws())
@@ -340,27 +341,48 @@ class WatchService:
             record["sample"] = [display_path(p) for p in ev.members[:FLOOD_SAMPLE]]
         self.recent.append(record)
         if ev.protected is not None:
-            named = [] if ev.quiet else self._writers(ev)
-            writer = None if ev.quiet or named else self._known_writer(ev)
-            suspects = self._suspects(ev) if writer is None and not ev.quiet and not named else []
-            self._attribute_record(ev, record, named, writer, suspects)
-            self.protected.append(record)
-            flood = self._open_flood(ev, record)
-            self._record(ev, record, named)
-            if flood is not None:
-                flood.recorded_count = record["count"]
-            if not ev.quiet:
-                if named:
-                    self._tripwire(ev, named, flood)
-                elif writer is not None and writer.kind == "operation":
-                    self._operation_wrote(ev, writer.id)
-                elif writer is None:
-                    self._unknown_writer(ev, suspects, flood)
-            self._outbox.append(record)
+            if (
+                not ev.quiet
+                and self.watcher.fast_lane == "fanotify+inotify"
+                and self._fan_writer(ev.workspace_root, ev.path, ev.changed_at) is None
+            ):
+                # The kernel's account of this change may still be on its way (the fast
+                # lane reads it in its own thread): settle that before judging the writer.
+                task = asyncio.create_task(self._protected_settled(ev, record))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+                return
+            self._protected(ev, record)
         elif len(self._outbox) < MAX_BATCH * 4:
             self._outbox.append(record)
         else:
             self._held_back += 1
+
+    async def _protected_settled(self, ev: FileEvent, record: dict[str, Any]) -> None:
+        try:
+            await self.watcher.settle()
+        finally:
+            self._protected(ev, record)
+
+    def _protected(self, ev: FileEvent, record: dict[str, Any]) -> None:
+        """A protected change: attributed, kept, recorded, raised."""
+        named = [] if ev.quiet else self._writers(ev)
+        writer = None if ev.quiet or named else self._known_writer(ev)
+        suspects = self._suspects(ev) if writer is None and not ev.quiet and not named else []
+        self._attribute_record(ev, record, named, writer, suspects)
+        self.protected.append(record)
+        flood = self._open_flood(ev, record)
+        self._record(ev, record, named)
+        if flood is not None:
+            flood.recorded_count = record["count"]
+        if not ev.quiet:
+            if named:
+                self._tripwire(ev, named, flood)
+            elif writer is not None and writer.kind == "operation":
+                self._operation_wrote(ev, writer.id)
+            elif writer is None:
+                self._unknown_writer(ev, suspects, flood)
+        self._outbox.append(record)
 
     def _own_revert(self, ev: FileEvent) -> bool:
         """The console's own write while putting a file back (revert.py): its temporary,

@@ -13,7 +13,12 @@ KINDS = (
     "daemon",
     "tripwire",
     "tripwire_resolved",
+    "tripwire_reverted",
+    "tripwire_thawed",
 )
+# The tripwire's own rows: an item raised, answered, its file put back, its session
+# resumed by someone other than the operator (and stopped again).
+TRIPWIRE_KINDS = ("tripwire", "tripwire_resolved", "tripwire_reverted", "tripwire_thawed")
 VERDICTS = ("allow", "deny")
 SOURCES = ("operator", "policy", "grant", "timeout", "cancel", "shutdown", "store")
 
@@ -22,8 +27,8 @@ SOURCES = ("operator", "policy", "grant", "timeout", "cancel", "shutdown", "stor
 KIND_GROUPS = {
     "decision": ("decision",),
     "protected": ("file_event",),
-    "tripwire": ("tripwire", "tripwire_resolved"),
-    "all": ("decision", "file_event", "tripwire", "tripwire_resolved"),
+    "tripwire": TRIPWIRE_KINDS,
+    "all": ("decision", "file_event", *TRIPWIRE_KINDS),
 }
 GROUP_WORDS = {
     "decision": "decisions",

@@ -218,10 +218,10 @@ class Lineage:
         whole = self.active and self._older_than_listening(top)
         if live is not None:
             return Writer("nobody", how=live.how, firm=whole or self.cgroups)
-        if seen is not None and time.time() - seen[1] < KEEP_S:
-            return Writer("nobody", how=seen[0].how, firm=self.cgroups)
         if len(chain) > 1 and whole:
             return Writer("nobody", how="process lineage from a process outside every session", firm=True)
+        if seen is not None and time.time() - seen[1] < KEEP_S:
+            return Writer("nobody", how=seen[0].how, firm=self.cgroups)
         return UNKNOWN
 
     def _older_than_listening(self, pid: int) -> bool:

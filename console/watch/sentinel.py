@@ -214,6 +214,7 @@ class Sentinel:
         self._by_real: dict[str, bytes] = {}
         self._deep_count: dict[str, int] = {}
         self._walks: deque[tuple[str, str]] = deque()
+        self._flushes: list[Callable[[], None]] = []
         self.overflows = 0
         self.truncated: set[str] = set()  # roots with more directories than the deep group takes
         # Protected symlinks in the hot directories protect their targets: real target
@@ -306,6 +307,13 @@ class Sentinel:
                     with contextlib.suppress(OSError):
                         os.close(fd)
             self._fd = self._hot = self._deep = self._wake_r = self._wake_w = -1
+
+    def flush(self, done: Callable[[], None]) -> None:
+        """Call ``done`` (from the lane's thread) once everything the kernel has queued
+        so far has been read and its hints given, creations still waiting included."""
+        with self._lock:
+            self._flushes.append(done)
+        self._wake()
 
     def _wake(self) -> None:
         with contextlib.suppress(OSError):
@@ -522,6 +530,8 @@ class Sentinel:
                 except Exception:
                     log.exception("the fast protected-path lane could not read an event")
             self._expire_created()
+            if self._flushes:
+                self._flush()
             if self._walks:
                 try:
                     self._walk_step()
@@ -598,12 +608,31 @@ class Sentinel:
         renamed = bool(mask & (fanotify.FAN_MOVED_TO | fanotify.FAN_MOVED_FROM))
         self._hint(Hint(root, rel, kind, False, at, pattern, ev.pid, writer, renamed))
 
-    def _expire_created(self) -> None:
+    def _flush(self) -> None:
+        with self._lock:
+            waiting, self._flushes = self._flushes, []
+        for group in (self._hot, self._deep):
+            while group >= 0:
+                try:
+                    self._parse_names(os.read(group, 256 * 1024))
+                except BlockingIOError:
+                    break
+                except Exception:
+                    log.exception("the fanotify lane could not read an event")
+                    break
+        self._expire_created(force=True)
+        for done in waiting:
+            try:
+                done()
+            except Exception:
+                log.exception("a fast-lane flush callback failed")
+
+    def _expire_created(self, *, force: bool = False) -> None:
         if not self._created:
             return
         now = time.monotonic()
         for key, created in list(self._created.items()):
-            if created.deadline > now:
+            if created.deadline > now and not force:
                 continue
             del self._created[key]
             root, rel, pid = key

@@ -217,6 +217,26 @@ class WorkspaceWatcher:
         "fanotify+inotify" (with the writer's pid), "inotify", or "off"."""
         return self._sentinel.mode if self._sentinel is not None else "off"
 
+    async def settle(self, timeout_s: float = 0.5) -> None:
+        """Return once the fast lane has read what the kernel has queued for it (and
+        delivered the hints), or after ``timeout_s``: a change's writer, when the
+        kernel reported it, is known by then."""
+        sentinel, loop = self._sentinel, asyncio.get_running_loop()
+        if sentinel is None or sentinel.mode != "fanotify+inotify":
+            return
+        done: asyncio.Future[None] = loop.create_future()
+        resolve = _resolver(done)
+        sentinel.flush(lambda: self._post_marker(resolve))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done, timeout_s)
+
+    def _post_marker(self, callback: Callable[[], None]) -> None:
+        """From the sentinel's thread, after its hints: run ``callback`` on the loop."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(callback)
+
     @property
     def open_gate(self) -> bool:
         """Opens in the hot directories wait until the opener is read (gate.py)."""
