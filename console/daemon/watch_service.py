@@ -154,6 +154,7 @@ class WatchService:
             on_hint=self._on_hint,
             writer_of=self.lineage.writer_of,
             seen=self.lineage.seen,
+            stop_now=self._stop_now,
         )
         self.recent: deque[dict[str, Any]] = deque(maxlen=recent_size)
         self.protected: deque[dict[str, Any]] = deque(maxlen=protected_size)
@@ -729,6 +730,26 @@ class WatchService:
         log.warning("tripwire: %s (%s); session stopped", item.to_wire()["summary"], c.basis)
         loop = asyncio.get_running_loop()
         loop.call_later(EARLY_WAIT_S, lambda: self._raise_early(c.session_id, None))
+
+    def _stop_now(self, hint: Hint) -> None:
+        """In the fast lane's thread, under ``pause``: freeze the session the kernel named
+        writing a protected path, before the hint reaches the loop (``_on_hint`` then makes
+        the item and completes the stop; its rules stop a session named by pid whenever
+        it has processes). Only a cgroup's freeze, which the loop's resume undoes whole; in
+        walk mode the loop stops the processes it will later continue."""
+        writer = hint.writer
+        if writer is None or writer.kind != "session" or self.policy().tripwire is not Tripwire.PAUSE:
+            return
+        if hint.kind is ChangeKind.ADDED and is_placeholder(hint.root, hint.path, hint.is_dir):
+            return
+        try:
+            session = self.sessions.session(writer.id)
+        except Exception:
+            return  # not one of ours (another daemon's cgroup, a forged marker)
+        cgroup = session.cgroup
+        if cgroup is not None:
+            with contextlib.suppress(OSError):
+                cgroup.freeze(wait_s=0)
 
     def _raise_early(self, session_id: str, ev: FileEvent | None, basis: str = "") -> None:
         """A session the fast lane stopped becomes an item once its change is complete:

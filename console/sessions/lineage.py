@@ -190,6 +190,9 @@ class Lineage:
         """Whose process ``pid`` is (or was)."""
         if pid <= 0:
             return UNKNOWN
+        live = live_writer(pid)
+        if live is not None and live.kind == "session" and live.how == "cgroup":
+            return live  # a cgroup cannot be entered or left without write access to the tree
         self._drain()
         with self._lock:
             chain = [pid]
@@ -205,7 +208,6 @@ class Lineage:
         for q, owner in owners:
             if owner is not None:
                 return owner if q != pid else Writer(owner.kind, owner.id, "its own pid")
-        live = live_writer(pid)
         if live is not None and live.kind == "session":
             return live
         for q in chain[1:]:

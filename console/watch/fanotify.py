@@ -46,6 +46,7 @@ FAN_ONDIR = 0x40000000
 FAN_EVENT_ON_CHILD = 0x08000000
 FAN_ALLOW = 0x1
 
+# The hot directories: every change to every entry, writes included.
 NAMES_MASK = (
     FAN_CREATE
     | FAN_MOVED_TO
@@ -56,6 +57,10 @@ NAMES_MASK = (
     | FAN_ONDIR
     | FAN_EVENT_ON_CHILD
 )
+# The other directories: names only (a write to each ordinary file would cost every
+# writer an event); the protected files among them get a mark of their own for writes.
+DEEP_MASK = NAMES_MASK & ~FAN_MODIFY
+FILE_MASK = FAN_MODIFY
 ADDED_MASK = FAN_CREATE | FAN_MOVED_TO
 GONE_MASK = FAN_DELETE | FAN_MOVED_FROM
 

@@ -28,7 +28,9 @@ deletion, writes and attribute changes, each with the acting pid:
   deep protected path (``src/.env.local``, ``deploy/id_rsa``) is seen as fast.
 
 The pid is mapped to its writer (``writer_of``: console/sessions/lineage.py) in this
-thread, before anything else: a session's, an operation's, nobody's or unknown. A
+thread, before anything else: a session's, an operation's, nobody's or unknown; a
+session's is stopped from this thread too (``stop_now``), before the hint crosses to the
+event loop. A
 creation waits up to ``CREATE_GRACE_S`` for the write that usually follows (so the
 writer is stopped with its first bytes written, and the operator sees them), and is a
 hint on its own when none comes (a link, a rename, an empty file).
@@ -196,8 +198,10 @@ class Sentinel:
         on_hint: Callable[[Hint], None],
         writer_of: Callable[[int], WriterOf] | None = None,
         seen: Callable[[int], object] | None = None,
+        stop_now: Callable[[Hint], None] | None = None,
     ) -> None:
         self._on_hint = on_hint
+        self._stop_now = stop_now
         self._writer_of = writer_of
         self._hot = self._deep = -1
         self._gate: OpenGate | None = None
@@ -215,6 +219,7 @@ class Sentinel:
         self._deep_count: dict[str, int] = {}
         self._walks: deque[tuple[str, str]] = deque()
         self._flushes: list[Callable[[], None]] = []
+        self._files: set[str] = set()  # protected files in deep directories, marked for writes
         self.overflows = 0
         self.truncated: set[str] = set()  # roots with more directories than the deep group takes
         # Protected symlinks in the hot directories protect their targets: real target
@@ -325,17 +330,18 @@ class Sentinel:
         """Mark directory ``real`` in the hot or deep group (under the lock); ``place`` is
         the (root, path) it stands for. False when the kernel refused."""
         group = self._hot if hot else self._deep
+        mask = fanotify.NAMES_MASK if hot else fanotify.DEEP_MASK
         if group < 0:
             return False
         handle = self._by_real.get(real)
         entry = self._dirs.get(handle) if handle is not None else None
         if entry is None or (hot and not entry.hot) or (not hot and not entry.deep):
-            if not fanotify.mark(group, real, fanotify.NAMES_MASK):
+            if not fanotify.mark(group, real, mask):
                 return False
             if entry is None:
                 handle = fanotify.handle_of(real)
                 if handle is None:
-                    fanotify.mark(group, real, fanotify.NAMES_MASK, remove=True)
+                    fanotify.mark(group, real, mask, remove=True)
                     return False
                 entry = self._dirs.setdefault(handle, _Dir(real))
                 if entry.real != real:  # the directory was moved: it is known by its new name
@@ -355,6 +361,14 @@ class Sentinel:
         if place is not None and place not in entry.places:
             entry.places.append(place)
         return True
+
+    def _mark_file(self, path: str, *, again: bool = False) -> None:
+        """Writes to a protected file in a deep directory (whose own mark leaves writes
+        out): a mark on the file itself (``again``: the name may be a new inode now)."""
+        if self._deep < 0 or (path in self._files and not again) or len(self._files) >= MAX_DEEP_DIRS:
+            return
+        if fanotify.mark(self._deep, path, fanotify.FILE_MASK):
+            self._files.add(path)
 
     def _forget(self, root: str, rel: str) -> None:
         """Drop the places below ``rel`` of ``root`` (a directory removed or moved away;
@@ -376,7 +390,7 @@ class Sentinel:
                     if self._by_real.get(entry.real) == handle:
                         del self._by_real[entry.real]
                     if self._deep >= 0:
-                        fanotify.mark(self._deep, entry.real, fanotify.NAMES_MASK, remove=True)
+                        fanotify.mark(self._deep, entry.real, fanotify.DEEP_MASK, remove=True)
 
     def _walk_step(self) -> None:
         """Mark up to ``WALK_STEP`` directories of the pending walks in the deep group."""
@@ -408,12 +422,22 @@ class Sentinel:
                 budget -= 1
             try:
                 with os.scandir(path) as it:
-                    subdirs = [e.name for e in it if e.is_dir(follow_symlinks=False)]
+                    entries = [
+                        (e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                        for e in it
+                    ]
             except OSError:
                 continue
             with self._lock:
-                for name in subdirs:
-                    self._walks.append((root, f"{rel}/{name}" if rel else name))
+                protected = self._roots.get(root)
+                for name, is_dir, is_file in entries:
+                    child = f"{rel}/{name}" if rel else name
+                    if is_dir:
+                        self._walks.append((root, child))
+                    elif (
+                        is_file and not hot and protected is not None and protected.match(child, is_dir=False)
+                    ):
+                        self._mark_file(f"{path}/{name}")
 
     # -- the thread ------------------------------------------------------------------------
 
@@ -586,9 +610,20 @@ class Sentinel:
         mask = ev.mask
         if _TMPFILE.fullmatch(ev.name) and not os.path.lexists(f"{real}/{ev.name}"):
             return  # an O_TMPFILE being written: its link, if any, is the change
+        if mask & fanotify.ADDED_MASK and real:
+            with self._lock:  # its writes from now on (a deep directory's mark has none)
+                self._mark_file(f"{real}/{ev.name}", again=True)
+        elif mask & fanotify.GONE_MASK:
+            with self._lock:
+                self._files.discard(f"{real}/{ev.name}")
         key = (root, rel, ev.pid)
         now = time.monotonic()
-        if mask & fanotify.ADDED_MASK and not mask & fanotify.FAN_MODIFY and mask & fanotify.FAN_CREATE:
+        if (
+            mask & fanotify.ADDED_MASK
+            and not mask & fanotify.FAN_MODIFY
+            and mask & fanotify.FAN_CREATE
+            and not _written(f"{real}/{ev.name}")
+        ):
             if key not in self._created:
                 writer = self._writer(ev.pid)  # read now: it may be gone by the deadline
                 self._created[key] = _Created(now + CREATE_GRACE_S, at, pattern, writer)
@@ -726,10 +761,27 @@ class Sentinel:
         self._hint(Hint(root, rel, _kind(mask), is_dir, at, pattern, renamed=renamed))
 
     def _hint(self, hint: Hint) -> None:
+        if self._stop_now is not None and hint.writer is not None and hint.writer.kind == "session":
+            # The kernel named a session's process: it may be stopped from here, before
+            # the hint crosses to the event loop (a tight writer makes hundreds of writes
+            # in the time that takes).
+            try:
+                self._stop_now(hint)
+            except Exception:
+                log.exception("could not stop the writer from the fast lane")
         try:
             self._on_hint(hint)
         except Exception:
             log.exception("a protected-path hint subscriber failed")
+
+
+def _written(path: str) -> bool:
+    """A file just created already holds bytes (written before its mark, or linked in
+    whole): nothing more to wait for."""
+    try:
+        return os.lstat(path).st_size > 0
+    except OSError:
+        return False
 
 
 def stat_isdir(mode: int) -> bool:

@@ -106,6 +106,7 @@ class WorkspaceWatcher:
         on_hint: Callable[[Hint], None] | None = None,
         writer_of: Callable[[int], WriterOf] | None = None,
         seen: Callable[[int], object] | None = None,
+        stop_now: Callable[[Hint], None] | None = None,
     ) -> None:
         if not 0.05 <= rescan_interval_s <= 3600:
             raise ValueError("rescan_interval_s must be between 0.05 and 3600 seconds")
@@ -144,7 +145,7 @@ class WorkspaceWatcher:
         self._closed = False
         self._on_hint = on_hint
         fast = on_hint is not None and os.environ.get(NO_FAST_LANE_VAR) != "1"
-        self._sentinel = Sentinel(self._post_hint, writer_of, seen) if fast else None
+        self._sentinel = Sentinel(self._post_hint, writer_of, seen, stop_now) if fast else None
 
     # -- roots ---------------------------------------------------------------------------
 
