@@ -26,9 +26,12 @@ workspace. For each: in how many runs an item was raised (the writer's session s
 by name or as a suspect), and in how many the writer was named by the kernel's pid and
 nobody else was stopped or named.
 
+The thaw runs write 0 to a paused session's ``cgroup.freeze`` (someone other than the
+operator resuming it) and time how long until the daemon has frozen it again.
+
 Targets: stop p95 <= 5 ms idle and <= 50 ms during the burst; further files <= 20
 idle; deep paths p95 <= 50 ms with <= 100 further writes; each trick raised 20/20 and
-the writer named >= 19/20. Bounded: each run times out after 10 s; daemons and files
+the writer named >= 19/20; a thaw frozen again p95 <= 100 ms. Bounded: each run times out after 10 s; daemons and files
 are removed.
 """
 
@@ -140,6 +143,16 @@ for i in range(int(sys.argv[2])):
     with open(os.path.join(d, "f%06d" % i), "w") as f:
         f.write("x")
 """
+
+
+def _cgroup_of(pid: int) -> Path:
+    mount = next(
+        line.partition(" - ")[0].split(" ")[4]
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if line.partition(" - ")[2].startswith("cgroup2 ")
+    )
+    own = next(x[3:] for x in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if x.startswith("0::"))
+    return Path(mount) / own.lstrip("/")
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -299,6 +312,32 @@ class Daemon:
                 (self.ws / rel).unlink(missing_ok=True)
             time.sleep(0.3)
 
+    def thaw_run(self) -> float | None:
+        """ms from someone writing 0 to a paused session's cgroup.freeze to the daemon
+        freezing it again (cgroup mode only)."""
+        script = "sleep 0.3; echo evil > .git/hooks/post-rewrite; sleep 30"
+        session = self.op.call(
+            "sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(self.ws)}
+        )["session"]
+        try:
+            deadline = time.monotonic() + 10
+            while not [i for i in self.op.call("tripwire.list")["items"] if i["session"] == session["id"]]:
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.01)
+            freeze = _cgroup_of(session["pid"]) / "cgroup.freeze"
+            t0 = time.monotonic()
+            freeze.write_text("0")
+            while freeze.read_text().strip() != "1":
+                if time.monotonic() > t0 + 5:
+                    return None
+                time.sleep(0.0005)
+            return (time.monotonic() - t0) * 1000
+        finally:
+            self._end([session["id"]])
+            (self.ws / ".git" / "hooks" / "post-rewrite").unlink(missing_ok=True)
+            time.sleep(0.3)
+
     def _end(self, sids: list[str]) -> None:
         for item in self.op.call("tripwire.list", {"open": True})["items"]:
             if item["session"] in sids:
@@ -368,6 +407,7 @@ def main() -> None:
         "--deep-runs", type=int, default=20, help="runs writing src/.env.local, then a tight loop"
     )
     ap.add_argument("--tricks", type=int, default=20, help="runs of each writer that tries not to be named")
+    ap.add_argument("--thaws", type=int, default=20, help="runs thawing a paused session behind the daemon")
     args = ap.parse_args()
     results: dict[str, list[tuple[float, int]]] = {"idle": [], "burst": [], "deep": []}
     tricks: dict[str, list[tuple[bool, bool]]] = {name: [] for name in TRICKS}
@@ -380,6 +420,11 @@ def main() -> None:
                 results["deep"].append(r)
         for name in TRICKS:
             tricks[name] = [d.trick_run(name) for _ in range(args.tricks)]
+        thaws = (
+            [t for t in (d.thaw_run() for _ in range(args.thaws)) if t is not None]
+            if "cgroup" in mode
+            else []
+        )
         for _ in range(args.runs):
             r = d.one_run(None, 0)
             if r is not None:
@@ -437,6 +482,11 @@ def main() -> None:
         f"{'met' if deep_writes and pct(deep_writes, 95) <= 100 else 'missed'}); reference, tripwire off, "
         f"same window ({deep_window * 1000:.1f} ms): {pct([b for _, b in deep_reference], 50):.0f} writes "
         f"(p50 of {len(deep_reference)})"
+    )
+    print(
+        f"   thawed behind the operator's back (0 written to cgroup.freeze): frozen again in p50 "
+        f"{pct(thaws, 50):.1f} ms, p95 {pct(thaws, 95):.1f} ms over {len(thaws)} runs (target <= 100 ms: "
+        f"{'met' if thaws and pct(thaws, 95) <= 100 else 'missed'})"
     )
     print(f"writers that try not to be named ({args.tricks} runs each)")
     print(f"   {'trick':34} {'raised':>8} {'named':>8}   target 20/20 raised, >= 19/20 named")
