@@ -26,6 +26,7 @@ from console.locations import Locations, ensure_private_dir
 from console.policy import Authorization
 from console.protocol.events import OutcomeFinished
 from console.sandbox import ExecResult, OutputChunk, SandboxConfig, SandboxProbe, execute, probe, sweep
+from console.sandbox.guards import mark_refused
 from console.store import Store, StoreUnavailable, command_line, outcome_event
 
 log = logging.getLogger("agent-console.execution")
@@ -64,6 +65,9 @@ class ExecutionService:
         self.probe: SandboxProbe | None = None
         self.running: dict[str, Running] = {}
         self._config: tuple[object, SandboxConfig] | None = None
+        # A sandboxed run's own process wrote a protected path it was not given: stop it
+        # now; what it left behind is removed when it ends (console/sandbox/guards.py).
+        watch.on_operation_wrote = self._refuse
 
     @property
     def temp_base(self) -> str:
@@ -142,7 +146,14 @@ class ExecutionService:
         token = self.watch.begin(op.workspace_root, "operation", request_id, command_line(op), None)
         try:
             result = await execute(
-                op, auth, self.config(), self.probe, on_output=on_output, cancel=item.cancel
+                op,
+                auth,
+                self.config(),
+                self.probe,
+                on_output=on_output,
+                cancel=item.cancel,
+                on_start=lambda pid: self.watch.started("operation", request_id, pid),
+                others=lambda path: self.watch.made_by_other(request_id, op.workspace_root, path),
             )
         finally:
             self.running.pop(request_id, None)
@@ -157,6 +168,8 @@ class ExecutionService:
             real_root = os.path.realpath(op.workspace_root)
             could = result.could_write
             changes = [c for c in changes if could(os.path.normpath(os.path.join(real_root, c.path)))]
+        if result.refused:
+            changes = mark_refused(changes, list(result.refused))
         result = dataclasses.replace(
             result, outcome=dataclasses.replace(result.outcome, changes=tuple(changes))
         )
@@ -178,6 +191,15 @@ class ExecutionService:
             )
         )
         return record, result
+
+    def _refuse(self, request_id: str, path: str) -> None:
+        """The run wrote ``path``, protected and not approved: it is stopped at once."""
+        item = self.running.get(request_id)
+        if item is not None and not item.cancel.is_set():
+            log.warning(
+                "operation %s wrote %s, which is protected: stopped (refused: protected)", request_id, path
+            )
+            item.cancel.set()
 
     def cancel(self, request_id: str, owner: int | None = None) -> bool:
         item = self.running.get(request_id)

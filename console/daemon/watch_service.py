@@ -288,6 +288,20 @@ class WatchService:
             self.lineage.register(pid, "session" if kind == "session" else "operation", ident)
         return self.attributions.begin(root, kind, ident, label, pid, at=at)  # type: ignore[arg-type]
 
+    def made_by_other(self, operation: str, root: str, path: str) -> bool:
+        """Whether the kernel named someone other than ``operation`` writing ``path``
+        (canonical) lately: a session, or a process outside every session."""
+        real = os.path.realpath(root)
+        rel = path[len(real.rstrip("/")) + 1 :] if path.startswith(real.rstrip("/") + "/") else path
+        for key in ((root, rel), (real, rel)):
+            known = self._fan_writers.get(key)
+            if known is not None:
+                writer = known[0]
+                return (
+                    not (writer.kind == "operation" and writer.id == operation) and writer.kind != "unknown"
+                )
+        return False
+
     def started(self, kind: str, ident: str, pid: int) -> None:
         """A session's or operation's first process started after ``begin`` (its pid is
         known only now): everything below it is that writer's."""

@@ -150,7 +150,9 @@ def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int)
                 raw_path_shown(str(c.get("path", ""))), styles, styles["escalation"] if is_protected else ""
             )
         )
-        if is_protected:
+        if c.get("refused"):
+            out.append("  REFUSED: protected (removed after the run)", styles["escalation"])
+        elif is_protected:
             out.append("  PROTECTED", styles["escalation"])
         out.append("\n")
     if len(changes) > 500:
