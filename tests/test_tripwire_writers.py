@@ -248,3 +248,57 @@ def test_the_operators_short_lived_write_names_nobody(env):
             assert items(op, busy["id"]) == [] and not stopped(busy["pid"])
         finally:
             finish(op, busy["id"])
+
+
+def test_a_repository_planted_by_shape_is_protected_wherever_it_is(env):
+    """docs/{HEAD,objects,refs} plus a config with core.fsmonitor: git takes docs for a
+    repository, so its config is protected (and its writer stopped); hooks written before
+    the shape was complete become protected when it is."""
+    d, ws = env
+    with d.operator() as op:
+        s = new(
+            op,
+            ws,
+            "sleep 0.3; mkdir -p docs/objects docs/refs docs/hooks && echo early > docs/hooks/post-checkout; "
+            "sleep 0.3; echo 'ref: refs/heads/main' > docs/HEAD; sleep 0.3; "
+            "printf '[core]\\n\\tfsmonitor = evil\\n' > docs/config; sleep 30",
+        )
+        try:
+
+            def event(path):
+                return next(
+                    (
+                        e
+                        for e in op.call("watch.recent", {"protected_only": True})["events"]
+                        if e["path"] == path
+                    ),
+                    None,
+                )
+
+            hook = wait_for(lambda: event("docs/hooks/post-checkout"))
+            assert hook["protected"] == "(a git repository by shape)" and hook["kind"] == "added"
+            # Stopped when docs became a repository (the hook it wrote before is its own
+            # file now; its write I/O names it), before it could write the config.
+            item = wait_for(lambda: items(op, s["id"]))[0]
+            assert item["state"] == "paused" and item["basis"] in (
+                PID,
+                "write I/O in window",
+                "open for write",
+            )
+            assert item["pattern"] == "(a git repository by shape)"
+            assert wait_for(lambda: stopped(s["pid"]))
+        finally:
+            finish(op, s["id"])
+
+
+def test_a_config_with_core_written_first_is_protected_by_pid(env):
+    d, ws = env
+    with d.operator() as op:
+        (ws / "site").mkdir()  # (a file made in a directory made that instant is named by /proc evidence)
+        s = new(op, ws, "sleep 0.3; printf '[core]\\n\\tworktree = ..\\n' > site/config; sleep 30")
+        try:
+            item = named_and_stopped(op, s, "site/config")
+            assert item["pattern"] == "(a git repository by shape)"
+        finally:
+            finish(op, s["id"])
+        assert not (ws / "site" / "config").exists()
