@@ -304,7 +304,7 @@ class Daemon:
             blamed = any(
                 neighbour and a.get("id") == neighbour for e in events for a in e.get("attribution", ())
             )
-            named = bool(mine) and mine[0]["basis"] == "pid from fanotify" and not mine[0]["suspect"]
+            named = bool(mine) and mine[0]["basis"] == "pid from fanotify" and not mine[0].get("suspect")
             return bool(mine), named and not others and not blamed
         finally:
             self._end([sid] + ([neighbour] if neighbour else []))
@@ -443,7 +443,8 @@ def main() -> None:
         )
         deep_reference = [r for r in (ref.deep_run(deep_window) for _ in range(3)) if r is not None]
     print(
-        f"tripwire stop ({mode}; fast lane {lane['fast_lane']}, lineage {lane['lineage']}, open gate {lane['open_gate']})"
+        f"tripwire stop ({mode}; fast lane {lane['fast_lane']}, lineage {lane.get('lineage', '-')}, "
+        f"open gate {lane.get('open_gate', '-')})"
     )
     print(f"   {'workload':34} {'runs':>4} {'stop p50 ms':>11} {'p95 ms':>8} {'files p50':>9} {'max':>5}")
     for name, target in (("idle", 5), ("burst", 50), ("deep", 50)):
