@@ -95,7 +95,9 @@ NO_FANOTIFY_VAR = "AGENT_CONSOLE_NO_FANOTIFY"  # "1": inotify only (tests the fa
 NO_FAST_LANE_VAR = "AGENT_CONSOLE_NO_FAST_LANE"  # "1": no sentinel at all (the watcher alone)
 MAX_DEEP_DIRS = 20_000  # directories per root in the deep group
 CREATE_GRACE_S = 0.003  # a creation waits this long for its first write
-WALK_STEP = 256  # directories marked per turn of the loop (events are read between turns)
+WALK_STEP = 32  # directories marked per turn of the loop (events are read between turns)
+DEEP_CHUNK = 16 * 1024  # bytes of deep events read at once (a few hundred events) ...
+DEEP_READS = 16  # ... this many times per turn, the hot group read again after each
 REPEAT_S = 0.1  # one hint per path per this long
 RECHECK_S = 1.0
 LINKS_EVERY_S = 0.05  # names come and go in a hot directory: look for new links this often at most
@@ -396,6 +398,7 @@ class Sentinel:
         """Mark up to ``WALK_STEP`` directories of the pending walks in the deep group."""
         budget = WALK_STEP
         while budget > 0:
+            self._drain_hot()
             with self._lock:
                 if not self._walks:
                     return
@@ -532,15 +535,12 @@ class Sentinel:
             if self._wake_r in fds:
                 with contextlib.suppress(OSError):
                     os.read(self._wake_r, 4096)
-            # The hot group first: a burst of ordinary files in the deep one never delays it.
-            for group in (self._hot, self._deep):
-                if group >= 0 and group in fds:
-                    try:
-                        self._parse_names(os.read(group, 256 * 1024))
-                    except BlockingIOError:
-                        pass
-                    except Exception:
-                        log.exception("the fanotify lane could not read an event")
+            # The hot group first, and again between small reads of the deep one: a burst
+            # of ordinary files there never delays a hook's writer by more than a chunk.
+            if self._hot in fds:
+                self._drain_hot()
+            if self._deep >= 0 and self._deep in fds:
+                self._read_deep()
             if self._fd in fds:
                 try:
                     data = os.read(self._fd, 64 * 1024)
@@ -570,6 +570,28 @@ class Sentinel:
                         self._check_dirs(root)
 
     # -- FID events -----------------------------------------------------------------------
+
+    def _drain_hot(self) -> None:
+        while self._hot >= 0:
+            try:
+                self._parse_names(os.read(self._hot, 256 * 1024))
+            except BlockingIOError:
+                return
+            except Exception:
+                log.exception("the fanotify lane could not read an event")
+                return
+
+    def _read_deep(self) -> None:
+        for _ in range(DEEP_READS):
+            try:
+                data = os.read(self._deep, DEEP_CHUNK)
+            except BlockingIOError:
+                return
+            try:
+                self._parse_names(data)
+            except Exception:
+                log.exception("the fanotify lane could not read an event")
+            self._drain_hot()
 
     def _parse_names(self, data: bytes) -> None:
         at = time.time()
