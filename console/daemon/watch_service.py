@@ -972,21 +972,6 @@ class WatchService:
             exited,
         )
 
-    def _alert_operations(self, ev: FileEvent) -> None:
-        """A protected change no session is named for, while a captured operation ran in
-        the workspace: recorded against the operation (``_attribute_record``) and raised.
-        The sandbox pins protected files, so this is an unrestricted run's, or a writer
-        nobody can name; the wording says "while", not "by"."""
-        if self.policy().tripwire is Tripwire.OFF:
-            return
-        for a in ev.attribution:
-            if a.kind == "operation":
-
-                def said(what: str, op: str = a.id) -> str:
-                    return f"{what} changed while operation {op} ran in the workspace"
-
-                self._raise_alert(ev, a.id, {"operation": a.id}, OPERATION_BASIS, said)
-
     def _raise_alert(
         self,
         ev: FileEvent,

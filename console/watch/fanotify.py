@@ -11,8 +11,9 @@ Two kinds of group (fanotify(7)):
   opening process until the daemon answers, so the daemon reads who it is while it is
   certainly alive (gate.py). It only ever answers "allow".
 
-All need CAP_SYS_ADMIN for what is used here (pids are hidden from unprivileged
-groups); without it :func:`available` is false and the lane runs on inotify alone.
+All need CAP_SYS_ADMIN for what is used here (an unprivileged group may watch names,
+but the kernel hides other processes' pids from it and refuses permission events);
+without it :func:`available` is false and the lane runs on inotify alone.
 """
 
 from __future__ import annotations
@@ -110,8 +111,21 @@ def _load() -> ctypes.CDLL | None:
 _libc = _load()
 
 
+def _sys_admin() -> bool:
+    """CAP_SYS_ADMIN in effect: without it the kernel hides other processes' pids from a
+    group (and refuses permission events), which leaves the lane nothing to name."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"CapEff:"):
+                    return bool(int(line.split()[1], 16) & (1 << 21))
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
 def available() -> bool:
-    return _libc is not None
+    return _libc is not None and _sys_admin()
 
 
 def init(flags: int) -> int:
