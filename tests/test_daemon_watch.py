@@ -27,10 +27,10 @@ def setup():
     (ws / ".env").write_text("TOKEN=old\n")
     made = []
 
-    def start(tripwire="alert", extra=()):
+    def start(tripwire="alert", extra=(), env=None):
         roots = [ws, *extra]
         policy = f'tripwire = "{tripwire}"\nwatch = {json.dumps([str(r) for r in roots])}\n'
-        d = DaemonProcess(short_tmp() / "s", policy).start()
+        d = DaemonProcess(short_tmp() / "s", policy, env).start()
         made.append(d)
         with d.operator() as op:
             wait_for(
@@ -130,31 +130,49 @@ def test_exec_outcome_lists_the_changes_it_made(setup):
     assert paths.get("out/a.txt") == "added"
 
 
-def test_exec_outcome_leaves_out_what_the_sandbox_could_not_have_written(setup):
+@pytest.mark.parametrize("lane", ["fanotify", "evidence"])
+def test_exec_outcome_leaves_out_what_the_sandbox_could_not_have_written(setup, lane):
     """Issue 13, finding 9: while the operation runs, another process writes a protected
     file (pinned read-only in the sandbox) and the operation writes its own file. The
-    outcome lists the operation's file, not the other's."""
+    outcome lists the operation's file, not the other's. With the kernel's pid the other
+    writer is named (no session's); without it the writer is unknown, and the alert says
+    so against the operation that ran."""
     ws, start = setup
-    d = start()
+    d = start(env={"AGENT_CONSOLE_NO_FANOTIFY": "1"} if lane == "evidence" else None)
     with d.operator() as watcher:
+        if lane == "fanotify" and watcher.call("watch.status")["fast_lane"] != "fanotify+inotify":
+            pytest.skip("fanotify is not available to the daemon here")
         watcher.subscribe(["watch"])
         # The operation runs until the other writes were seen: no timing guess.
         script = "touch started; while [ ! -e go ]; do sleep 0.02; done; echo x > mine.txt"
         proc = subprocess.Popen(exec_json(d, script), cwd=ws, stdout=subprocess.PIPE, text=True)
-        wait_for(lambda: (ws / "started").exists(), timeout_s=60)
+        wait_for((ws / "started").exists, timeout_s=60)
         (ws / ".env").write_text("TOKEN=someone-else\n")
         (ws / ".git" / "hooks" / "pre-commit").write_text("echo someone else\n")
-        # Still raised, against the operation, worded as what is known: it happened while.
-        while (event := watcher.next_event()).get("change") != "alert":
-            continue
+
+        def seen(path: str) -> list:
+            recent = watcher.call("watch.recent", {"protected_only": True})["events"]
+            return [e for e in recent if e["path"] == path]
+
+        wait_for(lambda: seen(".env") and seen(".git/hooks/pre-commit"), timeout_s=60)
         (ws / "go").touch()
         out, _ = proc.communicate(timeout=60)
         paths = {c["path"] for c in json.loads(out)["result"]["outcome"]["changes"]}
         assert "mine.txt" in paths
         assert ".env" not in paths and ".git/hooks/pre-commit" not in paths, paths
+        if lane == "fanotify":
+            event = seen(".env")[0]
+            assert event["attribution"] == []
+            assert event["attribution_basis"].startswith("not a session's process")
+            return
+        # Still raised, against the operation, worded as what is known: it happened while.
+        while (event := watcher.next_event()).get("change") != "alert":
+            continue
         request_id = event["operation"]
         assert request_id.startswith("r-") and request_id in out
-        assert event["summary"].endswith(f"changed while operation {request_id} ran in the workspace")
+        assert event["summary"].endswith(
+            f"changed by a writer that could not be named while operation {request_id} ran in the workspace"
+        )
 
 
 def test_alert_mode_raises_an_alert_event(setup):
@@ -184,13 +202,13 @@ def test_pause_stops_the_session_until_resumed(setup):
         assert item["summary"] == f"session {sid} modified .git/hooks/pre-commit"
         assert "+rm -rf ~" in item["diff"]
         info = op.call("sessions.get", {"session": sid})["session"]
-        assert info["status_text"] == "paused by tripwire"
+        assert info["status_text"] == "paused by tripwire (cgroup freeze)"
         pid = info["pid"]
         assert wait_for(lambda: stopped(pid))
         before = counter.read_text() if counter.exists() else ""
         time.sleep(0.5)
         assert (counter.read_text() if counter.exists() else "") == before  # really stopped
-        op.call("tripwire.resolve", {"id": item["id"], "action": "resume"})
+        op.call("tripwire.resolve", {"id": item["id"], "action": "resume", "accept": True})
         wait_for(lambda: counter.exists() and counter.read_text() != before)
         assert op.call("tripwire.list")["items"] == []
         rows = op.call("history.query", {"kinds": ["tripwire", "tripwire_resolved"]})["rows"]

@@ -46,7 +46,14 @@ DAEMON_POLICY = "approval_timeout_s = 60\n"  # the requests below wait for a dec
 FP = "ab" * 32
 # Methods only a daemon with a working sandbox can answer for real (they run commands in
 # it, or need a session stopped by the tripwire): the needs_bwrap test calls them.
-SANDBOXED = {"operation.exec", "operation.hold", "operation.run", "operation.held", "tripwire.resolve"}
+SANDBOXED = {
+    "operation.exec",
+    "operation.hold",
+    "operation.run",
+    "operation.held",
+    "tripwire.resolve",
+    "tripwire.revert",
+}
 
 
 # ------------------------------------------------------------ one Struct per method
@@ -329,8 +336,10 @@ def test_every_answer_of_a_real_daemon_running_commands_is_its_struct():
         item = wait_for(
             lambda: next((i for i in check(op, "tripwire.list")["items"] if i["session"] == writer), None)
         )
-        resolved = check(op, "tripwire.resolve", {"id": item["id"], "action": "kill"})
-        assert resolved["item"]["state"] == "killed"
+        resolved = check(op, "tripwire.resolve", {"id": item["id"], "action": "kill", "revert": False})
+        assert resolved["item"]["state"] == "killed" and resolved["item"]["reverted"] == ""
+        reverted = check(op, "tripwire.revert", {"id": item["id"]})
+        assert reverted["item"]["reverted"] == "restored" and (ws / ".env").read_text() == "TOKEN=old\n"
     assert set(check.seen) >= SANDBOXED
 
 

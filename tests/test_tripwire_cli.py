@@ -92,11 +92,15 @@ def test_every_process_stops_and_the_operator_settles_it_from_a_shell(daemon):
             listed = d.cli("tripwire", "list")
             assert item["id"] in listed.stdout and "paused" in listed.stdout
 
-            resumed = d.cli("tripwire", "resume", item["id"])
+            # Resuming makes the new hook the baseline: not without saying so.
+            unsaid = d.cli("tripwire", "resume", item["id"])
+            assert unsaid.returncode == 2 and "--accept" in unsaid.stderr and "baseline" in unsaid.stderr
+            assert op.call("tripwire.list")["items"][0]["state"] == "paused" and still(a, b)
+            resumed = d.cli("tripwire", "resume", item["id"], "--accept")
             assert resumed.returncode == 0, resumed.stderr
             assert f"{item['id']}: resumed" in resumed.stdout
             assert growing(a, b), "resume did not continue every process"
-            assert d.cli("tripwire", "resume", item["id"]).returncode == 1  # already settled
+            assert d.cli("tripwire", "resume", item["id"], "--accept").returncode == 1  # already settled
 
             trip = d.cli("history", "--kind", "tripwire")
             assert "TRIPWIRE" in trip.stdout and "RESOLVED" in trip.stdout and "resumed" in trip.stdout

@@ -105,7 +105,8 @@ def test_the_operators_write_beside_a_busy_session_pauses_nobody(env):
                     if e["path"] == ".git/hooks/post-checkout"
                 ]
             )[0]
-            assert event["attribution"] == [] and event["attribution_basis"] == "unattributed"
+            assert event["attribution"] == []
+            assert event["attribution_basis"].startswith("not a session's process")
             time.sleep(1.2)  # past the fast lane's wait for an event
             assert items(op, busy["id"]) == [] and not stopped(busy["pid"])
         finally:

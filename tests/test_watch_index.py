@@ -26,8 +26,9 @@ def test_plan_watches_skipped_and_symlinked_trees_never(tmp_path):
     write(ws / "web" / "node_modules" / "x" / "i.js")
     os.symlink("/", ws / "docs-link")
     plan = index_of(ws).plan()
-    # Directories with something excluded below are watched alone...
-    assert set(plan.alone) == {"", ".git", "web"}
+    # Directories with something excluded below are watched alone (.git/objects: for its
+    # info/alternates, which is protected; its object directories stay skipped)...
+    assert set(plan.alone) == {"", ".git", ".git/objects", "web"}
     # ...and every other subtree whole.
     assert set(plan.whole) == {".git/hooks", ".git/refs", "src", "web/app"}
 

@@ -23,9 +23,9 @@ def scope(*patterns: str) -> Scope:
         "src/__pycache__",
         ".mypy_cache",
         "target",
-        ".git/objects",
+        ".git/objects/ab",
         ".git/logs",
-        "sub/.git/objects",
+        "sub/.git/objects/ab",
         "dist",
         ".pytest_cache",
     ],
@@ -35,7 +35,8 @@ def test_heavy_directories_are_skipped_under_the_default_policy(rel):
 
 
 @pytest.mark.parametrize(
-    "rel", [".git", ".git/hooks", ".git/refs", "src", "objects", "logs", "my_node_modules_x"]
+    "rel",
+    [".git", ".git/hooks", ".git/refs", "src", "objects", "logs", "my_node_modules_x", ".git/objects/info"],
 )
 def test_ordinary_and_git_directories_are_not(rel):
     assert not scope().skips_dir(rel)

@@ -170,6 +170,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             "off": "no fast lane: protected writes seen after the watcher's debounce",
         }.get(lane, lane)
         lines.append(f"protected   {named}")
+        watch = status["watch"]
+        if lane == "fanotify+inotify":
+            lines.append(
+                f"writers     lineage by {watch.get('lineage', '?')}; opens in hot directories "
+                + ("held until the opener is read" if watch.get("open_gate") else "not held")
+            )
+        else:
+            lines.append("writers     unknown writers stop the sessions live in their workspace (no pid)")
     for low, high in status.get("history", {}).get("unaccepted", []):
         lines.append(
             f"history     UNACCEPTED rows {low}-{high}: found past the head anchor at start-up, their grants "

@@ -20,6 +20,7 @@ from console.cli.common import (
     refused,
 )
 from console.client import DaemonUnreachable, RPCError
+from console.contract.outcome import REFUSED_PROTECTED
 from console.protocol.jsonrpc import NOT_FOUND
 from console.protocol.tickets import TicketFileError, read_secret
 
@@ -121,6 +122,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
         scope = f" ({cap['scope']})" if cap.get("scope") else ""
         how = escalation_hint(cap) if args.ticket else "ask for it with approval"
         sys.stderr.write(f"agent-console: sandbox denied {cap['kind']}{scope}: {denial['reason']}; {how}\n")
+    if any(str(d["reason"]).startswith(REFUSED_PROTECTED) for d in result["denials"]):
+        return EXIT_DENIED  # it ran, but what it planted was removed: not a success
     status = result["status"]
     if status == "timed_out":
         sys.stderr.write("agent-console: timed out; the sandbox was killed\n")

@@ -25,7 +25,7 @@ from console.cli.common import (
 )
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.protocol.history import KIND_GROUPS, SOURCES, VERDICTS
+from console.protocol.history import KIND_GROUPS, SOURCES, TRIPWIRE_KINDS, VERDICTS
 from console.protocol.requests import HistoryAccept
 from console.store.chain import Anchor
 
@@ -105,8 +105,8 @@ def _text_row(r: dict[str, Any]) -> str:
             f"{when(r['at'])}  {tag} {inert(r.get('command') or '')[:80]:<40} "
             f"{inert(r.get('reason') or ''):<18} {who} ({inert(str(basis or 'unattributed'))})"
         )
-    if kind in ("tripwire", "tripwire_resolved"):
-        label = "TRIPWIRE" if kind == "tripwire" else "RESOLVED"
+    if kind in TRIPWIRE_KINDS:
+        label = {"tripwire": "TRIPWIRE", "tripwire_resolved": "RESOLVED"}.get(kind, kind[9:].upper())
         return (
             f"{when(r['at'])}  {paint(f'{label:<14}', 'red bold' if kind == 'tripwire' else 'yellow')} "
             f"{inert(r.get('verdict') or ''):<14} {fit(inert(r.get('note') or '')[:120], 51)}"

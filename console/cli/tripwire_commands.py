@@ -1,9 +1,12 @@
-"""`agent-console tripwire list|resume|kill|keep`: settle tripwire items from a shell.
+"""`agent-console tripwire list|resume|kill|keep|revert`: settle tripwire items from a shell.
 
 A tripwire item is a session the daemon stopped because it changed a protected path
-(state ``paused``), one it kept stopped at the operator's word (``kept``), or one that
-wrote a protected path and had already exited (``exited``: an alert to acknowledge).
-Operator socket only: an agent cannot resume itself.
+(state ``paused``), one it kept stopped at the operator's word (``kept``), one that
+wrote a protected path and had already exited (``exited``), or a change no session can
+answer for (``alerted``). Each keeps the file's previous content: ``kill`` puts it back
+(unless ``--no-revert``), ``keep --revert`` too, ``revert`` at any time; ``resume`` makes
+the new content the baseline and says so (``--accept``). Operator socket only: an agent
+cannot resume itself.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from console.cli.common import EXIT_INVALID, CLIError, add_state_dir, age, conne
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
-from console.protocol.requests import TripwireList, TripwireResolution, TripwireResolve
+from console.protocol.requests import TripwireList, TripwireResolution, TripwireResolve, TripwireRevert
 
 ACTIONS = {
     "resume": TripwireResolution.RESUME,
@@ -30,13 +33,21 @@ def open_items(client: Any) -> list[dict[str, Any]]:
     return sorted(items, key=lambda i: i["at"])
 
 
+def stopped_by(item: dict[str, Any]) -> str:
+    """How the session is held, as it is: "cgroup freeze" or "process walk (SIGSTOP)"."""
+    if item["state"] not in ("paused", "kept") or not item.get("session"):
+        return "-"
+    mode = item.get("stop_mode") or ""
+    return "process walk (SIGSTOP)" if mode == "process walk" else mode or "-"
+
+
 def item_line(item: dict[str, Any]) -> str:
     state = item["state"]
     if state == "paused" and item.get("stopped") is False:
         state = "paused?"  # not every process could be confirmed stopped
     return (
-        f"{item['id']:<12} {age(item['at']):>4}  {state:<8} {inert(item['session']):<10} "
-        f"{inert(item.get('basis') or ''):<20} {inert(item['summary'])[:120]}"
+        f"{item['id']:<12} {age(item['at']):>4}  {state:<8} {inert(item['session'] or '-'):<10} "
+        f"{stopped_by(item):<22} {inert(item.get('basis') or ''):<20} {inert(item['summary'])[:120]}"
     )
 
 
@@ -55,34 +66,60 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not items:
         print("no tripwire items")
         return 0
-    print(f"{'ID':<12} {'AGE':>4}  {'STATE':<8} {'SESSION':<10} {'BASIS':<20} SUMMARY")
+    print(f"{'ID':<12} {'AGE':>4}  {'STATE':<8} {'SESSION':<10} {'STOPPED BY':<22} {'BASIS':<20} SUMMARY")
     for item in items:
         print(item_line(item))
     return 0
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
+    action = ACTIONS[args.tripwire_command]
+    if action is TripwireResolution.RESUME and not args.accept:
+        raise CLIError(
+            "resume makes the file's new content its baseline (later diffs start from it); "
+            "say so with --accept, or answer kill (which puts the file back) or keep --revert",
+            EXIT_INVALID,
+        )
+    revert = getattr(args, "revert", None)
     with connect(args, "operator") as client:
         try:
             item = client.call(
-                "tripwire.resolve", TripwireResolve(id=args.id, action=ACTIONS[args.tripwire_command])
+                "tripwire.resolve",
+                TripwireResolve(id=args.id, action=action, revert=revert, accept=bool(args.accept)),
             )["item"]
         except RPCError as exc:
             raise CLIError(exc.message, 1 if exc.code == NOT_FOUND else EXIT_INVALID) from None
+    _said(args, item)
+    return 0
+
+
+def cmd_revert(args: argparse.Namespace) -> int:
+    with connect(args, "operator") as client:
+        try:
+            item = client.call("tripwire.revert", TripwireRevert(id=args.id))["item"]
+        except RPCError as exc:
+            raise CLIError(exc.message, 1 if exc.code == NOT_FOUND else EXIT_INVALID) from None
+    _said(args, item)
+    return 0 if not str(item.get("reverted", "")).startswith("not all") else 1
+
+
+def _said(args: argparse.Namespace, item: dict[str, Any]) -> None:
     if args.json:
         print_json(item)
     else:
         print(f"{item['id']}: {item['state']} — {inert(item['summary'])}")
-    return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "tripwire",
         help="list and settle tripwire items (sessions stopped for changing protected paths)",
-        description="Sessions the tripwire stopped, kept stopped, or named after they exited. "
-        "`resume` continues every process of the session, `kill` ends them all, `keep` leaves it "
-        "stopped (an exited writer's item is acknowledged by any of them).",
+        description="Sessions the tripwire stopped, kept stopped, or named after they exited, and "
+        "changes no session can answer for. `resume --accept` continues every process of the "
+        "session and makes the new content the baseline; `kill` ends them all and puts the file "
+        "back as it was (--no-revert keeps it); `keep` leaves it stopped (--revert puts the file "
+        "back); `revert` puts it back at any time. An exited writer's item is acknowledged by any "
+        "of them.",
     )
     add_state_dir(p)
     tsub = p.add_subparsers(dest="tripwire_command", metavar="ACTION", required=True)
@@ -92,12 +129,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_list)
     for name, what in (
-        ("resume", "continue every process of the session"),
-        ("kill", "end every process of the session"),
-        ("keep", "keep the session stopped (the item leaves the queue)"),
+        ("resume", "continue every process of the session; the new content becomes the baseline"),
+        ("kill", "end every process of the session and put the file back (--no-revert: keep it)"),
+        ("keep", "keep the session stopped (the item leaves the queue; --revert puts the file back)"),
+        ("revert", "put the protected file back as it was before the change"),
     ):
         q = tsub.add_parser(name, help=what)
         add_state_dir(q)
         q.add_argument("id", metavar="ID", help="the item's id (tripwire list)")
         q.add_argument("--json", action="store_true")
-        q.set_defaults(func=cmd_resolve)
+        if name == "resume":
+            q.add_argument(
+                "--accept",
+                action="store_true",
+                help="confirm that the file's new content becomes its baseline",
+            )
+        elif name in ("kill", "keep"):
+            q.add_argument(
+                "--revert",
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help="put the file back as it was (default: yes for kill, no for keep)",
+            )
+        q.set_defaults(func=cmd_revert if name == "revert" else cmd_resolve, accept=False)

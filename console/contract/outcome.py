@@ -69,6 +69,9 @@ class DenialSource(StrEnum):
 # file the fingerprint binds are not the bytes it names, so the run did not start
 # (console/sandbox/content_pins.py). The outcome is denied / enforcement_denied.
 CONTENT_CHANGED = "content_changed"
+# How a denial's reason begins when a run left a protected name it was not given: the
+# sandbox removed it after the run (console/sandbox/guards.py).
+REFUSED_PROTECTED = "refused: protected"
 
 
 class NextAction(StrEnum):
@@ -154,9 +157,13 @@ class Change:
     path: str
     kind: ChangeKind
     protected: bool = False
+    refused: bool = False  # a protected name the run made without approval: removed after it
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "kind": self.kind.value, "protected": self.protected}
+        out: dict[str, Any] = {"path": self.path, "kind": self.kind.value, "protected": self.protected}
+        if self.refused:
+            out["refused"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from console.sandbox import (
     seccomp,
     sweep,
 )
+from console.sandbox.guards import mark_refused
 from console.sandbox.home import home_of
 from console.sandbox.profile import Egress
 from console.sandbox.toolchains import toolchain_path
@@ -99,6 +100,9 @@ class ExecutionService:
         self._config: tuple[object, SandboxConfig] | None = None
         # The operator's environment at the daemon's start: its PATH gives the toolchains.
         self.environment = dict(os.environ)
+        # A sandboxed run's own process wrote a protected path it was not given: stop it
+        # now; what it left behind is removed when it ends (console/sandbox/guards.py).
+        watch.on_operation_wrote = self._refuse
 
     @property
     def temp_base(self) -> str:
@@ -206,6 +210,8 @@ class ExecutionService:
                 on_output=on_output,
                 cancel=item.cancel,
                 egress=None if run is None else Egress(run.socket),
+                on_start=lambda pid: self.watch.started("operation", request_id, pid),
+                others=lambda path: self.watch.made_by_other(request_id, op.workspace_root, path),
             )
         finally:
             if run is not None:
@@ -222,6 +228,8 @@ class ExecutionService:
             real_root = os.path.realpath(op.workspace_root)
             could = result.could_write
             changes = [c for c in changes if could(os.path.normpath(os.path.join(real_root, c.path)))]
+        if result.refused:
+            changes = mark_refused(changes, list(result.refused))
         result = dataclasses.replace(
             result, outcome=dataclasses.replace(result.outcome, changes=tuple(changes))
         )
@@ -266,6 +274,15 @@ class ExecutionService:
             also_allow=scoped,
         )
         return await self.egress.open(context)
+
+    def _refuse(self, request_id: str, path: str) -> None:
+        """The run wrote ``path``, protected and not approved: it is stopped at once."""
+        item = self.running.get(request_id)
+        if item is not None and not item.cancel.is_set():
+            log.warning(
+                "operation %s wrote %s, which is protected: stopped (refused: protected)", request_id, path
+            )
+            item.cancel.set()
 
     def cancel(self, request_id: str, owner: int | None = None) -> bool:
         item = self.running.get(request_id)

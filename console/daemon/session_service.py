@@ -50,6 +50,7 @@ from console.sessions import (
     Snapshot,
     UnknownSession,
 )
+from console.sessions.cgroups import WALK_MODE
 from console.store import command_line
 from console.watch import AttributionToken
 
@@ -136,7 +137,12 @@ class SessionService:
         out = asdict(info)
         paused = self.watch.holds(info.id)
         if info.alive and paused:
-            out["status_text"] = "paused by tripwire"
+            # Said as it is: frozen in its cgroup, or stopped by SIGSTOP, process by process.
+            try:
+                mode = self.manager.session(info.id).stop_mode
+            except SessionError:
+                mode = self.manager.stop_mode
+            out["status_text"] = f"paused by tripwire ({'SIGSTOP, ' if mode == WALK_MODE else ''}{mode})"
         elif info.alive and self.awaiting_approval(info):
             out["status_text"] = "awaiting approval"
         else:

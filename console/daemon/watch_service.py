@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import secrets
 import time
 from collections import deque
@@ -30,12 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
 
+from console.contract.operation import is_within
 from console.contract.outcome import Change, ChangeKind
-from console.daemon.errors import NotFound
+from console.daemon.errors import InvalidParams, NotFound
 from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource
 from console.daemon.session_control import NoSessions
-from console.daemon.tripwire import TripwireItem, TripwireState
+from console.daemon.tripwire import UNKNOWN_WRITER, TripwireItem, TripwireState
 from console.policy import Tripwire
 from console.protocol.events import (
     TripwireRaised,
@@ -47,16 +49,18 @@ from console.protocol.events import (
 from console.protocol.requests import TripwireResolution
 from console.protocol.tripwire import TripwireNotice
 from console.sandbox.placeholders import is_placeholder
+from console.sessions.cgroups import CGROUP_MODE
+from console.sessions.lineage import Lineage, Writer
 from console.sessions.writers import (
     PID_FANOTIFY,
     UNATTRIBUTED,
     WRITE_IO,
     Candidate,
     WriterEvidence,
-    session_of_pid,
 )
 from console.store import Event, Store, StoreUnavailable, file_event
 from console.watch import (
+    Attribution,
     Attributions,
     AttributionToken,
     FileEvent,
@@ -65,6 +69,8 @@ from console.watch import (
     display_path,
     net_changes,
 )
+from console.watch.baseline import Previous
+from console.watch.revert import REVERT_PREFIX, RevertError
 from console.watch.sentinel import Hint
 
 if TYPE_CHECKING:
@@ -80,6 +86,12 @@ PROTECTED_RECENT = 2_000  # protected events, kept apart so ordinary ones never 
 SAMPLE_EVERY_S = 0.25  # sessions' write counters, for attribution
 ALERT_EVERY_S = 2.0  # at most one alert per session this often (floods)
 OPERATION_BASIS = "operation running in workspace"
+# A protected change whose writer could not be named while sessions or operations were
+# live in the workspace: each of them is a suspect (paused under "pause").
+UNKNOWN_BASIS = UNKNOWN_WRITER
+# The kernel named the writer's pid and it is certainly no session's nor operation's.
+NOBODY_BASIS = "not a session's process"
+THAW_CHECK_S = 0.02  # a stopped session resumed by someone else is stopped again within this
 PUBLISH_EVERY_S = 0.1
 MAX_BATCH = 500  # ordinary events per published batch; protected ones always go
 # Floods (docs/tripwire.md "Floods and noise"): protected changes in one group within a
@@ -109,8 +121,10 @@ class _Singles:
 
 
 MAX_ACCEPTED = 2000  # remembered tripwire answers that moved a baseline
+MAX_RESTORE = 2000  # paths of one item whose previous content is kept
 EARLY_WAIT_S = 1.0  # the longest a fast-lane stop waits for its event before it is raised
 FAN_WINDOW_S = 2.0  # a fanotify-named writer explains the path's events this long after
+REVERT_QUIET_S = 2.0  # a reverted path's events are the console's own this long
 MAX_FAN_WRITERS = 4096  # remembered fanotify-named writers
 
 
@@ -130,13 +144,17 @@ class WatchService:
         self.events = events
         self.sessions: SessionControl = sessions or NoSessions()
         self.attributions = Attributions()
+        # Whose process a writer's pid is, even after it exited (console/sessions/lineage.py).
+        self.lineage = Lineage()
         self.watcher = WorkspaceWatcher(
             protected_for=lambda _root: self.policy().protected_paths,
             attributions=self.attributions,
             on_event=self._on_event,
             on_status=self._on_status,
             on_hint=self._on_hint,
-            writer_of=session_of_pid,
+            writer_of=self.lineage.writer_of,
+            seen=self.lineage.seen,
+            stop_now=self._stop_now,
         )
         self.recent: deque[dict[str, Any]] = deque(maxlen=recent_size)
         self.protected: deque[dict[str, Any]] = deque(maxlen=protected_size)
@@ -162,22 +180,32 @@ class WatchService:
         self._republish: dict[int, dict[str, Any]] = {}  # flood records updated since the last frame
         # Sessions the fast lane stopped, by id: their item until the change is complete.
         self._early: dict[str, TripwireItem] = {}
-        # Writers fanotify reported, by (root, path): (session or None, wall-clock time).
-        self._fan_writers: dict[tuple[str, str], tuple[str | None, float]] = {}
+        # An operation's own process wrote a protected path (the execution service refuses it).
+        self.on_operation_wrote: Callable[[str, str], None] | None = None
+        # Paths being put back by a revert, by (root, path): until (monotonic) their events
+        # are the console's own.
+        self._reverting: dict[tuple[str, str], float] = {}
+        self._thaws: asyncio.Task[None] | None = None
+        # Writers fanotify reported, by (root, path): (whose process, wall-clock time).
+        self._fan_writers: dict[tuple[str, str], tuple[Writer, float]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
+        self.lineage.cgroups = self.sessions.cgroups_available  # known once the sessions have started
+        self.lineage.start()
         self._publisher = asyncio.create_task(self._publish_forever())
+        self._thaws = asyncio.create_task(self._watch_thaws())
         self._sampler = asyncio.create_task(self._sample_forever())
         for root in self.policy().watch:
             self.watch_soon(root)
 
     async def close(self) -> None:
-        for task in (self._publisher, self._sampler):
+        for task in (self._publisher, self._sampler, self._thaws):
             if task is not None:
                 task.cancel()
         await self.watcher.close()
+        await asyncio.to_thread(self.lineage.close)
 
     async def ensure_root(self, root: str) -> None:
         """Watch ``root``, waiting until its baselines are taken (once per root)."""
@@ -218,6 +246,11 @@ class WatchService:
         # How protected writes are seen and who is named: "fanotify+inotify" (the
         # writer's pid from the kernel), "inotify" (evidence from /proc), "off".
         st["fast_lane"] = self.watcher.fast_lane
+        # How a writer that exited is still named: "proc connector" (its lineage), or
+        # "off (why)"; and whether opens in the hot directories wait to be read.
+        st["lineage"] = self.lineage.mode
+        st["open_gate"] = self.watcher.open_gate
+        st["deep_dirs"] = {r.root: self.watcher.deep_dirs(r.root) for r in self._status.roots}
         degraded = [r for r in self._status.roots if r.state == "degraded"]
         roots = len(self._status.roots)
         st["summary"] = (
@@ -251,7 +284,28 @@ class WatchService:
     def begin(
         self, root: str, kind: str, ident: str, label: str, pid: int | None, at: float | None = None
     ) -> AttributionToken:
+        if pid:
+            self.lineage.register(pid, "session" if kind == "session" else "operation", ident)
         return self.attributions.begin(root, kind, ident, label, pid, at=at)  # type: ignore[arg-type]
+
+    def made_by_other(self, operation: str, root: str, path: str) -> bool:
+        """Whether the kernel named someone other than ``operation`` writing ``path``
+        (canonical) lately: a session, or a process outside every session."""
+        real = os.path.realpath(root)
+        rel = path[len(real.rstrip("/")) + 1 :] if path.startswith(real.rstrip("/") + "/") else path
+        for key in ((root, rel), (real, rel)):
+            known = self._fan_writers.get(key)
+            if known is not None:
+                writer = known[0]
+                return (
+                    not (writer.kind == "operation" and writer.id == operation) and writer.kind != "unknown"
+                )
+        return False
+
+    def started(self, kind: str, ident: str, pid: int) -> None:
+        """A session's or operation's first process started after ``begin`` (its pid is
+        known only now): everything below it is that writer's."""
+        self.lineage.register(pid, "session" if kind == "session" else "operation", ident)
 
     def end(self, token: AttributionToken) -> None:
         self.attributions.end(token)
@@ -290,6 +344,8 @@ class WatchService:
             and is_placeholder(ev.workspace_root, ev.path, ev.is_dir)
         ):
             return  # the sandbox's own placeholder (console/sandbox/placeholders.py)
+        if self._own_revert(ev):
+            return
         for a in ev.attribution:
             if a.kind == "operation" and a.id in self._collecting:
                 self._collecting[a.id].extend(_members(ev))
@@ -300,22 +356,66 @@ class WatchService:
             record["sample"] = [display_path(p) for p in ev.members[:FLOOD_SAMPLE]]
         self.recent.append(record)
         if ev.protected is not None:
-            named = [] if ev.quiet else self._writers(ev)
-            self._attribute_record(ev, record, named)
-            self.protected.append(record)
-            flood = self._open_flood(ev, record)
-            self._record(ev, record, named)
-            if flood is not None:
-                flood.recorded_count = record["count"]
-            if not ev.quiet:
-                self._tripwire(ev, named, flood)
-                if not named:
-                    self._alert_operations(ev)
-            self._outbox.append(record)
+            if (
+                not ev.quiet
+                and self.watcher.fast_lane == "fanotify+inotify"
+                and self._fan_writer(ev.workspace_root, ev.path, ev.changed_at) is None
+            ):
+                # The kernel's account of this change may still be on its way (the fast
+                # lane reads it in its own thread): settle that before judging the writer.
+                task = asyncio.create_task(self._protected_settled(ev, record))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+                return
+            self._protected(ev, record)
         elif len(self._outbox) < MAX_BATCH * 4:
             self._outbox.append(record)
         else:
             self._held_back += 1
+
+    async def _protected_settled(self, ev: FileEvent, record: dict[str, Any]) -> None:
+        try:
+            await self.watcher.settle()
+        finally:
+            self._protected(ev, record)
+
+    def _protected(self, ev: FileEvent, record: dict[str, Any]) -> None:
+        """A protected change: attributed, kept, recorded, raised."""
+        named = [] if ev.quiet else self._writers(ev)
+        writer = None if ev.quiet or named else self._known_writer(ev)
+        suspects = self._suspects(ev) if writer is None and not ev.quiet and not named else []
+        self._attribute_record(ev, record, named, writer, suspects)
+        self.protected.append(record)
+        flood = self._open_flood(ev, record)
+        self._record(ev, record, named)
+        if flood is not None:
+            flood.recorded_count = record["count"]
+        if not ev.quiet:
+            if named:
+                self._tripwire(ev, named, flood)
+            elif writer is not None and writer.kind == "operation":
+                self._operation_wrote(ev, writer.id)
+            elif writer is None:
+                self._unknown_writer(ev, suspects, flood)
+        self._outbox.append(record)
+
+    def _own_revert(self, ev: FileEvent) -> bool:
+        """The console's own write while putting a file back (revert.py): its temporary,
+        and the reverted path itself for a moment, are not news."""
+        if ev.flood:
+            return False
+        if ev.path.rpartition("/")[2].startswith(REVERT_PREFIX):
+            return True
+        until = self._reverting.get((ev.workspace_root, ev.path))
+        if until is None:
+            return False
+        if time.monotonic() > until:
+            del self._reverting[(ev.workspace_root, ev.path)]
+            return False
+        return (
+            self.watcher.baseline_diff(ev.workspace_root, ev.path) in ("", None)
+            or ev.kind is ChangeKind.DELETED
+        )
 
     # ------------------------------------------------------------------ floods
 
@@ -416,17 +516,32 @@ class WatchService:
         """The sessions with evidence of having written the changed file."""
         return self._writers_of(ev.workspace_root, ev.path, ev.changed_at)
 
-    def _writers_of(self, root: str, path: str, changed_at: float) -> list[Candidate]:
+    def _fan_writer(self, root: str, path: str, changed_at: float) -> Writer | None:
+        """Whose process the kernel reported writing ``path`` around ``changed_at``."""
         known = self._fan_writers.get((root, path))
         if known is not None and known[1] >= changed_at - FAN_WINDOW_S:
+            return known[0]
+        return None
+
+    def _known_writer(self, ev: FileEvent) -> Writer | None:
+        """A writer that is no session and is known for certain (an operation's process,
+        or nobody's: the operator's, the daemon's); None when it is unknown."""
+        writer = self._fan_writer(ev.workspace_root, ev.path, ev.changed_at)
+        if writer is not None and (writer.kind == "operation" or (writer.kind == "nobody" and writer.firm)):
+            return writer
+        return None
+
+    def _writers_of(self, root: str, path: str, changed_at: float) -> list[Candidate]:
+        writer = self._fan_writer(root, path, changed_at)
+        if writer is not None:
             # The kernel named the writer: that session alone, or no session at all when
-            # the process was nobody's (the operator, the daemon, a sandboxed run) and
-            # cgroups make that certain (a marker can be cleared; a cgroup cannot be left
-            # without write access to the tree).
-            if known[0] is not None:
-                c = self._fan_candidate(known[0])
+            # the process is known to be none of theirs (an operation's, the operator's,
+            # the daemon's: lineage.py says when that is certain). A writer that was gone
+            # before it could be read is unknown, never nobody: the evidence decides.
+            if writer.kind == "session":
+                c = self._fan_candidate(writer.id)
                 return [c] if c is not None else []
-            if self.sessions.cgroups_available:
+            if writer.kind == "operation" or (writer.kind == "nobody" and writer.firm):
                 return []
         try:
             return self.evidence.candidates(self.sessions.sessions(), root, path, changed_at)
@@ -434,13 +549,34 @@ class WatchService:
             log.exception("attributing a protected change failed")
             return []
 
-    def _attribute_record(self, ev: FileEvent, record: dict[str, Any], named: list[Candidate]) -> None:
+    def _attribute_record(
+        self,
+        ev: FileEvent,
+        record: dict[str, Any],
+        named: list[Candidate],
+        writer: Writer | None = None,
+        suspects: list[Attribution] | None = None,
+    ) -> None:
         """A protected event names sessions by evidence only (their basis with them);
-        operations by the sandboxed run active in the workspace."""
+        operations by their process, or as the sandboxed run active in the workspace
+        when the writer is unknown; an unknown writer's suspects are every session and
+        operation live in the workspace (basis ``UNKNOWN_BASIS``)."""
         entries: list[dict[str, Any]] = []
-        for a in ev.attribution:
+        if writer is not None and writer.kind == "operation":
+            entries.append(
+                {
+                    "kind": "operation",
+                    "id": writer.id,
+                    "workspace_root": record["workspace_root"],
+                    "basis": PID_FANOTIFY,
+                }
+            )
+        for a in ev.attribution if writer is None and not named else ():
             if a.kind == "operation":
                 entries.append({**a.to_dict(), "basis": OPERATION_BASIS})
+        for a in suspects or ():
+            if a.kind == "session":
+                entries.append({**a.to_dict(), "basis": UNKNOWN_BASIS})
         for c in named:
             entries.append(
                 {
@@ -457,6 +593,12 @@ class WatchService:
         record["attribution"] = entries
         if named:
             record["attribution_basis"] = named[0].basis
+        elif writer is not None and writer.kind == "operation":
+            record["attribution_basis"] = PID_FANOTIFY
+        elif writer is not None:
+            record["attribution_basis"] = f"{NOBODY_BASIS} ({writer.how})"
+        elif suspects:
+            record["attribution_basis"] = UNKNOWN_BASIS
         elif entries:
             record["attribution_basis"] = OPERATION_BASIS
         else:
@@ -562,11 +704,14 @@ class WatchService:
         firmly identified writer now, without waiting for the debounced event. The rules
         are ``_tripwire``'s; anything short of a single firm, live candidate waits for
         the event, which is also what records the change and fills the item's diff."""
-        if hint.pid is not None:
+        writer = hint.writer if isinstance(hint.writer, Writer) else None
+        if hint.pid is not None and writer is not None:
             self._fan_writers.pop((hint.root, hint.path), None)
-            self._fan_writers[(hint.root, hint.path)] = (hint.session, hint.at)
+            self._fan_writers[(hint.root, hint.path)] = (writer, hint.at)
             while len(self._fan_writers) > MAX_FAN_WRITERS:
                 self._fan_writers.pop(next(iter(self._fan_writers)))
+            if writer.kind == "operation" and self.on_operation_wrote is not None:
+                self.on_operation_wrote(writer.id, hint.path)  # refused now, not at its end
         if self.policy().tripwire is not Tripwire.PAUSE:
             return
         if hint.kind is ChangeKind.ADDED and is_placeholder(hint.root, hint.path, hint.is_dir):
@@ -600,6 +745,26 @@ class WatchService:
         loop = asyncio.get_running_loop()
         loop.call_later(EARLY_WAIT_S, lambda: self._raise_early(c.session_id, None))
 
+    def _stop_now(self, hint: Hint) -> None:
+        """In the fast lane's thread, under ``pause``: freeze the session the kernel named
+        writing a protected path, before the hint reaches the loop (``_on_hint`` then makes
+        the item and completes the stop; its rules stop a session named by pid whenever
+        it has processes). Only a cgroup's freeze, which the loop's resume undoes whole; in
+        walk mode the loop stops the processes it will later continue."""
+        writer = hint.writer
+        if writer is None or writer.kind != "session" or self.policy().tripwire is not Tripwire.PAUSE:
+            return
+        if hint.kind is ChangeKind.ADDED and is_placeholder(hint.root, hint.path, hint.is_dir):
+            return
+        try:
+            session = self.sessions.session(writer.id)
+        except Exception:
+            return  # not one of ours (another daemon's cgroup, a forged marker)
+        cgroup = session.cgroup
+        if cgroup is not None:
+            with contextlib.suppress(OSError):
+                cgroup.freeze(wait_s=0)
+
     def _raise_early(self, session_id: str, ev: FileEvent | None, basis: str = "") -> None:
         """A session the fast lane stopped becomes an item once its change is complete:
         when the watcher's event for it arrives (with its kind and the diff of what was
@@ -613,9 +778,149 @@ class WatchService:
         if basis == PID_FANOTIFY:  # the kernel's word settles it, whatever stopped it first
             item.basis = basis
         item.diff = self.watcher.baseline_diff(item.workspace_root, item.path)
+        item.restore = (
+            self._restore_of(ev) if ev is not None else self._restore(item.workspace_root, [item.path])
+        )
         self.tripwires[item.id] = item
         _, notice = self._history("tripwire", item, TripwireState.PAUSED)
         self.events.publish(TripwireRaised(item=notice))
+
+    # ------------------------------------------------------------------ unknown writers
+
+    def _suspects(self, ev: FileEvent) -> list[Attribution]:
+        """Everyone live in the workspace when a writer that could not be named changed a
+        protected path there: sessions with processes and operations running whose own
+        root is the workspace or inside it (a shell whose cwd is a parent, such as ``~``,
+        works in every workspace below it and is not taken for a suspect of each)."""
+        out: list[Attribution] = []
+        seen: set[tuple[str, str]] = set()
+        root = ev.workspace_root
+        real = os.path.realpath(root)
+        for a in (*ev.attribution, *self.attributions.active()):
+            if (a.kind, a.id) in seen:
+                continue
+            if not (is_within(a.workspace_root, root) or is_within(os.path.realpath(a.workspace_root), real)):
+                continue
+            seen.add((a.kind, a.id))
+            if a.kind == "session" and not self._has_processes(a.id):
+                continue
+            out.append(a)
+        return out
+
+    def _unknown_writer(self, ev: FileEvent, suspects: list[Attribution], flood: _Flood | None) -> None:
+        """Unknown is not nobody: while anyone is live in the workspace, a change whose
+        writer could not be named is raised. ``alert``: an alert naming who was live;
+        ``pause``: every live session there is stopped as a suspect (its own item), or,
+        with only operations running, an item to acknowledge or revert."""
+        mode = self.policy().tripwire
+        if mode is Tripwire.OFF or not suspects:
+            return
+        if flood is not None and flood.sessions is not None:
+            if "(unknown)" in flood.sessions:
+                return
+            flood.sessions.add("(unknown)")
+        sessions = [a for a in suspects if a.kind == "session"]
+        operations = [a for a in suspects if a.kind == "operation"]
+        what = display_path(ev.path)
+        if ev.flood:
+            what = f"{ev.count:,} files under {what.rstrip('/')}/"
+        live = ", ".join([*(f"session {a.id}" for a in sessions), *(f"operation {a.id}" for a in operations)])
+        if mode is Tripwire.ALERT:
+            self._raise_alert(
+                ev,
+                f"unknown:{ev.workspace_root}",
+                {"operation": operations[0].id} if operations and not sessions else {},
+                UNKNOWN_WRITER,
+                lambda w: (
+                    f"{w} changed by a writer that could not be named while {live} ran in the workspace"
+                ),
+            )
+            return
+        diff = None if ev.flood else self.watcher.baseline_diff(ev.workspace_root, ev.path)
+        restore = self._restore_of(ev)
+        count = flood.record["count"] if flood is not None else ev.count
+        common: dict[str, Any] = {
+            "workspace_root": ev.workspace_root,
+            "path": ev.path,
+            "pattern": ev.protected or "",
+            "kind": ev.kind.value,
+            "diff": diff,
+            "basis": UNKNOWN_WRITER,
+            "count": count,
+            "restore": restore,
+        }
+        if not sessions:
+            item = TripwireItem(
+                id="t-" + secrets.token_hex(4),
+                at=time.time(),
+                session="",
+                session_label="",
+                state=TripwireState.ALERTED,
+                operation=operations[0].id,
+                **common,
+            )
+            self.tripwires[item.id] = item
+            _, notice = self._history("tripwire", item, TripwireState.ALERTED)
+            self.events.publish(TripwireRaised(item=notice))
+            self._raise_alert(
+                ev,
+                f"unknown:{ev.workspace_root}",
+                {"operation": item.operation},
+                UNKNOWN_WRITER,
+                lambda _w: notice.summary,
+            )
+            return
+        for a in sessions:
+            if a.id in self._early or any(
+                t.session == a.id and t.state is TripwireState.PAUSED for t in self.tripwires.values()
+            ):
+                continue  # stopped already: its item stands
+            item = TripwireItem(
+                id="t-" + secrets.token_hex(4),
+                at=time.time(),
+                session=a.id,
+                session_label=a.label[:200],
+                state=TripwireState.PAUSED,
+                suspect=True,
+                **common,
+            )
+            self.tripwires[item.id] = item
+            self._stop_session(item)
+            self.sessions.changed(a.id)
+            _, notice = self._history("tripwire", item, TripwireState.PAUSED)
+            self.events.publish(TripwireRaised(item=notice))
+            log.warning("tripwire: %s", notice.summary)
+
+    def _operation_wrote(self, ev: FileEvent, operation: str) -> None:
+        """A sandboxed operation's own process wrote a protected path (a name it could
+        create: existing ones are pinned read-only). Raised as an alert; the run is
+        refused and the path removed when it ends (``on_operation_wrote``)."""
+        if self.policy().tripwire is Tripwire.OFF:
+            return
+        self._raise_alert(
+            ev,
+            operation,
+            {"operation": operation},
+            PID_FANOTIFY,
+            lambda what: f"operation {operation} wrote {what}; the run is refused",
+        )
+        if self.on_operation_wrote is not None:
+            self.on_operation_wrote(operation, ev.path)
+
+    def _restore_of(self, ev: FileEvent) -> dict[str, Previous]:
+        """What the changed paths were at their baselines, for a revert."""
+        return self._restore(ev.workspace_root, list(ev.members) if ev.flood else [ev.path])
+
+    def _restore(self, root: str, paths: list[str]) -> dict[str, Previous]:
+        out: dict[str, Previous] = {}
+        for path in paths[:MAX_RESTORE]:
+            try:
+                previous = self.watcher.previous(root, path)
+            except ValueError:
+                continue
+            if previous is not None:
+                out[path] = previous
+        return out
 
     def _fan_candidate(self, session_id: str) -> Candidate | None:
         try:
@@ -649,6 +954,7 @@ class WatchService:
             state=state,
             count=count,
             sample=tuple(sample),
+            restore=self._restore_of(ev),
         )
         if flood is not None and flood.item is None:
             flood.item = item
@@ -665,21 +971,6 @@ class WatchService:
             lambda what: f"{who} modified {what}",
             exited,
         )
-
-    def _alert_operations(self, ev: FileEvent) -> None:
-        """A protected change no session is named for, while a captured operation ran in
-        the workspace: recorded against the operation (``_attribute_record``) and raised.
-        The sandbox pins protected files, so this is an unrestricted run's, or a writer
-        nobody can name; the wording says "while", not "by"."""
-        if self.policy().tripwire is Tripwire.OFF:
-            return
-        for a in ev.attribution:
-            if a.kind == "operation":
-
-                def said(what: str, op: str = a.id) -> str:
-                    return f"{what} changed while operation {op} ran in the workspace"
-
-                self._raise_alert(ev, a.id, {"operation": a.id}, OPERATION_BASIS, said)
 
     def _raise_alert(
         self,
@@ -746,14 +1037,38 @@ class WatchService:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def resolve(self, item_id: str, action: TripwireResolution) -> TripwireNotice:
+    async def resolve(
+        self, item_id: str, action: TripwireResolution, *, revert: bool | None = None, accept: bool = False
+    ) -> TripwireNotice:
+        """The operator's answer. ``resume`` makes the file's new content the baseline and
+        must be confirmed (``accept``); ``kill`` puts the file back as its baseline unless
+        told not to (``revert`` False), ``keep_paused`` only when told to."""
         item = self.tripwires.get(item_id)
         if item is None or not (item.open or item.state is TripwireState.KEPT):
             raise NotFound(f"no open tripwire item {item_id}")
+        what = display_path(item.path)
+        if action is TripwireResolution.RESUME:
+            if revert:
+                raise InvalidParams(
+                    "revert: resume keeps the new content; to put the file back, answer kill or "
+                    "keep_paused with revert (or tripwire.revert)"
+                )
+            if not accept:
+                raise InvalidParams(
+                    f"accept: resuming makes the new content of {what} its baseline (later diffs start "
+                    "from it); confirm with accept: true (agent-console tripwire resume ID --accept), or "
+                    "answer kill or keep_paused with revert"
+                )
+        do_revert = revert if revert is not None else action is TripwireResolution.KILL and item.revertable
+        if do_revert and not item.revertable:
+            raise InvalidParams(
+                f"revert: the previous content of {what} was not kept (only files up to 64 KiB are); "
+                "answer without revert and put it back by hand"
+            )
         manager = self.sessions
-        if item.state is TripwireState.EXITED:
-            # The writer had already ended: the item is an alert to acknowledge.
-            if action is TripwireResolution.KILL and self._has_processes(item.session):
+        if item.state in (TripwireState.EXITED, TripwireState.ALERTED):
+            # The writer had already ended (or no session was concerned): an alert to acknowledge.
+            if action is TripwireResolution.KILL and item.session and self._has_processes(item.session):
                 await manager.kill(item.session)
                 item.state = TripwireState.KILLED
             else:
@@ -766,7 +1081,10 @@ class WatchService:
             item.state = TripwireState.KILLED
         else:
             item.state = TripwireState.KEPT
-        if item.count <= 1:  # a flood's files keep their (empty) baselines
+        reverted = False
+        if do_revert:
+            reverted = await self._put_back(item)
+        if not reverted and item.count <= 1:  # a flood's files keep their (empty) baselines
             self.accepted.pop((item.workspace_root, item.path), None)
             self.accepted[(item.workspace_root, item.path)] = {
                 "diff": item.diff,
@@ -777,12 +1095,104 @@ class WatchService:
             while len(self.accepted) > MAX_ACCEPTED:
                 self.accepted.pop(next(iter(self.accepted)))
             self.watcher.accept_baseline(item.workspace_root, item.path)
-        self.sessions.changed(item.session)
+        if item.session:
+            self.sessions.changed(item.session)
         stored, notice = self._history("tripwire_resolved", item, item.state)
         with contextlib.suppress(StoreUnavailable):  # logged by the callback
             await asyncio.wrap_future(stored)
         self.events.publish(TripwireResolved(item=notice))
         return notice
+
+    async def revert(self, item_id: str) -> TripwireNotice:
+        """Put the item's files back as they were before the change (any state)."""
+        item = self.tripwires.get(item_id)
+        if item is None:
+            raise NotFound(f"no tripwire item {item_id}")
+        if not item.revertable:
+            raise InvalidParams(
+                f"the previous content of {display_path(item.path)} was not kept (only files up to "
+                "64 KiB are); put it back by hand"
+            )
+        await self._put_back(item)
+        notice = item.notice()
+        self.events.publish(TripwireResolved(item=notice) if not item.open else TripwireRaised(item=notice))
+        return notice
+
+    async def _put_back(self, item: TripwireItem) -> bool:
+        """Revert every path of ``item`` (revert.py) and record it; True when all went
+        back. A path that could not is said in ``item.reverted`` and the history."""
+        done: list[str] = []
+        failed: list[str] = []
+        now = time.monotonic()
+        for path, previous in item.restore.items():
+            self._reverting[(item.workspace_root, path)] = now + REVERT_QUIET_S
+            try:
+                how = await asyncio.to_thread(self.watcher.put_back, item.workspace_root, path, previous)
+            except (RevertError, ValueError, OSError) as exc:
+                failed.append(f"{display_path(path)}: {exc}")
+                continue
+            done.append(how)
+        if failed:
+            item.reverted = f"not all: {failed[0]}" + (
+                f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            )
+        elif item.count > 1:
+            item.reverted = f"{len(done)} files"
+        else:
+            item.reverted = done[0] if done else "nothing to do"
+        stored, _ = self._history("tripwire_reverted", item, item.state)
+        with contextlib.suppress(StoreUnavailable):
+            await asyncio.wrap_future(stored)
+        log.warning("tripwire: %s reverted: %s", item.id, item.reverted)
+        return not failed
+
+    # ------------------------------------------------------------------ thaw watch
+
+    async def _watch_thaws(self) -> None:
+        """A stopped session must stay stopped until the operator answers: someone who
+        writes 0 to its ``cgroup.freeze`` (or sends SIGCONT in walk mode) is caught here
+        within ``THAW_CHECK_S``, the session is stopped again and the item says so."""
+        while True:
+            await asyncio.sleep(THAW_CHECK_S)
+            for item in list(self.tripwires.values()):
+                if item.state not in (TripwireState.PAUSED, TripwireState.KEPT) or not item.session:
+                    continue
+                try:
+                    session = self.sessions.session(item.session)
+                except Exception:  # noqa: S112 - gone since: nothing left to keep stopped
+                    continue
+                if not session.paused or not session.has_processes:
+                    continue
+                try:
+                    thawed = await asyncio.to_thread(session.thawed)
+                except Exception:
+                    log.exception("could not check whether session %s is still stopped", item.session)
+                    continue
+                if thawed:
+                    self._thawed(item, session.stop_mode)
+
+    def _thawed(self, item: TripwireItem, mode: str) -> None:
+        item.thawed += 1
+        self._stop_session(item)
+        self.sessions.changed(item.session)
+        _, notice = self._history("tripwire_thawed", item, item.state)
+        self.events.publish(TripwireRaised(item=notice))
+        how = "cgroup.freeze set to 0" if mode == CGROUP_MODE else "its processes continued"
+        self.events.publish(
+            WatchAlert(
+                session=item.session,
+                display_path=display_path(item.path),
+                pattern=item.pattern,
+                basis=item.basis,
+                exited=False,
+                count=item.count,
+                summary=f"session {item.session} was resumed by someone other than the operator ({how}); "
+                "stopped again",
+            )
+        )
+        log.warning(
+            "tripwire: session %s resumed by someone other than the operator; stopped again", item.session
+        )
 
     def _history(
         self, kind: str, item: TripwireItem, state: TripwireState

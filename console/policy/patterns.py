@@ -2,7 +2,8 @@
 
 Patterns are relative to the workspace root and follow .gitignore's rules where they
 matter here: a pattern without ``/`` matches a name at any depth (``.env`` protects
-``backend/.env`` too), a pattern with ``/`` is anchored at the root, ``*`` stays inside
+``backend/.env`` too), a pattern with ``/`` is anchored at the root (a leading ``/``
+anchors a single name: ``/conftest.py`` is the root's only), ``*`` stays inside
 one path segment and ``**`` spans any number of them. A path is protected when it or
 any of its ancestors matches, so a directory pattern covers everything below it.
 
@@ -17,6 +18,8 @@ git at another git dir) is protected wherever it is (console/policy/protected_se
 from __future__ import annotations
 
 import re
+
+from console.policy.repository import REPOSITORY_PATTERN, repository_of
 
 
 class PatternError(ValueError):
@@ -54,8 +57,14 @@ def _translate(pattern: str) -> str:
 
 
 def validate_pattern(pattern: str) -> None:
-    if not pattern or pattern.startswith("/") or "\x00" in pattern:
-        raise PatternError("a protected pattern is a non-empty path relative to the workspace")
+    body = pattern[1:] if pattern.startswith("/") else pattern
+    if not body or "\x00" in pattern or (pattern.startswith("/") and "/" in body.rstrip("/")):
+        # A leading / only anchors a single name (a pattern with / is anchored anyway);
+        # "/etc/passwd" is someone meaning an absolute path.
+        raise PatternError(
+            "a protected pattern is a non-empty path relative to the workspace "
+            "(a leading / only anchors a single name: /conftest.py)"
+        )
     if ".." in pattern.split("/"):
         raise PatternError("a protected pattern must not contain '..'")
 
@@ -94,3 +103,12 @@ class ProtectedPaths:
 
     def is_protected(self, relative: str, *, is_dir: bool | None = None) -> bool:
         return self.match(relative, is_dir=is_dir) is not None
+
+    def match_in(self, root: str, relative: str, *, is_dir: bool | None = None) -> str | None:
+        """:meth:`match`, then the rule that needs the file system: ``relative`` is a
+        file of a directory that has a git repository's shape (repository.py). For the
+        watcher and the sandbox, which look at ``root`` as it is."""
+        found = self.match(relative, is_dir=is_dir)
+        if found is None and self.gitfiles and repository_of(root, relative.strip("/")) is not None:
+            return REPOSITORY_PATTERN
+        return found

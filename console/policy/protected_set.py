@@ -11,23 +11,28 @@ editor settings, CI definitions, shell-entry hooks — and secrets. The test for
 entry is "a sandboxed, auto-allowed write here lets the next plain command of the
 operator, their editor, CI or the agent's own supervisor run the agent's code".
 
-Deliberately not here: ``.git/objects``, ``.git/refs``, ``.git/index``, ``HEAD`` and the
-rest of git's working state (a sandboxed ``git commit`` must work; none of them makes
-git run anything), and instruction files such as ``CLAUDE.md``/``AGENTS.md`` (they
-are prompt text an agent already follows and edits, not permissions; the settings
-that do change permissions live in ``.claude/`` and are protected).
+Deliberately not here: ``.git/objects`` (but for its ``info/alternates``), ``.git/refs``,
+``.git/index``, ``HEAD`` and the rest of git's working state (a sandboxed ``git commit``
+must work; none of them makes git run anything), and the project's own build files
+(``package.json``, ``Makefile``, ``pyproject.toml``): running them is what the operator
+does knowingly when they build the project.
 
 Patterns follow console/policy/patterns.py: without ``/`` a name at any depth, with
-``/`` anchored at the workspace root, ``**/`` any number of directories (so the git
-entries cover nested repositories too). Two rules cannot be patterns and are applied by
-:class:`~console.policy.patterns.ProtectedPaths` and the sandbox themselves:
+``/`` (a leading one included) anchored at the workspace root, ``**/`` any number of
+directories (so the git entries cover nested repositories too). Three rules cannot be
+patterns and are applied by :class:`~console.policy.patterns.ProtectedPaths`, the watcher
+and the sandbox themselves:
 
 - a ``.git`` that is a file (a *gitfile*: ``gitdir: <path>``, as in a linked worktree or
   a submodule) is protected wherever it is: rewriting it points git at a directory with
   its own config and hooks;
 - the directories that the repository's git config names as ``core.hooksPath`` and the
   files it includes (``include.path``, ``includeIf.*.path``), when they lie in the
-  workspace, are protected for that workspace (read when a command is prepared).
+  workspace, are protected for that workspace (read when a command is prepared);
+- a directory of any name that *is* a git repository by its shape (``HEAD``,
+  ``objects/`` and ``refs/``, or a ``config`` with ``core.*``/``include.*``): git takes
+  it for a bare repository when the operator runs a command in or below it, so its git
+  files are protected like ``.git``'s (console/policy/repository.py).
 """
 
 from __future__ import annotations
@@ -49,7 +54,75 @@ _GIT_DIR_WHY = {
     "commondir": "redirects where git reads config and hooks from",
     "hooks/**": "hooks run on commit, merge, checkout, push",
     "info/attributes": "selects filter, diff and merge drivers for every path",
+    "objects/info/alternates": "makes git read objects from another directory: what it checks out "
+    "and runs can come from outside the repository",
 }
+
+# Files that tools the operator runs (CI, editors, package managers, linters, test
+# runners, the next agent) read as code or as instructions. Kept apart so that each
+# group reads as one reason.
+TOOL_ENTRIES: tuple[ProtectedEntry, ...] = (
+    # CI, beyond the workflows themselves
+    ProtectedEntry(
+        ".github/actions/**/action.yml", "actions the workflows run (with repository secrets)", "ci"
+    ),
+    ProtectedEntry(
+        ".github/actions/**/action.yaml", "actions the workflows run (with repository secrets)", "ci"
+    ),
+    # editors and IDEs
+    ProtectedEntry(
+        "*.code-workspace", "a VS Code workspace: tasks, launch configurations and settings", "editor"
+    ),
+    ProtectedEntry(
+        ".devcontainer/**",
+        "dev container definitions: initializeCommand runs on the host when the container is built",
+        "editor",
+    ),
+    ProtectedEntry(
+        ".devcontainer.json",
+        "a dev container definition: initializeCommand runs on the host",
+        "editor",
+    ),
+    ProtectedEntry(
+        ".idea/**", "JetBrains project: run configurations, external tools, startup tasks", "editor"
+    ),
+    # package managers and toolchains
+    ProtectedEntry(".yarnrc.yml", "yarn's settings: yarnPath and plugins are JavaScript yarn runs", "tools"),
+    ProtectedEntry(".yarnrc", "yarn 1's settings: yarn-path names the program yarn runs", "tools"),
+    ProtectedEntry(
+        ".npmrc", "npm's settings: script-shell, node-options, git name programs npm runs", "tools"
+    ),
+    ProtectedEntry(
+        "**/.cargo/config.toml", "cargo's settings: rustc-wrapper, runners and aliases run programs", "tools"
+    ),
+    ProtectedEntry("**/.cargo/config", "cargo's settings (old name): the same powers", "tools"),
+    ProtectedEntry(
+        "rust-toolchain.toml", "rustup runs the toolchain it names (a path can be any program)", "tools"
+    ),
+    ProtectedEntry(
+        "rust-toolchain", "rustup runs the toolchain it names (a path can be any program)", "tools"
+    ),
+    ProtectedEntry("mise.toml", "mise: tasks, hooks and env scripts run on cd and on demand", "tools"),
+    ProtectedEntry(".mise.toml", "mise: tasks, hooks and env scripts run on cd and on demand", "tools"),
+    ProtectedEntry(
+        ".tool-versions", "asdf and mise install and run the tools (and plugins) it names", "tools"
+    ),
+    # linters and test runners
+    ProtectedEntry("eslint.config.*", "ESLint's config is JavaScript that eslint runs", "tools"),
+    ProtectedEntry(".eslintrc*", "ESLint's legacy config: JavaScript, or plugins it loads", "tools"),
+    ProtectedEntry(".pylintrc", "pylint's init-hook and load-plugins run Python", "tools"),
+    ProtectedEntry("/conftest.py", "pytest imports it on every run in the workspace", "tools"),
+    # the next agent
+    ProtectedEntry(
+        ".aider.conf.yml", "aider's settings: lint-cmd, test-cmd and other commands it runs", "agent"
+    ),
+    ProtectedEntry("CLAUDE.md", "instructions Claude Code reads as its operator's", "instructions"),
+    ProtectedEntry("CLAUDE.local.md", "instructions Claude Code reads as its operator's", "instructions"),
+    ProtectedEntry(
+        "AGENTS.md", "instructions Codex and other agents read as their operator's", "instructions"
+    ),
+    ProtectedEntry("GEMINI.md", "instructions Gemini CLI reads as its operator's", "instructions"),
+)
 
 ENTRIES: tuple[ProtectedEntry, ...] = (
     # git, in every repository of the workspace (the root one and nested ones)
@@ -99,6 +172,7 @@ ENTRIES: tuple[ProtectedEntry, ...] = (
     ProtectedEntry("**/*.pem", "keys and certificates", "secrets"),
     ProtectedEntry("**/id_rsa*", "ssh keys", "secrets"),
     ProtectedEntry("**/id_ed25519*", "ssh keys", "secrets"),
+    *TOOL_ENTRIES,
 )
 
 GITFILE = ProtectedEntry(
@@ -107,6 +181,13 @@ GITFILE = ProtectedEntry(
     "git",
 )
 GIT_CONFIG_TARGETS_WHY = "named by the repository's git config (core.hooksPath, include.path)"
+REPOSITORY = ProtectedEntry(
+    "(a git repository by shape)",
+    "a directory with HEAD, objects/ and refs/, or a config with core.* or include.*, is a repository "
+    "to git wherever it is: its config, hooks, commondir, config.worktree, info/attributes and "
+    "objects/info/alternates",
+    "git",
+)
 
 DEFAULT_PROTECTED: tuple[str, ...] = tuple(e.pattern for e in ENTRIES)
 
@@ -117,4 +198,6 @@ def why(pattern: str) -> str:
     """Why a default pattern is protected ("" for a pattern the operator added)."""
     if pattern == GITFILE.pattern:
         return GITFILE.why
+    if pattern == REPOSITORY.pattern:
+        return REPOSITORY.why
     return _WHY.get(pattern, "")

@@ -14,7 +14,12 @@ KINDS = (
     "tripwire",
     "tripwire_resolved",
     "connection",
+    "tripwire_reverted",
+    "tripwire_thawed",
 )
+# The tripwire's own rows: an item raised, answered, its file put back, its session
+# resumed by someone other than the operator (and stopped again).
+TRIPWIRE_KINDS = ("tripwire", "tripwire_resolved", "tripwire_reverted", "tripwire_thawed")
 VERDICTS = ("allow", "deny")
 SOURCES = (
     "operator",
@@ -34,9 +39,9 @@ SOURCES = (
 KIND_GROUPS = {
     "decision": ("decision",),
     "protected": ("file_event",),
-    "tripwire": ("tripwire", "tripwire_resolved"),
+    "tripwire": TRIPWIRE_KINDS,
     "network": ("connection",),
-    "all": ("decision", "file_event", "tripwire", "tripwire_resolved", "connection"),
+    "all": ("decision", "file_event", *TRIPWIRE_KINDS, "connection"),
 }
 GROUP_WORDS = {
     "decision": "decisions",

@@ -61,6 +61,8 @@ class Params:
 
     def flag(self, name: str, default: Any = _MISSING) -> Any:
         value = self.raw(name, default)
+        if value is default and default is not _MISSING:
+            return value
         if not isinstance(value, bool):
             raise bad(name, "must be true or false")
         return value

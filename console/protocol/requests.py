@@ -365,8 +365,18 @@ class TripwireList(MethodParams, frozen=True, kw_only=True):
 
 
 class TripwireResolve(MethodParams, frozen=True, kw_only=True):
+    """``revert``: put the protected file back as its baseline (default: on kill, not on
+    keep_paused; never with resume). ``accept``: resume makes the new content the
+    baseline, and must say so (true) to be done."""
+
     id: TripwireId
     action: TripwireResolution
+    revert: bool | None = None
+    accept: bool = False
+
+
+class TripwireRevert(MethodParams, frozen=True, kw_only=True):
+    id: TripwireId
 
 
 # ---------------------------------------------------------------- workspaces
@@ -451,6 +461,7 @@ PARAMS: dict[str, type[MethodParams]] = {
     "watch.remove": WatchRemove,
     "tripwire.list": TripwireList,
     "tripwire.resolve": TripwireResolve,
+    "tripwire.revert": TripwireRevert,
     "workspaces.list": WorkspacesList,
     "workspaces.add": WorkspacesAdd,
     "workspaces.remove": WorkspacesRemove,

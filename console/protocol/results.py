@@ -374,6 +374,9 @@ class WatchStatusResult(MethodResult, frozen=True, kw_only=True):
     ok: bool
     roots: list[dict[str, Any]]
     fast_lane: str
+    lineage: str  # how a writer that exited is still named: "proc connector", or "off (why)"
+    open_gate: bool  # opens in the hot directories wait until the opener is read
+    deep_dirs: dict[str, int]  # directories per root in the fast lane's deep group
     summary: str
     paused_sessions: list[dict[str, Any]]  # tripwire items
     protected_kept: int
@@ -402,6 +405,10 @@ class TripwireListResult(MethodResult, frozen=True, kw_only=True):
 
 
 class TripwireResolveResult(MethodResult, frozen=True, kw_only=True):
+    item: TripwireNotice
+
+
+class TripwireRevertResult(MethodResult, frozen=True, kw_only=True):
     item: TripwireNotice
 
 
@@ -491,6 +498,7 @@ RESULTS: dict[str, type[MethodResult]] = {
     "watch.remove": WatchRemoveResult,
     "tripwire.list": TripwireListResult,
     "tripwire.resolve": TripwireResolveResult,
+    "tripwire.revert": TripwireRevertResult,
     "workspaces.list": WorkspacesListResult,
     "workspaces.add": WorkspacesAddResult,
     "workspaces.remove": WorkspacesRemoveResult,

@@ -25,8 +25,8 @@ class SessionStats(msgspec.Struct, frozen=True, kw_only=True):
 
 class SessionObject(msgspec.Struct, frozen=True, kw_only=True):
     """A session (console/sessions/info.py's ``SessionInfo``) with what the daemon knows
-    of it besides: ``status_text`` ("paused by tripwire", "awaiting approval", "exited
-    (0)"…), whether it runs in the sandbox, and its last sample (null when it has none).
+    of it besides: ``status_text`` ("paused by tripwire (cgroup freeze)", "paused by
+    tripwire (SIGSTOP, process walk)", "awaiting approval", "exited (0)"…), whether it runs in the sandbox, and its last sample (null when it has none).
     ``title``, ``argv`` and ``terminal_title`` are the agent's or a program's text."""
 
     id: str

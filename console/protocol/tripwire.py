@@ -11,11 +11,18 @@ import msgspec
 
 
 class TripwireNotice(msgspec.Struct, frozen=True, kw_only=True):
-    """A session that changed a protected path (console/daemon/tripwire.py): ``state`` is
+    """A protected change the tripwire raised (console/daemon/tripwire.py): ``state`` is
     ``paused`` (the session was stopped and waits for the operator), ``exited`` (its
-    writer had already ended), ``kept`` (kept paused), or how it was settled (``resumed``,
-    ``killed``, ``dismissed``). ``display_path`` and ``sample`` are
-    escaped paths; ``session_label``, ``pattern`` and ``summary`` may hold agent text."""
+    writer had already ended), ``alerted`` (no session to stop: an operation wrote it, or
+    an unknown writer did while one ran), ``kept`` (kept paused), or how it was settled
+    (``resumed``, ``killed``, ``dismissed``). ``session`` is empty when no session is
+    concerned; ``suspect``: the session was stopped because the writer could not be
+    named and it was live in the workspace. ``stop_mode`` is how it was stopped ("cgroup
+    freeze" or "process walk"). ``revertable``: the file's previous bytes are kept
+    (``tripwire.revert``); ``reverted`` what the last revert did; ``thawed`` how often
+    someone other than the operator resumed it (it was stopped again each time).
+    ``display_path`` and ``sample`` are escaped paths; ``session_label``, ``pattern`` and
+    ``summary`` may hold agent text."""
 
     id: str
     at: float
@@ -33,6 +40,11 @@ class TripwireNotice(msgspec.Struct, frozen=True, kw_only=True):
     count: int  # a flood: how many changes under display_path
     sample: list[str]
     summary: str
+    operation: str = ""
+    suspect: bool = False
+    revertable: bool = False
+    reverted: str = ""
+    thawed: int = 0
 
     @property
     def paused(self) -> bool:

@@ -29,6 +29,9 @@ not_started   failed / sandbox_setup_failure (126)                         123
 not_started   denied / enforcement_denied, denial ``content_changed``      126
               (126): a bound file is not what the fingerprint names
               (content_pins.py)
+any           the process's own, with the denial ``refused: protected``     126
+              first: it left a protected name it was not given, which
+              was removed (guards.py)
 ============  ===========================================================  =========
 
 (1) enforcement_degraded when degraded. The CLI also exits 126 when the request is
@@ -79,6 +82,8 @@ from console.contract.outcome import (
     State,
 )
 from console.policy.evaluate import Authorization
+from console.sandbox import guards
+from console.sandbox.bwrap import BindMode
 from console.sandbox.capture import OutputChunk, Stream, StreamCapture, StreamResult
 from console.sandbox.diagnostics import recognise
 from console.sandbox.plan import ContentChangedError, Prepared, SandboxConfig, SandboxSetupError, prepare
@@ -118,6 +123,8 @@ class ExecResult:
     # Whether the command could have written a canonical path, by its mounts alone: a
     # change it could not have made (a pinned protected file) is another process's.
     could_write: Callable[[str], bool] | None = dataclasses.field(default=None, compare=False, repr=False)
+    # Protected names the run made without approval, removed after it (guards.py).
+    refused: tuple[guards.Refused, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able; see :meth:`StreamResult.to_dict` for how bytes are given."""
@@ -165,9 +172,17 @@ async def execute(
     on_output: Callable[[OutputChunk], None] | None = None,
     cancel: asyncio.Event | None = None,
     egress: Egress | None = None,
+    *,
+    on_start: Callable[[int], None] | None = None,
+    others: Callable[[str], bool] | None = None,
 ) -> ExecResult:
     """Run ``op`` as authorized and return its bounded result (``egress``: its brokered
     network, when it asks for the network).
+
+    ``on_start(pid)``: the run's first process has started (its pid: what it writes is
+    the run's). ``others(path)``: a protected path someone else is known to have made
+    during the run; every other protected name the run left behind without approval is
+    removed and refused (guards.py).
 
     Raises :class:`Unauthorized` unless ``auth.permits(op)``. ``on_output`` is called on
     the event loop for every chunk and must not block; if it raises, the command is
@@ -194,10 +209,34 @@ async def execute(
         failed = Enforcement(backend=BACKEND, level="none", degraded=False, downgrade_reason="")
         return _not_started(OutcomeKind.SANDBOX_SETUP_FAILURE, str(exc), failed, started)
     try:
-        result = await _Run(op, cfg, prepared, on_output, cancel, started).run()
+        result = await _Run(op, cfg, prepared, on_output, cancel, started, on_start).run()
+        # --- guards: no protected name left behind that the operator did not approve ---
+        if prepared.sandboxed and result.status is not Status.NOT_STARTED:
+            refused = await asyncio.shield(asyncio.to_thread(_sweep, op, cfg, prepared, others))
+            result = _with_refused(result, refused)
     finally:
         removed = await asyncio.shield(asyncio.to_thread(prepared.close))
     return dataclasses.replace(_with_removed(result, removed), could_write=prepared.writable)
+
+
+def _sweep(
+    op: Operation, cfg: SandboxConfig, prepared: Prepared, others: Callable[[str], bool] | None
+) -> list[guards.Refused]:
+    writable = tuple(b.path for b in prepared.binds if b.mode is BindMode.WRITABLE)
+    return guards.sweep(op, cfg.protected, prepared.protected, writable, prepared.hidden, others=others)
+
+
+def _with_refused(result: ExecResult, refused: list[guards.Refused]) -> ExecResult:
+    """The outcome says ``refused: protected`` (its denial, first among the denials),
+    whatever the process's own end was."""
+    if not refused:
+        return result
+    denial = guards.denial(refused)
+    outcome = dataclasses.replace(result.outcome, denial=denial)
+    outcome.validate()
+    return dataclasses.replace(
+        result, outcome=outcome, denials=(denial, *result.denials), refused=tuple(refused)
+    )
 
 
 def _content_changed(exc: ContentChangedError, started: float) -> ExecResult:
@@ -257,7 +296,9 @@ class _Run:
         on_output: Callable[[OutputChunk], None] | None,
         cancel: asyncio.Event | None,
         started: float,
+        on_start: Callable[[int], None] | None = None,
     ) -> None:
+        self.on_start = on_start
         self.op = op
         self.cfg = cfg
         self.prepared = prepared
@@ -294,6 +335,8 @@ class _Run:
             # Unconfined, argv[0] is the command itself; sandboxed, it is bwrap.
             kind = OutcomeKind.SANDBOX_SETUP_FAILURE if p.sandboxed else OutcomeKind.EXECUTABLE_NOT_FOUND
             return _not_started(kind, f"could not start: {exc.strerror}", p.enforcement, self.started)
+        if self.on_start is not None:
+            self.on_start(proc.pid)  # before it can run anything
         try:
             # The sandbox waits, set up, until its mounts are checked (console/sandbox/verify.py).
             await asyncio.to_thread(p.confirm, proc.pid)

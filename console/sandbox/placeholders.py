@@ -11,7 +11,8 @@ created when missing, each with content that means to git exactly what its absen
 means, and then pinned like any protected path:
 
 - ``.git/commondir`` containing ``.`` (the common dir is this git dir);
-- ``.git/config.worktree``, ``.git/info/attributes``: empty;
+- ``.git/config.worktree``, ``.git/info/attributes``, ``.git/objects/info/alternates``
+  (when ``objects/info`` exists): empty;
 - ``.git/hooks/``: an empty directory;
 - ``.claude/``: an empty directory (git does not show it; Claude Code's settings there
   could otherwise be created to switch this console's hook off).
@@ -30,6 +31,7 @@ FILES: tuple[tuple[str, bytes], ...] = (
     (".git/commondir", b".\n"),
     (".git/config.worktree", b""),
     (".git/info/attributes", b""),
+    (".git/objects/info/alternates", b""),
 )
 DIRS: tuple[str, ...] = (".git/hooks", ".git/info", ".claude")
 

@@ -643,10 +643,11 @@ def _binds(
         except ResolveError as exc:
             if exc.errno == errno.ENOENT:
                 continue  # removed since the walk: nothing left to pin
+            # (Inside a write dir the agent named, that write dir is what was swapped.)
             raise SandboxSetupError(
                 f"a protected path changed while the sandbox was prepared: {_shown(path)} {exc.why}; "
                 "nothing runs (retry)",
-                "workspace_root",
+                "write_dirs" if any(is_within(path, w) for w in op.write_dirs) else "workspace_root",
             ) from None
         binds.append(Bind(path, mode, opened.fd))
         if mode is BindMode.READ_ONLY:

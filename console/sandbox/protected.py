@@ -14,12 +14,13 @@ protected as a whole; it is still looked into, for what could carry its content 
   writable area (same device and inode) are protected too, so a link made in one run
   cannot keep the file writable in the next.
 
-Also protected: a ``.git`` that is a file (gitfile) and the paths the repository's git
-config names (``core.hooksPath``, includes), passed in as ``extra``.
+Also protected: a ``.git`` that is a file (gitfile), the git files of a directory that
+is a repository by its shape (console/policy/repository.py), and the paths the
+repository's git config names (``core.hooksPath``, includes), passed in as ``extra``.
 
 The walk is bounded: a workspace too large to walk within the budget fails closed
 rather than running with protected paths left writable. git's object store is not
-searched for protected names (nothing there is one), but is for hardlinks.
+searched for protected names (only its ``info/alternates`` is one), but is for hardlinks.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 from console.contract.operation import is_within
 from console.policy.patterns import GITFILE_PATTERN, ProtectedPaths
+from console.policy.repository import REPOSITORY_PATTERN, repository_of
 
 MAX_ENTRIES = 500_000
 MAX_MATCHES = 2_000
@@ -123,6 +125,8 @@ class _Walk:
                     is_link = entry.is_symlink()
                     is_dir = entry.is_dir(follow_symlinks=False)
                     pattern = self.protected.match(rel, is_dir=is_dir and not is_link)
+                    if pattern is None and self.protected.gitfiles and self.shaped(path, rel):
+                        pattern = REPOSITORY_PATTERN  # a git file of a repository by shape
                     if pattern is not None:
                         if is_link:
                             self.links.append((path, rel, pattern))
@@ -134,6 +138,31 @@ class _Walk:
                         self.add(path, pattern, st)
                     elif is_dir and not _is_object_store(rel):
                         stack.append((path, rel))
+                    elif is_dir:
+                        self.alternates(path, rel)
+
+    def shaped(self, path: str, rel: str) -> bool:
+        """``path`` is a git file of a directory that is a repository by its shape."""
+        if path == self.prefix + rel:
+            return repository_of(self.prefix.rstrip("/"), rel) is not None
+        return repository_of("/", path.lstrip("/")) is not None
+
+    def alternates(self, store: str, rel: str) -> None:
+        """An object store is not walked (many files, no protected name) but for
+        ``info/alternates``, which makes git read objects from elsewhere."""
+        path, name = f"{store}/info/alternates", f"{rel}/info/alternates"
+        pattern = self.protected.match(name, is_dir=False)
+        if pattern is None:
+            return
+        self.count()
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            self.links.append((path, name, pattern))
+        else:
+            self.add(path, pattern, st)
 
     def _entries(
         self, root: str, skip: Callable[[str], bool] = lambda _path: False

@@ -147,6 +147,13 @@ class SessionCgroup:
                 return False
             time.sleep(0.002)
 
+    def freeze_requested(self) -> bool:
+        """What ``cgroup.freeze`` holds: whether a freeze is asked for (by anyone)."""
+        try:
+            return (self.path / "cgroup.freeze").read_text().strip() == "1"
+        except OSError:
+            return True  # gone: nothing runs there to be thawed
+
     def thaw(self) -> None:
         _write(self.path / "cgroup.freeze", "0")
 

@@ -119,6 +119,19 @@ class ProcHandle(NamedTuple):
         st = read_stat(self.pid)
         return st is not None and not st.zombie and st.create_time == self.create_time
 
+    def running(self) -> bool:
+        """Still this process, and not stopped (its state is not ``T``/``t``) nor a zombie."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                data = f.read(4096)
+        except OSError:
+            return False
+        rest = data[data.rfind(b")") + 2 :].split()
+        st = read_stat(self.pid)
+        if not rest or st is None or st.create_time != self.create_time:
+            return False
+        return rest[0] not in (b"T", b"t", b"Z", b"X")
+
     def signal(self, sig: int) -> bool:
         """Send `sig` if the PID still names this process. True when sent."""
         try:

@@ -666,6 +666,15 @@ class Session:
             if h.signal(signal.SIGSTOP):
                 self._stopped.add(h)
 
+    def thawed(self) -> bool:
+        """Paused, but resumed by someone else: its cgroup's ``cgroup.freeze`` says 0
+        (someone wrote it), or in walk mode a process it stopped runs again."""
+        if not self.paused:
+            return False
+        if self.cgroup is not None:
+            return not self.cgroup.freeze_requested()
+        return any(h.running() for h in self._stopped)
+
     async def pause(self, wait_s: float = 1.0) -> bool:
         """Stop every process of the session. True once all are stopped: the cgroup
         reports ``frozen 1``, or a marker walk finds no process it had not stopped."""

@@ -84,31 +84,6 @@ class _History:
     samples: deque[_Sample] = field(default_factory=lambda: deque(maxlen=int(KEEP_S * 8)))
 
 
-def session_of_pid(pid: int) -> str | None:
-    """The session a live process belongs to: its cgroup (``…/s-ID``), else the
-    environment marker every session's processes inherit. None: not a session's.
-    Called by the watcher's fast lane as the write is reported, before the writer can
-    exit. A process that cleared its marker outside a cgroup is not recognised."""
-    try:
-        with open(f"/proc/{pid}/cgroup", "rb") as f:
-            for line in f:
-                if line.startswith(b"0::"):
-                    last = line.rstrip(b"\n").rpartition(b"/")[2]
-                    if last.startswith(b"s-") and b"agent-console" in line:
-                        return last[2:].decode("ascii", "replace")
-    except OSError:
-        return None
-    needle = procs.MARKER_VAR.encode() + b"="
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            for entry in f.read().split(b"\0"):
-                if entry.startswith(needle):
-                    return entry[len(needle) :].decode("ascii", "replace") or None
-    except OSError:
-        return None
-    return None
-
-
 def _read(pids: Iterable[int]) -> tuple[dict[tuple[int, float], procs.IoCounters], set[str], list[str]]:
     io: dict[tuple[int, float], procs.IoCounters] = {}
     writing: set[str] = set()

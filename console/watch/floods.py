@@ -96,6 +96,11 @@ def _linked_from_beside(root: str, rel: str) -> bool:
     return False
 
 
+def _new_since_watching(baselines: Baselines, rel: str) -> bool:
+    previous = baselines.previous(rel)
+    return previous is not None and not previous.exists
+
+
 def annotate(rec: Record, groups: _Groups, baselines: Baselines) -> Record:
     """Set ``quiet`` and ``group`` on a protected record (None group: it stands alone)."""
     assert rec.protected is not None
@@ -106,10 +111,12 @@ def annotate(rec: Record, groups: _Groups, baselines: Baselines) -> Record:
     if (
         quiet is None
         and name == "config"
-        and rec.kind is ChangeKind.ADDED
+        and (rec.kind is ChangeKind.ADDED or _new_since_watching(baselines, rec.path))
         and rec.path.endswith(".git/config")
         and is_init_config(os.path.join(baselines.root, rec.path))
     ):
+        # (git init writes its config more than once: a later write of a config that did
+        # not exist when watching began, and still holds only git init's keys, is as quiet)
         quiet = "new repository's default config (git init)"
     elif quiet is None and rec.is_dir and rec.kind is ChangeKind.ADDED:
         quiet = "new directory (each file in it is reported)"

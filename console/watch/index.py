@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from console.contract.outcome import ChangeKind
+from console.policy.repository import REPOSITORY_PATTERN, SHAPE_NAMES, git_files, is_repository
 from console.watch.baseline import Baselines
 from console.watch.events import Source
 from console.watch.noise import quiet_reason
@@ -179,7 +180,42 @@ class TreeIndex:
         return rel if rel and "/../" not in f"/{rel}/" else None
 
     def match(self, rel: str) -> str | None:
-        return self.scope.protected.match(rel)
+        return self.scope.protected.match_in(self.root, rel)
+
+    def _shaped(self, rels: Iterable[str], out: list[Record], source: Source, now: float) -> None:
+        """A change to ``HEAD``, ``objects``, ``refs`` or ``config`` can make its directory
+        a repository by shape (console/policy/repository.py): its git files written
+        before that were ordinary then, and are protected now; each is reported as a
+        protected addition (its baseline empty: all of it is news)."""
+        folders = {_split(rel)[0] for rel in rels if _split(rel)[1] in SHAPE_NAMES}
+        for folder in sorted(folders):
+            if _split(folder)[1] == ".git" or not is_repository(self.abs(folder)):
+                continue
+            for rel in git_files(self.root, folder):
+                found = [rel]
+                if _split(rel)[1] == "hooks" and rel in self.dirs:
+                    found = self._files_below(rel)
+                for path in found:
+                    if path in self.prot:
+                        continue
+                    st = lstat_or_none(self.abs(path))
+                    if st is None or stat.S_ISDIR(st.st_mode):
+                        continue
+                    self.prot[path] = key_of(st)
+                    self.baselines.take_empty(path)
+                    out.append(self._record(path, ADDED, st, source, now, REPOSITORY_PATTERN))
+
+    def _files_below(self, rel: str) -> list[str]:
+        out: list[str] = []
+        stack = [rel]
+        while stack:
+            d = stack.pop()
+            node = self.dirs.get(d)
+            if node is None:
+                continue
+            out.extend(_join(d, f) for f in sorted(node.files))
+            stack.extend(_join(d, sub) for sub in node.subdirs)
+        return out
 
     def _escapes(self, rel: str, st: os.stat_result) -> bool:
         if not stat.S_ISLNK(st.st_mode):
@@ -464,6 +500,7 @@ class TreeIndex:
             out.extend(first)
         for rel, prot in rest:
             self._apply_one(rel, by_rel[rel], source, out, now, now_mono, synced, prot)
+        self._shaped(by_rel, out, source, now)
 
     def _nearest_known(self, rel: str) -> str | None:
         """The closest indexed ancestor directory of ``rel``, or None when an ancestor is a

@@ -20,13 +20,14 @@ from collections.abc import Callable
 from console.contract.outcome import ChangeKind
 from console.policy.patterns import ProtectedPaths
 from console.watch.attribution import Attributions
-from console.watch.baseline import Baselines
+from console.watch.baseline import Baselines, Previous
 from console.watch.events import FileEvent, WatchStatus
 from console.watch.floods import Flood, coalesce
 from console.watch.index import Record
+from console.watch.revert import put_back
 from console.watch.root import Item, MarkerItem, RecordsItem, RootWorker, StatusItem, Tuning
 from console.watch.scope import DEFAULT_SKIP_IN_GIT, DEFAULT_SKIP_NAMES
-from console.watch.sentinel import NO_FAST_LANE_VAR, Hint, Sentinel
+from console.watch.sentinel import NO_FAST_LANE_VAR, Hint, Sentinel, WriterOf
 
 log = logging.getLogger("console.watch")
 
@@ -103,7 +104,9 @@ class WorkspaceWatcher:
         first_seq: int = 1,
         chunk: int = 256,
         on_hint: Callable[[Hint], None] | None = None,
-        writer_of: Callable[[int], str | None] | None = None,
+        writer_of: Callable[[int], WriterOf] | None = None,
+        seen: Callable[[int], object] | None = None,
+        stop_now: Callable[[Hint], None] | None = None,
     ) -> None:
         if not 0.05 <= rescan_interval_s <= 3600:
             raise ValueError("rescan_interval_s must be between 0.05 and 3600 seconds")
@@ -142,7 +145,7 @@ class WorkspaceWatcher:
         self._closed = False
         self._on_hint = on_hint
         fast = on_hint is not None and os.environ.get(NO_FAST_LANE_VAR) != "1"
-        self._sentinel = Sentinel(self._post_hint, writer_of) if fast else None
+        self._sentinel = Sentinel(self._post_hint, writer_of, seen, stop_now) if fast else None
 
     # -- roots ---------------------------------------------------------------------------
 
@@ -215,6 +218,35 @@ class WorkspaceWatcher:
         "fanotify+inotify" (with the writer's pid), "inotify", or "off"."""
         return self._sentinel.mode if self._sentinel is not None else "off"
 
+    async def settle(self, timeout_s: float = 0.5) -> None:
+        """Return once the fast lane has read what the kernel has queued for it (and
+        delivered the hints), or after ``timeout_s``: a change's writer, when the
+        kernel reported it, is known by then."""
+        sentinel, loop = self._sentinel, asyncio.get_running_loop()
+        if sentinel is None or sentinel.mode != "fanotify+inotify":
+            return
+        done: asyncio.Future[None] = loop.create_future()
+        resolve = _resolver(done)
+        sentinel.flush(lambda: self._post_marker(resolve))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done, timeout_s)
+
+    def _post_marker(self, callback: Callable[[], None]) -> None:
+        """From the sentinel's thread, after its hints: run ``callback`` on the loop."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(callback)
+
+    @property
+    def open_gate(self) -> bool:
+        """Opens in the hot directories wait until the opener is read (gate.py)."""
+        return self._sentinel is not None and self._sentinel.gated
+
+    def deep_dirs(self, root: str) -> int:
+        """Directories of ``root`` in the fast lane's deep group (0: none, or no fanotify)."""
+        return self._sentinel.deep_dirs(normalize_root(root)) if self._sentinel is not None else 0
+
     async def close(self) -> None:
         self._closed = True
         workers = list(self._workers.values())
@@ -242,6 +274,20 @@ class WorkspaceWatcher:
         if worker is None:
             return None
         return worker.baselines.diff(_relative(path))
+
+    def previous(self, root: str, path: str) -> Previous | None:
+        """What ``path`` was at its baseline (for a revert); None when nothing was kept."""
+        worker = self._workers.get(normalize_root(root))
+        if worker is None:
+            return None
+        return worker.baselines.previous(_relative(path))
+
+    def put_back(self, root: str, path: str, previous: Previous) -> str:
+        """Make ``path`` what ``previous`` says (revert.py), then its baseline; blocking.
+        Raises ``RevertError`` with the reason."""
+        done = put_back(normalize_root(root), _relative(path), previous)
+        self.accept_baseline(root, path)
+        return done
 
     def accept_baseline(self, root: str, path: str) -> bool:
         """Make the current content the baseline (the operator has seen the change)."""

@@ -9,6 +9,7 @@ from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.requests import (
     TripwireList,
     TripwireResolve,
+    TripwireRevert,
     WatchAdd,
     WatchDiff,
     WatchRecent,
@@ -18,6 +19,7 @@ from console.protocol.requests import (
 from console.protocol.results import (
     TripwireListResult,
     TripwireResolveResult,
+    TripwireRevertResult,
     WatchAddResult,
     WatchDiffResult,
     WatchRecentResult,
@@ -102,7 +104,12 @@ async def tripwire_list(ctx: CallContext, args: TripwireList) -> TripwireListRes
 
 
 async def tripwire_resolve(ctx: CallContext, args: TripwireResolve) -> TripwireResolveResult:
-    return TripwireResolveResult(item=await ctx.services.watch.resolve(args.id, args.action))
+    item = await ctx.services.watch.resolve(args.id, args.action, revert=args.revert, accept=args.accept)
+    return TripwireResolveResult(item=item)
+
+
+async def tripwire_revert(ctx: CallContext, args: TripwireRevert) -> TripwireRevertResult:
+    return TripwireRevertResult(item=await ctx.services.watch.revert(args.id))
 
 
 METHODS = {
@@ -113,4 +120,5 @@ METHODS = {
     "watch.remove": Method(remove, WatchRemove, operator_only=True),
     "tripwire.list": Method(tripwire_list, TripwireList, operator_only=True),
     "tripwire.resolve": Method(tripwire_resolve, TripwireResolve, operator_only=True),
+    "tripwire.revert": Method(tripwire_revert, TripwireRevert, operator_only=True),
 }

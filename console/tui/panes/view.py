@@ -296,7 +296,7 @@ class PaneView(Widget):
     def paused(self) -> bool:
         """The tripwire stopped this session: typing would only queue up behind the freeze."""
         info = self.link.info
-        return info is not None and info.status_text == "paused by tripwire"
+        return info is not None and info.status_text.startswith("paused by tripwire")
 
     PAUSED_SAY = "the tripwire paused this session: resume it first (R in the list, r in the queue)"
 

@@ -16,13 +16,14 @@ from typing import Any
 from rich.text import Text
 
 from console.contract.inert import inert
+from console.protocol.history import TRIPWIRE_KINDS
 from console.tui.model.timefmt import clock_time
 from console.tui.render.present import Styles, agent_block, agent_text, byte_size, field
 from console.tui.render.untrusted import block
 from console.tui.render.watch_text import diff_text, path_text, raw_path_shown
 
 STREAM_LINES = 30
-RECORD_KINDS = ("file_event", "tripwire", "tripwire_resolved", "outcome")
+RECORD_KINDS = ("file_event", *TRIPWIRE_KINDS, "outcome")
 
 
 def capability_label(capability: Any) -> str:
@@ -149,7 +150,9 @@ def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int)
                 raw_path_shown(str(c.get("path", ""))), styles, styles["escalation"] if is_protected else ""
             )
         )
-        if is_protected:
+        if c.get("refused"):
+            out.append("  REFUSED: protected (removed after the run)", styles["escalation"])
+        elif is_protected:
             out.append("  PROTECTED", styles["escalation"])
         out.append("\n")
     if len(changes) > 500:
@@ -248,7 +251,7 @@ def record_row(r: Mapping[str, Any], styles: Styles) -> Text:
     tool_text, _ = agent_text(tool, styles, styles["tool"], limit=16)
     tool_text.pad_right(17 - tool_text.cell_len)
     row.append_text(tool_text)
-    if kind in ("file_event", "tripwire", "tripwire_resolved"):
+    if kind in ("file_event", *TRIPWIRE_KINDS):
         row.append_text(path_text(inert(command), styles, limit=400))
     else:
         piece, _ = agent_text(command, styles, limit=400)

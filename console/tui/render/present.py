@@ -293,6 +293,7 @@ def render_request(
         d.out.append_text(render_previous(argv, previous, styles, now, where=where))
     _context(d, item, op, now)
     _ceiling(d, ev)
+    _protected(d, ev, op)
     out = head.out
     if d.truncated:
         out.append("\n")
@@ -540,6 +541,29 @@ def _ceiling(d: _Detail, ev: Evaluation) -> None:
             out.append(f.kind)
             out.append(" — " + f.reason, styles["dim"])
             out.append("\n")
+
+
+def _protected(d: _Detail, ev: Evaluation, op: OperationWire) -> None:
+    """Which protected names the run can touch: the ``protected_metadata`` scopes it asks
+    for (approving grants them), and nothing else; what it creates there without them is
+    removed when it ends (console/sandbox/guards.py)."""
+    if any(line.kind == "unrestricted" for line in ev.requested):
+        return  # unconfined: the lifted list says what that means
+    if op.workspace_access != "write" and not op.write_dirs:
+        return
+    out, styles = d.out, d.styles
+    scopes = [c.scope for c in ev.requested if c.kind == "protected_metadata" and c.scope]
+    d.section("Protected paths", "git hooks and config, .env*, CI, editor and agent settings…")
+    if scopes:
+        for i, scope in enumerate(scopes):
+            d.field("can change" if i == 0 else "", d.agent(str(scope)))
+    else:
+        d.field("can change", Text("none", styles["within"]))
+    out.append(
+        "  every other protected path stays read-only; a protected name the run creates (.env, .envrc,\n"
+        "  CLAUDE.md, .github/workflows/…, a git repository) is removed when it ends: refused: protected\n",
+        styles["dim"],
+    )
 
 
 def command_head(argv: Sequence[str]) -> tuple[str, ...]:

@@ -281,12 +281,24 @@ def render_tripwire(item: TripwireEntry, styles: Styles, options: DetailOptions,
     out.append("\n")
     state = trip.state
     if state == "paused":
-        out.append("The session is stopped (SIGSTOP). ", styles["warning"])
-        out.append("r resume · K kill · p keep paused", styles["label"])
+        out.append(f"The session is stopped ({stop_words(trip.stop_mode)}). ", styles["warning"])
+        out.append("r resume (keeps the new content) · K kill (reverts) · p keep paused", styles["label"])
     else:
         out.append(f"state: {state}", styles["dim"])
+    if trip.thawed:
+        times = "once" if trip.thawed == 1 else f"{trip.thawed} times"
+        out.append(
+            f"\nSomeone other than the operator resumed it ({times}); it was stopped again.", styles["error"]
+        )
     out.append("\n\n")
-    field(out, "session", _ident(trip.session, trip.session_label, styles), styles)
+    if trip.session:
+        who = _ident(trip.session, trip.session_label, styles)
+        if trip.suspect:
+            who.append("  stopped as a suspect: the writer could not be named", styles["warning"])
+        field(out, "session", who, styles)
+    if trip.operation:
+        field(out, "operation", inert(trip.operation), styles)
+    field(out, "writer", inert(trip.basis or "?"), styles)
     field(out, "path", path_text(inert(trip.display_path), styles, styles["program"]), styles)
     pattern, _ = agent_text(trip.pattern, styles, styles["escalation"], limit=200)
     field(out, "pattern", pattern, styles)
@@ -295,6 +307,12 @@ def render_tripwire(item: TripwireEntry, styles: Styles, options: DetailOptions,
     at = trip.at
     field(out, "when", f"{clock_time(at)} ({ago(now - (at or now))})", styles)
     field(out, "item", inert(item.request_id), styles)
+    if trip.reverted:
+        field(out, "reverted", inert(trip.reverted), styles)
+    elif trip.revertable:
+        field(out, "revert", Text("the previous content is kept: kill puts it back", styles["dim"]), styles)
+    else:
+        field(out, "revert", Text("not possible: the previous content was not kept", styles["dim"]), styles)
     out.append("\nDiff", styles["heading"])
     diff = trip.diff
     truncated = False
@@ -314,6 +332,13 @@ def render_tripwire(item: TripwireEntry, styles: Styles, options: DetailOptions,
         )
         out = head
     return Rendered(out, truncated)
+
+
+def stop_words(mode: str) -> str:
+    """How a paused session is held, said as it is."""
+    if mode == "process walk":
+        return "SIGSTOP to each of its processes: process walk"
+    return mode or "stopped"
 
 
 def _ident(ident: Any, label: Any, styles: Styles) -> Text:

@@ -19,7 +19,7 @@ from textual.widgets import Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.protocol.history import SOURCES, VERDICTS
+from console.protocol.history import SOURCES, TRIPWIRE_KINDS, VERDICTS
 from console.protocol.results import GrantsAddResult, as_result
 from console.tui.link import DaemonLink
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
@@ -181,7 +181,7 @@ class HistoryScreen(ConsoleScreen):
 
     def on_line_list_opened(self, event: LineList.Opened) -> None:
         row = self.view.selected()
-        watcher_kinds = ("file_event", "tripwire", "tripwire_resolved")
+        watcher_kinds = ("file_event", *TRIPWIRE_KINDS)
         if row is not None and row.get("kind") in watcher_kinds and not row.get("request_id"):
             self.app.push_screen(RecordScreen(row))  # a change by a session or nobody: no request
             return

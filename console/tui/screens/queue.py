@@ -10,6 +10,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -20,6 +21,7 @@ from textual.widgets import Input
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.results import TripwireResolveResult, as_result
 from console.tui.link import DaemonLink
 from console.tui.model.badges import confirmation
 from console.tui.model.guard import TypeAheadGuard
@@ -28,7 +30,7 @@ from console.tui.model.timefmt import parse_duration
 from console.tui.model.watch_model import ANSWERS, TripwireEntry, sessions_of
 from console.tui.render.watch_text import answered
 from console.tui.screens.base import ConsoleScreen
-from console.tui.screens.prompts import TextPrompt
+from console.tui.screens.prompts import ConfirmPrompt, OptionPrompt, TextPrompt
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.queue_view import QueueView
@@ -211,13 +213,65 @@ class QueueScreen(ConsoleScreen):
         if not isinstance(entry.item, TripwireEntry):
             self.say("resume, kill and keep paused answer tripwire items; this is a request", "warning")
             return
-        self._send_tripwire(entry, entry.item, answer)
+        item = entry.item
+        trip = item.tripwire
+        what = inert(trip.display_path)
+        who = f"session {inert(trip.session)[:40]}" if trip.session else "this change"
+        if answer == "resume":
+            text = Text(
+                f"Every process of {who} goes on, and the new content of {what} becomes its baseline: "
+                "later diffs start from it, and this change is not shown again. To put the file back "
+                "instead, answer kill (K) or keep paused (p) with revert."
+            )
+
+            def resumed(yes: bool | None) -> None:
+                if yes:
+                    self._send_tripwire(entry, item, answer, {"accept": True})
+
+            self.app.push_screen(
+                ConfirmPrompt(f"Resume {who}?", text, yes="Resume, keep the new content"), resumed
+            )
+            return
+        kill = answer == "kill"
+        if trip.revertable:
+            why = f"Tick to put {what} back as it was before this change (revert to its baseline)."
+        else:
+            why = f"The previous content of {what} was not kept (over 64 KiB, or never seen): it cannot be put back."
+        text = Text(
+            (
+                f"Every process of {who} is ended. "
+                if kill
+                else f"{who.capitalize()} stays stopped; the item leaves the queue. "
+            )
+            + why
+        )
+
+        def chosen(answer_: tuple[bool, bool] | None) -> None:
+            if answer_ is not None and answer_[0]:
+                self._send_tripwire(entry, item, answer, {"revert": answer_[1]})
+
+        self.app.push_screen(
+            OptionPrompt(
+                f"{'Kill' if kill else 'Keep paused'}: {who}?",
+                text,
+                yes="Kill" if kill else "Keep paused",
+                option=f"revert {what} to its baseline",
+                option_on=kill,
+                option_enabled=trip.revertable,
+            ),
+            chosen,
+        )
 
     @work(group="decide", exclusive=False)
-    async def _send_tripwire(self, entry: Entry, item: TripwireEntry, answer: str) -> None:
+    async def _send_tripwire(
+        self, entry: Entry, item: TripwireEntry, answer: str, extra: dict[str, bool] | None = None
+    ) -> None:
         try:
-            await self.app.link_for(entry.host).call(
-                "tripwire.resolve", {"id": entry.request_id, "action": answer}
+            result = as_result(
+                TripwireResolveResult,
+                await self.app.link_for(entry.host).call(
+                    "tripwire.resolve", {"id": entry.request_id, "action": answer, **(extra or {})}
+                ),
             )
         except RPCError as exc:
             if exc.code == NOT_FOUND:
@@ -230,7 +284,10 @@ class QueueScreen(ConsoleScreen):
             self.say(f"{answer} {entry.request_id}: not sent — {inert(str(exc))}", "error")
             return
         self.app.watch_monitor.resolved(entry.request_id, entry.host)
-        self.say(answered(answer, item), "ok" if answer == "resume" else "warning")
+        said = answered(answer, item)
+        if result.item.reverted:
+            said += f"; {inert(item.tripwire.display_path)} reverted ({inert(result.item.reverted)[:80]})"
+        self.say(said, "ok" if answer == "resume" else "warning")
 
     @work(group="previous", exclusive=False)
     async def _load_previous(self, key: tuple[str, str, str], request_id: str) -> None:

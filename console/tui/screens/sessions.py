@@ -317,10 +317,22 @@ class SessionsScreen(ConsoleScreen):
         if target is None:
             return
         sid, session = target
-        if session is None or session.status_text != "paused by tripwire":
+        if session is None or not session.status_text.startswith("paused by tripwire"):
             self.say(f"{sid} is not paused by the tripwire", "warning")
             return
-        self._resume(sid)
+        text = Text(
+            f"Every process of session {inert(sid)} goes on, and what it wrote to protected paths "
+            "becomes their baseline: later diffs start from it. To put a file back instead, answer "
+            "its item in the queue with kill or keep paused and revert."
+        )
+
+        def resumed(yes: bool | None) -> None:
+            if yes:
+                self._resume(sid)
+
+        self.app.push_screen(
+            ConfirmPrompt(f"Resume session {inert(sid)}?", text, yes="Resume, keep the new content"), resumed
+        )
 
     @work(group="sessions-resume", exclusive=True)
     async def _resume(self, sid: str) -> None:
@@ -329,7 +341,9 @@ class SessionsScreen(ConsoleScreen):
             listed = as_result(TripwireListResult, await self.app.link.call("tripwire.list", {"open": True}))
             mine = [i for i in listed.items if i.session == sid]
             for item in mine:
-                await self.app.link.call("tripwire.resolve", {"id": item.id, "action": "resume"})
+                await self.app.link.call(
+                    "tripwire.resolve", {"id": item.id, "action": "resume", "accept": True}
+                )
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"resume {sid}: {inert(str(exc))[:200]}", "error")
             return
