@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.contract.capabilities import CapabilityKind as K
-from console.contract.operation import Operation
+from console.contract.operation import Operation, is_within
 from console.daemon.egress import EgressRun, EgressService, RunContext
 from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource
@@ -39,7 +39,7 @@ from console.sandbox import (
     seccomp,
     sweep,
 )
-from console.sandbox.guards import mark_refused
+from console.sandbox.guards import mark_refused, touchable
 from console.sandbox.home import home_of
 from console.sandbox.profile import Egress
 from console.sandbox.toolchains import toolchain_path
@@ -278,11 +278,15 @@ class ExecutionService:
     def _refuse(self, request_id: str, path: str) -> None:
         """The run wrote ``path``, protected and not approved: it is stopped at once."""
         item = self.running.get(request_id)
-        if item is not None and not item.cancel.is_set():
-            log.warning(
-                "operation %s wrote %s, which is protected: stopped (refused: protected)", request_id, path
-            )
-            item.cancel.set()
+        if item is None or item.cancel.is_set():
+            return
+        where = os.path.join(item.op.workspace_root, path)
+        if any(is_within(where, scope) for scope in touchable(item.op, self.policy().protected_paths)):
+            return  # the operator approved this protected path for the run
+        log.warning(
+            "operation %s wrote %s, which is protected: stopped (refused: protected)", request_id, path
+        )
+        item.cancel.set()
 
     def cancel(self, request_id: str, owner: int | None = None) -> bool:
         item = self.running.get(request_id)
