@@ -412,7 +412,7 @@ async def test_new_session_from_the_prompt_and_an_ended_pane(daemon, clock):
         await wait_shown(pilot, pane, "made-here")
         await pilot.press("enter")  # read returns, the program exits
         await until(pilot, lambda: pane.ended)
-        assert "exited" in screen_text(app)
+        await until(pilot, lambda: "exited" in screen_text(app))  # the list's next poll
         assert not pane.takes_every_key
         assert "made-here" in shown(pane)  # the last screen stays
 

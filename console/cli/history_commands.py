@@ -25,7 +25,8 @@ from console.cli.common import (
     when,
 )
 from console.client import DaemonUnreachable, RPCError
-from console.contract.inert import inert
+from console.contract.inert import flag_lookalikes, inert
+from console.contract.tool_words import row_words
 from console.protocol.history import KIND_GROUPS, SOURCES, VERDICTS
 from console.protocol.requests import HistoryAccept
 from console.store.chain import Anchor
@@ -113,9 +114,10 @@ def _text_row(r: dict[str, Any]) -> str:
             f"{inert(r.get('verdict') or ''):<14} {fit(inert(r.get('note') or '')[:120], 51)}"
         )
     verdict = paint(f"{r['verdict']:<5}", "green" if r["verdict"] == "allow" else "red bold")
+    command = flag_lookalikes(inert(row_words(r) or r.get("command") or ""))
     return (
         f"{when(r['at'])}  {r['request_id']:<14} {verdict} {r['source']:<8} {r.get('reason') or '':<28} "
-        f"{inert(r.get('tool') or '')[:18]:<18} {fit(inert(r.get('command') or ''), 99)}"
+        f"{inert(r.get('tool') or '')[:18]:<18} {fit(command, 99)}"
     )
 
 

@@ -21,10 +21,12 @@ from console.cli.common import (
     when,
 )
 from console.client import RPCError
-from console.contract.inert import inert
+from console.contract.inert import flag_lookalikes, inert, lookalike_notes
+from console.contract.tool_words import row_words
 from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
 from console.protocol.pending import PendingItem
 from console.tui.model.badges import badges
+from console.tui.model.words import shown_command
 
 
 def _badges(item: dict[str, Any]) -> str:
@@ -75,13 +77,18 @@ def cmd_pending(args: argparse.Namespace) -> int:
     )
     for item in rows:
         session = inert(item["session_id"])[:12] or "-"
-        command = inert(item["command"])  # whole when piped; cut at a word on a terminal
+        # In the tool's words (Write .env (+12 −3)), look-alike letters written as code
+        # points; whole when piped, cut at a word on a terminal.
+        command = flag_lookalikes(inert(shown_command(msgspec.convert(item, PendingItem))))
         badge_text = _badges(item)
         shown = paint(f"{badge_text:<14}", "red bold" if badge_text != "-" else "dim")
         print(
             f"{item['request_id']:<14} {age(item['submitted_at']):>4}  {item['fingerprint'][:12]}  {session:<12}  "
             f"{inert(item['operation']['tool'])[:18]:<18} {shown} {fit(command, 94)}"
         )
+        notes = lookalike_notes(" ".join([item["operation"]["executable"], *item["operation"]["args"]]))
+        if notes:
+            print(f"{'':<14}   look-alike letters, shown as code points: {inert('; '.join(notes[:8]))}")
         for e in item["evaluation"]["escalations"]:
             if e.get("code") == "new_workspace":
                 # e.g. "new workspace: /x is not among your trusted workspaces; approve always to trust it"
@@ -145,9 +152,15 @@ def cmd_grants(args: argparse.Namespace) -> int:
         state = " (revoked)" if g.get("revoked_at") else ""
         print(
             f"{g['id']:<13} {g['effect']:<6} {g['scope']:<8} {g['fingerprint'][:12]}  {when(g['created_at']):<19}  "
-            f"{when(g.get('expires_at')):<19}  {g.get('uses', 0):>4}  {inert(g.get('summary') or '')[:80]}{state}"
+            f"{when(g.get('expires_at')):<19}  {g.get('uses', 0):>4}  {_what(g)[:80]}{state}"
         )
     return 0
+
+
+def _what(grant: dict[str, Any]) -> str:
+    """What a grant covers, in its tool's words when it has them."""
+    words = row_words({"tool": grant.get("tool"), "command": grant.get("summary")})
+    return flag_lookalikes(inert(words or str(grant.get("summary") or "")))
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:

@@ -57,6 +57,7 @@ from console.tui.model.unaccepted import (
     unaccepted_rows,
 )
 from console.tui.model.watch_model import TripwireEntry
+from console.tui.model.words import shown_command
 from console.tui.registry import views
 from console.tui.screens.help import HelpScreen
 from console.tui.settings.actions import ActionSpec
@@ -448,7 +449,7 @@ class ConsoleApp(App[None]):
         arrivals, self._arrivals = self._arrivals, []
         if not arrivals:
             return
-        first = inert(arrivals[0].command)[:80]
+        first = inert(shown_command(arrivals[0]))[:80]
         body = (
             f"{len(arrivals)} new requests; first: {first}" if len(arrivals) > 1 else f"new request: {first}"
         )

@@ -281,7 +281,7 @@ def render_tripwire(item: TripwireEntry, styles: Styles, options: DetailOptions,
     out.append("\n")
     state = trip.state
     if state == "paused":
-        out.append("The session is stopped (SIGSTOP). ", styles["warning"])
+        out.append("The session is paused: none of its processes runs until you answer. ", styles["warning"])
         out.append("r resume · K kill · p keep paused", styles["label"])
     else:
         out.append(f"state: {state}", styles["dim"])

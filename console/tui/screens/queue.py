@@ -26,6 +26,7 @@ from console.tui.model.guard import TypeAheadGuard
 from console.tui.model.pending import Entry
 from console.tui.model.timefmt import parse_duration
 from console.tui.model.watch_model import ANSWERS, TripwireEntry, sessions_of
+from console.tui.model.words import shown_command
 from console.tui.render.watch_text import answered
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import TextPrompt
@@ -423,7 +424,9 @@ class QueueScreen(ConsoleScreen):
         # Bound to host + request id (+ the fingerprint the id names there): it goes to the
         # daemon of the host that asked, never to another.
         params = {"target": entry.request_id, "action": action, **extra}
-        command = inert(entry.item.command)[:80]
+        command = inert(
+            entry.item.command if isinstance(entry.item, TripwireEntry) else shown_command(entry.item)
+        )[:80]
         try:
             result = await self.app.link_for(entry.host).call("decide", params)
         except RPCError as exc:

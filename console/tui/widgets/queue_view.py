@@ -11,15 +11,26 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from console.tui.model.columns import Column, fit
 from console.tui.model.pending import PendingQueue
 from console.tui.model.timefmt import age
 from console.tui.model.watch_model import TripwireEntry
+from console.tui.model.words import shown_command
 from console.tui.render.present import agent_text, badge_text
 from console.tui.render.watch_text import tripwire_row
 from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_class, roles
 from console.tui.widgets.line_list import LineList
 
 HOST_CHARS = 14
+# The command (with its badges) decides a row; at 80 columns the tool gives way first,
+# then the session; the host (with several) shrinks but stays.
+COLUMNS = (
+    Column("HOST", HOST_CHARS + 2, minimum=10, gives_way=5),
+    Column("AGE", 6, minimum=6, gives_way=9),
+    Column("SESSION", 13, gives_way=2),
+    Column("TOOL", 19, gives_way=1),
+    Column("COMMAND", flex=True, minimum=20, share=0.35),
+)
 
 
 class QueueView(LineList):
@@ -72,25 +83,34 @@ class QueueView(LineList):
         base = self.row_style(selected)
         get = self.component_style
         row = Text(style=base, no_wrap=True, overflow="crop", end="")
+        badges = badge_text(entry.badges, styles) if entry.badges else None
+        columns = COLUMNS if self.host_column else COLUMNS[1:]
+        widths = fit(columns, width - (badges.cell_len + 1 if badges is not None else 0))
         if self.host_column:
-            host, _ = agent_text(entry.host, styles, get(role_class("accent")), limit=HOST_CHARS)
+            w_host, widths = widths[0], widths[1:]
+            host, _ = agent_text(entry.host, styles, get(role_class("accent")), limit=w_host - 2)
             host.pad_left(1)
-            host.pad_right(HOST_CHARS + 2 - host.cell_len)
+            host.pad_right(w_host - host.cell_len)
             row.append_text(host)
+        _, w_session, w_tool, _ = widths
         row.append(f" {age(self.clock() - item.submitted_at):>4} ", get(role_class("muted")))
-        session, _ = agent_text(item.session_id or "-", styles, get(role_class("secondary")), limit=12)
-        session.pad_right(13 - session.cell_len)
-        row.append_text(session)
+        if w_session:
+            session, _ = agent_text(
+                item.session_id or "-", styles, get(role_class("secondary")), limit=w_session - 1
+            )
+            session.pad_right(w_session - session.cell_len)
+            row.append_text(session)
         if isinstance(item, TripwireEntry):
             row.append_text(tripwire_row(item, styles, max(8, width - row.cell_len)))
             return Strip(list(row.render(self.app.console))).crop(0, width)
-        tool, _ = agent_text(item.operation.tool, styles, get(role_class("accent")), limit=18)
-        tool.pad_right(19 - tool.cell_len)
-        row.append_text(tool)
-        if entry.badges:
-            row.append_text(badge_text(entry.badges, styles))
+        if w_tool:
+            tool, _ = agent_text(item.operation.tool, styles, get(role_class("accent")), limit=w_tool - 1)
+            tool.pad_right(w_tool - tool.cell_len)
+            row.append_text(tool)
+        if badges is not None:
+            row.append_text(badges)
             row.append(" ")
         room = max(8, width - row.cell_len)
-        command, _ = agent_text(item.command, styles, limit=room)
+        command, _ = agent_text(shown_command(item), styles, limit=room, command=True)
         row.append_text(command)
         return Strip(list(row.render(self.app.console))).crop(0, width)
