@@ -12,6 +12,7 @@ socket); `fresh_daemon` is one per test, for tests that fill, tamper with or kil
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from support.daemon import DaemonProcess, running_daemon
+
+# The console moves its pane prefix off ctrl+b inside tmux; tests run by someone inside
+# tmux see the console as anyone else does (a test that runs it in tmux sets its own).
+for _name in ("TMUX", "TMUX_PANE"):
+    os.environ.pop(_name, None)
 
 DEFAULT_DAEMON_POLICY = "approval_timeout_s = 30\n"
 
