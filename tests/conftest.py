@@ -33,7 +33,7 @@ DEFAULT_DAEMON_POLICY = "approval_timeout_s = 30\n"
 
 # Tests with any of these need more than Python and a laptop (sshd: Debian's
 # openssh-server; browser: Debian's chromium); `-m "not system"` skips them.
-SYSTEM_MARKERS = ("needs_root", "needs_bwrap", "programs", "sshd", "browser")
+SYSTEM_MARKERS = ("needs_root", "needs_bwrap", "programs", "sshd", "browser", "wheel")
 
 
 def daemon_config(request: pytest.FixtureRequest) -> tuple[str | None, dict[str, str] | None]:
