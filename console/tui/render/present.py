@@ -781,5 +781,8 @@ def render_decision(record: Mapping[str, Any] | None, styles: Styles, limit: int
         )
         out.append("\n")
     if body.get("grant_id"):
-        field(out, "grant", str(body["grant_id"]), styles)
+        if record.get("scope") == "rule":
+            field(out, "rule", f"allowed by rule {body['grant_id']} (agent-console grants lists it)", styles)
+        else:
+            field(out, "grant", str(body["grant_id"]), styles)
     return out

@@ -48,6 +48,7 @@ class QueueView(LineList):
         self.model = model
         self.clock = clock
         self.host_column = host_column
+        self.marked: set[str] = set()  # queue keys of the rows marked for a bulk decision
 
     def on_mount(self) -> None:  # LineList.on_mount runs too (Textual calls each class's)
         self.set_interval(1.0, self._tick_ages)
@@ -61,7 +62,7 @@ class QueueView(LineList):
 
     def row_key(self, index: int) -> Hashable:
         entry = self.model.entry(index)
-        return entry.key, age(self.clock() - entry.item.submitted_at)
+        return entry.key, age(self.clock() - entry.item.submitted_at), entry.key in self.marked
 
     def _styles(self) -> dict[str, Style]:
         get = self.component_style
@@ -86,6 +87,8 @@ class QueueView(LineList):
         badges = badge_text(entry.badges, styles) if entry.badges else None
         columns = COLUMNS if self.host_column else COLUMNS[1:]
         widths = fit(columns, width - (badges.cell_len + 1 if badges is not None else 0))
+        if self.marked:
+            row.append("●" if entry.key in self.marked else " ", get(role_class("accent")))
         if self.host_column:
             w_host, widths = widths[0], widths[1:]
             host, _ = agent_text(entry.host, styles, get(role_class("accent")), limit=w_host - 2)
