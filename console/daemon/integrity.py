@@ -22,6 +22,7 @@ from console.store import Store, StoreUnavailable
 log = logging.getLogger("agent-console.integrity")
 
 PUBLISH_EVERY_S = 0.5  # progress reaches subscribers at most this often
+MAX_REST_S = 0.05  # the walk's longest pause between two stretches of rows
 
 
 class IntegrityCheck:
@@ -53,8 +54,15 @@ class IntegrityCheck:
     async def run(self) -> None:
         """The full verify, once, in a thread."""
         loop = asyncio.get_running_loop()
+        last = [time.monotonic()]
 
         def progress(checked: int) -> None:
+            # The walk shares the interpreter with the event loop: it rests as long as it
+            # worked, so a long history is checked at half speed rather than at the cost of
+            # the operator's latency.
+            worked = time.monotonic() - last[0]
+            time.sleep(min(worked, MAX_REST_S))
+            last[0] = time.monotonic()
             loop.call_soon_threadsafe(self._progress, checked)
 
         try:
