@@ -28,7 +28,7 @@ COLUMNS = (
     Column("TIME", 20, minimum=9, gives_way=3, whole=True),
     Column("VERDICT", 7, minimum=7, gives_way=9),
     Column("SOURCE", 17, minimum=10, gives_way=4),
-    Column("REASON", 23, minimum=16, gives_way=1),
+    Column("REASON", 23, minimum=18, gives_way=1),
     Column("TOOL", 17, gives_way=2),
     Column("COMMAND", flex=True, minimum=24, share=0.3),
 )
