@@ -35,6 +35,8 @@ from console.daemon.link_tickets import LinkTickets
 from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
 from console.daemon.server import (
+    AGENT_READ_BUFFER,
+    READ_BUFFER,
     AlreadyRunning,
     close_socket_file,
     limit_heap_growth,
@@ -248,11 +250,13 @@ class Daemon:
         servers: list[asyncio.Server] = []
         created = []
         try:
-            for role, path in (
-                (Role.AGENT, self.loc.agent_socket),
-                (Role.OPERATOR, self.loc.operator_socket),
+            for role, path, read_buffer in (
+                (Role.AGENT, self.loc.agent_socket, AGENT_READ_BUFFER),
+                (Role.OPERATOR, self.loc.operator_socket, READ_BUFFER),
             ):
-                servers.append(await listen(path, functools.partial(self._on_connect, role)))
+                servers.append(
+                    await listen(path, functools.partial(self._on_connect, role), read_buffer=read_buffer)
+                )
                 created.append(path)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -379,6 +379,15 @@ class Connection:
                     if self.role is Role.AGENT:
                         if pos >= len(buf):
                             buf, pos, scan = bytearray(), 0, 0  # while it waits, one copy
+                        # A frame waiting for its turn is held like an incomplete one: the
+                        # daemon-wide budget bounds what waits, whoever sends it.
+                        if not self._hold_partial(len(buf) - pos + len(frame)):
+                            self.refuse_and_close(
+                                "partial_bytes_total",
+                                "the daemon holds as many waiting frames as it will; wait for answers",
+                                quotas.MAX_PARTIAL_BYTES_TOTAL,
+                            )
+                            return
                         await TURNS.take(len(frame))
                     self._handle_frame(frame)
                 del frame

@@ -11,7 +11,9 @@ wait for the next iteration, and meanwhile their connections are not read, so wh
 send waits in the kernel, not in the daemon. The operator's frames take no turn, and
 while one is on its way to its answer (read, decoded, its call's first step) no agent
 frame starts: the iteration that serves the operator does only the operator's work and
-what was already started.
+what was already started. A turn that took long (big frames) is followed by a rest as
+long, up to :data:`MAX_REST_S`: agents that keep the daemon busy get half of it, and an
+operator's call that arrives meanwhile goes through iterations with no agent work.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ KiB = 1024
 # What agent frames may start in one loop iteration: a few milliseconds of work.
 AGENT_BYTES_PER_TURN = 256 * KiB
 AGENT_FRAMES_PER_TURN = 32
+# A turn shorter than this needs no rest after it; a longer one rests as long, at most MAX.
+REST_AFTER_S = 0.002
+MAX_REST_S = 0.02
 
 
 class AgentTurns:
@@ -32,6 +37,7 @@ class AgentTurns:
         self._waiting: deque[tuple[asyncio.Future[None], int]] = deque()
         self._armed = False
         self._operator = 0  # operator frames between being read and their call's first step
+        self._granted_at: float | None = None  # when the last turn was given out
 
     def operator_arrived(self) -> None:
         """An operator frame is being handled: agent frames wait until it has started."""
@@ -76,6 +82,14 @@ class AgentTurns:
 
     def _next_turn(self) -> None:
         """A new loop iteration: a new budget, given to the frames that waited longest."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if self._granted_at is not None and self._waiting and not self._operator:
+            took = now - self._granted_at
+            self._granted_at = None
+            if took > REST_AFTER_S:
+                loop.call_later(min(took, MAX_REST_S), self._next_turn)
+                return
         self._armed = False
         self._frames = self._bytes = 0
         while self._waiting and self._fits(self._waiting[0][1]):
@@ -84,5 +98,6 @@ class AgentTurns:
                 continue
             future.set_result(None)
             self._charge(nbytes)
+            self._granted_at = now
         if self._waiting and not self._operator:
             self._arm()  # (while the operator is served, operator_started arms it)
