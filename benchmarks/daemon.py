@@ -18,13 +18,16 @@
    one at a time, and that ratio says how much of the daemon's figure is this machine's.
 3. 10,000 requests pending at once: submit, list and decide, with the per-request cost
    of the first and the last thousand side by side (it must not grow with the queue).
-4. Abuse, on a fresh daemon: the quota cases of issue 11 at once (40 connections
-   holding 4 MiB partial frames, a subscriber that stops reading while 24 agents queue
-   2 MiB requests, 1 MiB justifications, history-filling agents, huge history pages,
-   ``request.get ""``), while a separate process lists the pending queue: the daemon's
-   peak RSS (target under 150 MiB) and pending.list p99 (target under 50 ms) beside the
-   same p99 with no abuse. Then ``watch.add /usr`` and ``watch.remove /usr``: inotify
-   watches before and after.
+4. Abuse, on a fresh daemon: the quota cases at once (40 connections holding 4 MiB
+   partial frames, a subscriber that stops reading while 24 agents queue 2 MiB requests,
+   1 MiB justifications, history-filling agents, huge history pages, ``request.get ""``,
+   and 40 connections of one identity pipelining oversized requests), while a separate
+   process lists the pending queue as an operator (every 20th call on a fresh connection):
+   the daemon's peak RSS (target under 150 MiB), the operator's pending.list p99 (target
+   at most 50 ms) and the operator connections dropped (target none), beside the same
+   with no abuse, and how long the daemon's loop waited for a CPU meanwhile (what of the
+   figure is the machine's). ``--cases identity`` runs one case. Then ``watch.add /usr``
+   and ``watch.remove /usr``: inotify watches before and after.
 """
 
 from __future__ import annotations
