@@ -382,7 +382,7 @@ IDENTITY_CONNECTIONS = 40
 
 async def abuse_phase(loc, ws: Path, pid: int, seconds: float, cases: tuple[str, ...] = ABUSE_CASES) -> None:
     MiB = 1 << 20
-    print("\nabuse (issue 11 quota cases, all at once)")
+    print("\nabuse (the quota cases, all at once)")
     # A queue of ordinary requests for pending.list to list, as in a busy session.
     agents = [await AsyncClient.connect(loc, role="agent") for _ in range(4)]
     waiting = [

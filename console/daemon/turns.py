@@ -2,9 +2,9 @@
 
 The daemon is one event loop. A frame from an agent costs work in proportion to its size
 (decoding, reading its params, parsing its operation), and an agent that pipelines
-oversized requests on many connections used to queue that work faster than the loop
-could do it: an operator's ``pending.list`` waited behind all of it, for seconds. Here
-every agent frame takes a turn before it is handled: each loop iteration starts agent
+oversized requests on many connections can queue that work faster than the loop does
+it; an operator's ``pending.list`` behind all of it would wait for seconds. So every
+agent frame takes a turn before it is handled: each loop iteration starts agent
 frames only up to a budget (:data:`AGENT_BYTES_PER_TURN` and
 :data:`AGENT_FRAMES_PER_TURN`, at least one frame), in the order they came; the rest
 wait for the next iteration, and meanwhile their connections are not read, so what they

@@ -2,9 +2,9 @@
 
 Each list (queue, history, grants, sessions) has one column that says what the row is
 about — the command, what a grant covers — and several that qualify it. At 80 columns
-the qualifiers used to take every cell and the deciding column was cut to nothing. Here
-the other columns give way first, in the order each table names: shrunk to their
-minimum, and left out whole when even that does not leave the deciding column its share.
+the qualifiers at their full width would take every cell, so they give way first, in
+the order each table names: shrunk to their minimum, and left out whole when even that
+does not leave the deciding column its share.
 """
 
 from __future__ import annotations
