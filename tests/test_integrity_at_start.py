@@ -36,6 +36,7 @@ def stopped():
         for i in range(20):
             store.append(daemon_event(at=1.0 + i, note=f"row {i}")).result()
     yield d
+    d.cli("daemon", "stop", "--force")  # one a test started with `daemon start`
     d.stop()
     shutil.rmtree(base, ignore_errors=True)
 
@@ -64,7 +65,6 @@ def test_a_row_deleted_behind_the_triggers_fails_start_check_and_shows_in_status
     status = d.cli("daemon", "status")
     assert status.returncode == 0
     assert "integrity   TAMPERED (deleted, found full verify)" in status.stdout, status.stdout
-    d.cli("daemon", "stop", "--force")
 
 
 def test_a_replaced_history_database_fails_start_check(stopped):
@@ -78,7 +78,6 @@ def test_a_replaced_history_database_fails_start_check(stopped):
     r = d.cli("daemon", "start", "--check")
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "integrity   TAMPERED" in r.stderr and "found at start" in r.stderr, r.stderr
-    d.cli("daemon", "stop", "--force")
     shutil.rmtree(other, ignore_errors=True)
 
 
@@ -86,7 +85,6 @@ def test_an_intact_history_passes_start_check(stopped):
     r = stopped.cli("daemon", "start", "--check")
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "intact" in r.stdout
-    stopped.cli("daemon", "stop", "--force")
 
 
 async def test_the_console_shows_tamper_as_a_red_pill_and_one_notification(stopped):
@@ -137,7 +135,6 @@ def test_a_damaged_history_says_so_once_and_recovers_keeping_the_old_file(stoppe
     assert r.returncode == 0, r.stderr
     export = d.cli("history", "export").stdout
     assert "the previous one was moved to" in export and kept.name in export
-    d.cli("daemon", "stop", "--force")
 
 
 def test_recover_refuses_a_healthy_history_and_a_running_daemon(stopped):

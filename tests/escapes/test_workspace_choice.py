@@ -300,5 +300,6 @@ def test_a_policy_that_trusts_a_refused_root_does_not_start_the_daemon(roots, fr
         assert "does not start on a broken policy" in r.stderr
         assert d.cli("daemon", "status").returncode == 3
     finally:
+        d.cli("daemon", "stop", "--force")  # one that started after all ends with the test
         d.stop()
         shutil.rmtree(base, ignore_errors=True)
