@@ -30,7 +30,7 @@ def daemon(policy: str = POLICY, history: Path | None = None) -> Iterator[tuple[
     loc = locate(base / "s")
     loc.state_dir.mkdir(mode=0o700)
     if "workspaces" not in policy:
-        policy += f'workspaces = ["{base}"]\n'  # the benchmark's own workspace is trusted
+        policy += f'workspaces = ["{base / "project"}"]\n'  # the benchmark's own workspace is trusted
     loc.policy.write_text(policy)
     if history is not None:
         shutil.copyfile(history, loc.database)

@@ -12,6 +12,7 @@ socket); `fresh_daemon` is one per test, for tests that fill, tamper with or kil
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from support.daemon import DaemonProcess, running_daemon
 
+# The console moves its pane prefix off ctrl+b inside tmux; tests run by someone inside
+# tmux see the console as anyone else does (a test that runs it in tmux sets its own).
+for _name in ("TMUX", "TMUX_PANE"):
+    os.environ.pop(_name, None)
+
 DEFAULT_DAEMON_POLICY = "approval_timeout_s = 30\n"
 
 # Hypothesis's per-example deadline is a timed assertion: on a loaded machine an example
@@ -33,7 +39,7 @@ settings.load_profile("suite")
 
 # Tests with any of these need more than Python and a laptop (sshd: Debian's
 # openssh-server; browser: Debian's chromium); `-m "not system"` skips them.
-SYSTEM_MARKERS = ("needs_root", "needs_bwrap", "programs", "sshd", "browser")
+SYSTEM_MARKERS = ("needs_root", "needs_bwrap", "programs", "sshd", "browser", "wheel")
 
 
 def daemon_config(request: pytest.FixtureRequest) -> tuple[str | None, dict[str, str] | None]:

@@ -6,7 +6,14 @@ import threading
 import time
 
 import pytest
-from support.daemon import operation, running_daemon, submit_in_thread, wait_for, workspace
+from support.daemon import (
+    operation,
+    running_daemon,
+    submit_in_thread,
+    trusting_test_workspaces,
+    wait_for,
+    workspace,
+)
 
 from console.client import RPCError
 
@@ -270,7 +277,7 @@ def test_policy_reload_and_broken_policy_keeps_last_good(tmp_path):
         ws = workspace()
         with d.agent() as agent:
             assert agent.submit(operation(ws, **NET))["reason"] == "escalation_denied_by_policy"
-        d.loc.policy.write_text('network = "any"\nworkspaces = ["/tmp"]\n')
+        d.loc.policy.write_text(trusting_test_workspaces('network = "any"\n'))
         time.sleep(1.5)
         with d.agent() as agent:
             assert agent.submit(operation(ws, **NET))["reason"] == "within_ceiling"

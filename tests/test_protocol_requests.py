@@ -148,7 +148,7 @@ OPERATOR_CASES = [
     (
         "decide",
         {"target": "x", "action": "deny", "why": "?"},
-        "unknown params; accepted: action, always, expires_in_s, note, reason, scope, target",
+        "unknown params; accepted: action, always, expires_in_s, note, reason, rule, scope, target",
         None,
     ),
     ("daemon.status", {"x": 1}, "unknown params; accepted: ", {"accepted": []}),

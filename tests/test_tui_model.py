@@ -11,7 +11,7 @@ from console.tui.model.badges import BadgeKind, badges
 from console.tui.model.guard import TypeAheadGuard
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
 from console.tui.model.pending import PendingQueue
-from console.tui.model.timefmt import age, ago, parse_duration
+from console.tui.model.timefmt import age, age_ago, ago, parse_duration
 from console.tui.model.watch_model import TripwireEntry
 
 
@@ -229,6 +229,8 @@ def test_history_filter_tokens():
 def test_time_formats():
     assert (age(5), age(125), age(7200), age(90000)) == ("5s", "2m", "2h", "1d")
     assert ago(720) == "12 min ago"
+    assert ago(0.4) == "just now" and ago(0) == "just now"  # never "0 s ago"
+    assert age_ago(0.2) == "just now" and age_ago(90) == "1m ago"
     assert parse_duration("8h") == 28800 and parse_duration("90") == 90
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration("soon")

@@ -109,6 +109,25 @@ async def test_control_alt_and_function_keys_reach_the_program(daemon, clock):
         await wait_shown(pilot, pane, "^B")
 
 
+async def test_the_footer_says_what_reaches_the_console_from_a_pane(daemon, clock):
+    """While a pane takes every key, q goes to its program: the footer's fixed cell says
+    the prefix first (it said "q quit", which typed a q into the program)."""
+    sid = new_session(daemon, BASH)
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await open_pane(pilot, app, sid)
+        assert pane.takes_every_key
+        await until(
+            pilot, lambda: "ctrl+b q quit" in screen_text(app).splitlines()[-1].replace("^b", "ctrl+b")
+        )
+        await pilot.press("ctrl+b", "s")  # back to the list: q is the console's again
+        await until(pilot, lambda: not getattr(app.focused, "takes_every_key", False))
+        await until(
+            pilot, lambda: "ctrl+b q" not in screen_text(app).splitlines()[-1].replace("^b", "ctrl+b")
+        )
+        assert " q quit" in screen_text(app).splitlines()[-1]
+
+
 async def test_prefix_then_app_keys_and_help(daemon, clock):
     sid = new_session(daemon, BASH)
     app = make_app(daemon, clock)
@@ -413,7 +432,7 @@ async def test_new_session_from_the_prompt_and_an_ended_pane(daemon, clock):
         await wait_shown(pilot, pane, "made-here")
         await pilot.press("enter")  # read returns, the program exits
         await until(pilot, lambda: pane.ended)
-        assert "exited" in screen_text(app)
+        await until(pilot, lambda: "exited" in screen_text(app))  # the list's next poll
         assert not pane.takes_every_key
         assert "made-here" in shown(pane)  # the last screen stays
 
@@ -541,8 +560,11 @@ def test_sessions_attach_opens_the_console_in_a_real_terminal(daemon):
         tmux("send-keys", "-t", "t", "Enter")
         wait_screen("typed-in-tmux-42")
         assert "typed-in-tmux-42" in capture(daemon, sid)
-        tmux("send-keys", "-t", "t", "C-b", "d")  # detach: the pane closes
-        wait_screen("keeps running")
+        # Inside tmux the pane prefix is ctrl+a (ctrl+b stays tmux's), and the console said so.
+        said = wait_screen("inside tmux")
+        assert "^a prefix" in said and "^a q quit" in said  # the footer has it too
+        tmux("send-keys", "-t", "t", "C-a", "d")  # detach: the pane closes
+        wait_screen("detached from")
         tmux("send-keys", "-t", "t", "q")
         wait_screen("ATTACH-EXITED 0")
     finally:

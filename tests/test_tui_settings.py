@@ -279,3 +279,19 @@ def test_a_binding_given_both_in_a_table_and_flat_is_an_error_whatever_the_order
     ):
         with pytest.raises(KeymapError, match=r"pane-prefix is given twice \(\[keys.root\] and elsewhere\)"):
             parse_keymap(text, "mine")
+
+
+def test_inside_tmux_the_pane_prefix_moves_off_ctrl_b_and_says_so(monkeypatch):
+    """Inside tmux ctrl+b is tmux's own prefix: every pane command became C-b C-b …."""
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,1,0")
+    settings = prepare(Config())
+    assert settings.keys["pane-prefix"] == "ctrl+a"
+    assert any("inside tmux: the pane prefix is ctrl+a" in n and "[keys.root]" in n for n in settings.notices)
+    # A prefix the operator chose stays, with a word about tmux.
+    chosen = prepare(Config(keys={"root": {"pane-prefix": "ctrl+b"}}))
+    assert chosen.keys["pane-prefix"] == "ctrl+b"
+    assert any("tmux's prefix too" in n for n in chosen.notices)
+    # A keymap whose prefix is not tmux's is left alone.
+    assert prepare(Config(), keymap="vim").keys["pane-prefix"] == "ctrl+w"
+    monkeypatch.delenv("TMUX")
+    assert prepare(Config()).keys["pane-prefix"] == "ctrl+b"

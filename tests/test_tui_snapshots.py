@@ -91,30 +91,44 @@ def test_detail_with_previous_decisions_diff(snap_compare):
     assert snap_compare(make(), terminal_size=SIZE, run_before=run)
 
 
-def test_history(snap_compare):
-    async def run(pilot) -> None:
-        await loaded(pilot)
-        await pilot.press("2")
-        for _ in range(200):
-            if pilot.app.screen.id == "history" and pilot.app.screen.view.rows:
-                break
-            await pilot.pause(0.01)
-        await pilot.pause(0.1)
+async def on_history(pilot) -> None:
+    await loaded(pilot)
+    await pilot.press("2")
+    for _ in range(200):
+        if pilot.app.screen.id == "history" and pilot.app.screen.view.rows:
+            break
+        await pilot.pause(0.01)
+    await pilot.pause(0.1)
 
-    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+async def on_grants(pilot) -> None:
+    await loaded(pilot)
+    await pilot.press("3")
+    for _ in range(200):
+        if pilot.app.screen.id == "grants" and pilot.app.screen.query_one("GrantsView").rows:
+            break
+        await pilot.pause(0.01)
+    await pilot.pause(0.1)
+
+
+def test_history(snap_compare):
+    assert snap_compare(make(), terminal_size=SIZE, run_before=on_history)
 
 
 def test_grants(snap_compare):
-    async def run(pilot) -> None:
-        await loaded(pilot)
-        await pilot.press("3")
-        for _ in range(200):
-            if pilot.app.screen.id == "grants" and pilot.app.screen.query_one("GrantsView").rows:
-                break
-            await pilot.pause(0.01)
-        await pilot.pause(0.1)
+    assert snap_compare(make(), terminal_size=SIZE, run_before=on_grants)
 
-    assert snap_compare(make(), terminal_size=SIZE, run_before=run)
+
+# At 80x24 the columns that qualify a row give way and the deciding one keeps its room:
+# the verdict and the command in the history, the effect, scope and what in the grants.
+
+
+def test_history_at_80x24(snap_compare):
+    assert snap_compare(make(), terminal_size=(80, 24), run_before=on_history)
+
+
+def test_grants_at_80x24(snap_compare):
+    assert snap_compare(make(), terminal_size=(80, 24), run_before=on_grants)
 
 
 def test_help_with_the_vim_keymap(snap_compare):

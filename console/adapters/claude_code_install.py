@@ -188,8 +188,9 @@ def write_settings(path: Path, settings: dict[str, Any]) -> Path | None:
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One thing the doctor looked at: ``level`` is ok, note, risk (Claude Code could run a
-    tool unsupervised) or problem (fail-closed, but nothing is allowed)."""
+    """One thing the doctor looked at: ``level`` is ok, note, warn (it works, and will
+    stop working: every call then blocked), risk (Claude Code could run a tool
+    unsupervised) or problem (fail-closed, but nothing is allowed)."""
 
     level: str
     message: str
@@ -295,10 +296,43 @@ def parse_command(command: str) -> ParsedCommand:
     return ParsedCommand(words[0] if words else "", state_dir, timeout, blocks, "-I" in words[1:3])
 
 
+def source_checkout(python: str) -> Path | None:
+    """The source checkout ``python`` runs agent-console from (an editable install, a
+    clone's ``.venv``), or None when it runs an installed copy (a wheel: pipx, uv tool)."""
+    try:
+        found = subprocess.run(
+            [python, "-I", "-c", "import console; print(console.__file__)"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if found.returncode != 0 or not found.stdout.strip():
+        return None
+    package = Path(found.stdout.strip()).parent
+    if any(part in ("site-packages", "dist-packages") for part in package.parts):
+        return None
+    root = package.parent
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def checkout_warning(who: str, root: Path) -> str:
+    return (
+        f"{who} runs agent-console from a source checkout ({root}): moving or deleting it "
+        "blocks every tool call. For daily use install it (pipx install agent-console, or uv tool "
+        "install agent-console, from a wheel) and run hook install again with that copy"
+    )
+
+
 def check_hook(hook: Installed, approval_timeout_s: float | None) -> list[Check]:
     out: list[Check] = []
     cmd = parse_command(hook.command)
     where = f"{hook.file}"
+    if cmd.executable.startswith("/") and os.access(cmd.executable, os.X_OK):
+        root = source_checkout(cmd.executable)
+        if root is not None:
+            out.append(Check("warn", checkout_warning(f"{where}: the hook", root)))
     if not cmd.executable.startswith("/"):
         out.append(
             Check(

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from console.cli.common import (
@@ -29,7 +30,9 @@ from console.locations import UnsafeLocation
 
 def cmd_run(args: argparse.Namespace) -> int:
     from console.daemon.app import Daemon
+    from console.daemon.policy_source import BrokenPolicy
     from console.daemon.server import AlreadyRunning
+    from console.store import StoreUnavailable
 
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),
@@ -42,7 +45,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CLIError(str(exc), 1) from None
     except UnsafeLocation as exc:
         raise CLIError(str(exc), 2) from None
+    except BrokenPolicy as exc:
+        raise CLIError(str(exc), 2) from None
+    except StoreUnavailable as exc:
+        raise CLIError(store_problem(exc, loc.database), 2) from None
     return 0
+
+
+def store_problem(exc: Exception, database: Path) -> str:
+    """One line for a history the daemon cannot open, with what to do about it."""
+    reason = getattr(exc, "reason", "")
+    if reason == "corrupt":
+        return (
+            f"the history is damaged: {exc}; the daemon does not start on it. "
+            "Recover: agent-console history recover (keeps the damaged file aside and starts a new "
+            "history; see docs/operations.md, Recovering a damaged history)"
+        )
+    return f"the history {database} cannot be opened: {exc}"
 
 
 def cmd_start(args: argparse.Namespace) -> int:
@@ -51,6 +70,33 @@ def cmd_start(args: argparse.Namespace) -> int:
     except (DaemonUnreachable, UnsafeLocation) as exc:
         raise CLIError(str(exc), 1) from None
     print(f"started, pid {pid}" if started else f"already running, pid {pid}")
+    return _check(args) if args.check else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Wait for the daemon's check of the history; 1 when anything is wrong with the
+    history or the policy, each said on a line, 0 when all is well."""
+    deadline = time.monotonic() + args.wait
+    with connect(args, "operator") as client:
+        while True:
+            status = client.call("daemon.status")
+            check = status.get("integrity") or {}
+            if check.get("state") != "checking" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    problems = [line for line in integrity_lines(status) if not line.startswith("integrity   intact")]
+    error = (status.get("policy") or {}).get("error")
+    if error:
+        problems.append(f"policy      ERROR: {inert(str(error))}")
+    for low, high in (status.get("history") or {}).get("unaccepted", []):
+        problems.append(
+            f"history     UNACCEPTED rows {low}-{high}; review, then: agent-console history accept --through {high}"
+        )
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
+        return 1
+    print(integrity_lines(status)[0] if integrity_lines(status) else "integrity   intact")
     return 0
 
 
@@ -118,6 +164,28 @@ def _would_end(client: Any) -> list[str]:
     return lines
 
 
+def integrity_lines(status: dict[str, Any]) -> list[str]:
+    """The history's start-up check, as `daemon status` and `daemon start --check` say it."""
+    check = status.get("integrity")
+    if not isinstance(check, dict):
+        return []
+    state = check.get("state")
+    out = []
+    for f in check.get("findings") or []:
+        out.append(
+            f"integrity   TAMPERED ({inert(str(f.get('what')))}, found {inert(str(f.get('found')))}): "
+            f"{inert(str(f.get('message')))[:300]}; details: agent-console history verify"
+        )
+    if state == "checking":
+        total = check.get("total") or 0
+        out.append(f"integrity   checking the history: {check.get('checked', 0):,} of {total:,} rows so far")
+    elif state == "failed":
+        out.append(f"integrity   the history could not be checked: {inert(str(check.get('error')))[:300]}")
+    elif state == "intact":
+        out.append(f"integrity   intact: {check.get('checked', 0):,} rows verified at start")
+    return out
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     try:
         client = connect(args, "operator", timeout_s=10)
@@ -178,6 +246,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         else:
             lines.append("writers     unknown writers stop the sessions live in their workspace (no pid)")
+    lines += integrity_lines(status)
     for low, high in status.get("history", {}).get("unaccepted", []):
         lines.append(
             f"history     UNACCEPTED rows {low}-{high}: found past the head anchor at start-up, their grants "
@@ -203,6 +272,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     q = dsub.add_parser("start", help="start in the background (logs to daemon.log in the state dir)")
     add_state_dir(q)
+    q.add_argument(
+        "--check",
+        action="store_true",
+        help="then wait for its check of the history (and the policy): exit 1 when it found a problem",
+    )
+    q.add_argument(
+        "--wait", type=float, default=600.0, metavar="S", help="with --check: how long to wait for the check"
+    )
     q.set_defaults(func=cmd_start)
 
     q = dsub.add_parser("stop", help="stop: pending requests are denied (daemon_shutdown) and recorded")

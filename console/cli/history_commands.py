@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from typing import Any
 
 from console.cli.common import (
@@ -24,7 +25,8 @@ from console.cli.common import (
     when,
 )
 from console.client import DaemonUnreachable, RPCError
-from console.contract.inert import inert
+from console.contract.inert import flag_lookalikes, inert
+from console.contract.tool_words import row_words
 from console.protocol.history import KIND_GROUPS, SOURCES, TRIPWIRE_KINDS, VERDICTS
 from console.protocol.requests import HistoryAccept
 from console.store.chain import Anchor
@@ -118,12 +120,13 @@ def _text_row(r: dict[str, Any]) -> str:
         tag = paint(f"{'NET':<14}", "cyan")
         return (
             f"{when(r['at'])}  {tag} {verdict} "
-            f"{r['source']:<8} {fit(inert(r.get('command') or ''), 40)} {inert(str(address))[:40]:<16} "
+            f"{r['source']:<8} {fit(flag_lookalikes(inert(r.get('command') or '')), 40)} {inert(str(address))[:40]:<16} "
             f"{fit(inert(r.get('reason') or ''), 70)}"
         )
+    command = flag_lookalikes(inert(row_words(r) or r.get("command") or ""))
     return (
         f"{when(r['at'])}  {r['request_id']:<14} {verdict} {r['source']:<8} {r.get('reason') or '':<28} "
-        f"{inert(r.get('tool') or '')[:18]:<18} {fit(inert(r.get('command') or ''), 99)}"
+        f"{inert(r.get('tool') or '')[:18]:<18} {fit(command, 99)}"
     )
 
 
@@ -261,6 +264,82 @@ def cmd_accept(args: argparse.Namespace) -> int:
     return 0
 
 
+def _damage(path: Any) -> str:
+    """What is wrong with the history file at ``path`` ("" when SQLite finds nothing)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(str(path))  # the daemon is stopped: nothing else has it open
+    except sqlite3.Error as exc:
+        return str(exc)
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+        conn.execute("SELECT count(*) FROM events").fetchone()
+    except sqlite3.Error as exc:
+        return str(exc)
+    finally:
+        conn.close()
+    said = [str(r[0]) for r in rows]
+    return "" if said == ["ok"] else "; ".join(said)[:300]
+
+
+def _aside_name(path: Any) -> Any:
+    """``history.sqlite3.damaged-20261206-0332``; never one that exists (``.1``, ``.2`` …)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = path.with_name(f"{path.name}.damaged-{stamp}")
+    aside, n = base, 0
+    while any(os.path.lexists(f"{aside}{suffix}") for suffix in ("", "-wal", "-shm", ".head")):
+        n += 1
+        aside = base.with_name(f"{base.name}.{n}")
+    return aside
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    """Move a damaged history aside (with its journal and head anchor) and start a new one
+    that records the move: the daemon starts again; nothing is deleted."""
+    from console.client.spawn import running_pid
+    from console.store import Store, StoreUnavailable, daemon_event
+
+    loc = local_files(args, "history recover")
+    path = loc.database
+    if running_pid(loc) is not None:
+        raise CLIError("the daemon is running on this history: stop it first (agent-console daemon stop)")
+    if not path.exists():
+        raise CLIError(f"there is no history at {path}: nothing to recover")
+    damage = _damage(path)
+    if not damage and not args.force:
+        raise CLIError(
+            f"the history {path} is not damaged (SQLite's check passes): nothing to recover. "
+            "To check its hash chain: agent-console history verify; to start over anyway: --force"
+        )
+    aside = _aside_name(path)
+    moved = []
+    for suffix in ("", "-wal", "-shm", ".head"):
+        source = f"{path}{suffix}"
+        if os.path.lexists(source):
+            os.rename(source, f"{aside}{suffix}")
+            moved.append(f"{aside}{suffix}")
+    note = f"a new history: the previous one was moved to {aside} ({damage or 'moved on request'})"
+    try:
+        with Store.open(path) as store:
+            store.append(
+                daemon_event(
+                    at=time.time(),
+                    note=note,
+                    body={"event": "recovered", "moved_to": str(aside), "damage": damage},
+                )
+            ).result()
+    except StoreUnavailable as exc:
+        raise CLIError(f"moved the history to {aside}, but a new one cannot be made: {exc}") from None
+    print(f"moved the damaged history aside: {', '.join(moved)}")
+    print(f"started a new history at {path}, whose first event records the move")
+    print(
+        "standing grants, deny-rules and trusted workspaces were kept in the old history: make them again "
+        "(agent-console workspaces add DIR; approve --scope always). Start the daemon: agent-console daemon start"
+    )
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "history",
@@ -331,3 +410,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     q.add_argument("--through", type=int, metavar="SEQ")
     q.add_argument("--note", help="why (recorded with the acceptance)")
     q.set_defaults(func=cmd_accept)
+
+    q = hsub.add_parser(
+        "recover",
+        help="move a damaged history aside and start a new one (the daemon must be stopped)",
+        description="For a history SQLite reports as damaged (the daemon then refuses to start): moves "
+        "the file, its journal and its head anchor aside as history.sqlite3.damaged-TIME (nothing is "
+        "deleted), and starts a new history whose first event records the move. Grants and trusted "
+        "workspaces stay in the old file: make them again.",
+    )
+    add_state_dir(q)
+    q.add_argument("--force", action="store_true", help="start a new history even if SQLite finds no damage")
+    q.set_defaults(func=cmd_recover)

@@ -102,6 +102,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         f"  and the {', '.join(inst.ATTENTION_EVENTS)} hooks (who waits for you; they only inform, "
         f"so no '|| exit 2'), timeout {inst.ATTENTION_TIMEOUT_S} s"
     )
+    root = inst.source_checkout(sys.executable)
+    if root is not None:
+        print(f"  note: {inst.checkout_warning('the hook', root)}")
     if approval is None:
         print("  note: no daemon answers now; until one runs, every supervised call is denied")
     elif timeout_s > approval:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import msgspec
@@ -21,10 +22,12 @@ from console.cli.common import (
     when,
 )
 from console.client import RPCError
-from console.contract.inert import inert
+from console.contract.inert import flag_lookalikes, inert, lookalike_notes
+from console.contract.tool_words import row_words
 from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
 from console.protocol.pending import AgentIdentity, PendingItem
 from console.tui.model.badges import badges, confirmation
+from console.tui.model.words import shown_command
 
 
 def _badges(item: dict[str, Any]) -> str:
@@ -93,13 +96,18 @@ def cmd_pending(args: argparse.Namespace) -> int:
     )
     for item in rows:
         agent = agent_shown(item)
-        command = inert(item["command"])  # whole when piped; cut at a word on a terminal
+        # In the tool's words (Write .env (+12 −3)), look-alike letters written as code
+        # points; whole when piped, cut at a word on a terminal.
+        command = flag_lookalikes(inert(shown_command(msgspec.convert(item, PendingItem))))
         badge_text = _badges(item)
         shown = paint(f"{badge_text:<14}", "red bold" if badge_text != "-" else "dim")
         print(
             f"{item['request_id']:<14} {age(item['submitted_at']):>4}  {item['fingerprint'][:12]}  {agent:<32}  "
             f"{inert(item['operation']['tool'])[:18]:<18} {shown} {fit(command, 114)}"
         )
+        notes = lookalike_notes(" ".join([item["operation"]["executable"], *item["operation"]["args"]]))
+        if notes:
+            print(f"{'':<14}   look-alike letters, shown as code points: {inert('; '.join(notes[:8]))}")
         for e in item["evaluation"]["escalations"]:
             if e.get("code") == "new_workspace":
                 # e.g. "new workspace: /x is not among your trusted workspaces; approve always to trust it"
@@ -120,14 +128,42 @@ def _decided(result: dict[str, Any]) -> None:
     print(line)
 
 
+def _each(args: argparse.Namespace, params: dict[str, Any], *, within_only: bool) -> int:
+    """Decide every target in ``args.targets`` with ``params``: one answer line each, the
+    rest decided when one fails (exit 1 then). With ``within_only``, a request that asks
+    for more than the sandbox ceiling is left to be approved on its own."""
+    failed = 0
+    pending = _all_pending(args) if within_only else []
+    with connect(args, "operator") as client:
+        for target in args.targets:
+            named = [p for p in pending if p["request_id"] == target or p["fingerprint"].startswith(target)]
+            beyond = [p for p in named if p["evaluation"]["escalations"]]
+            if beyond:
+                print(
+                    f"{target}: asks for more than the sandbox ceiling ({_badges(beyond[0])}); "
+                    "approve it on its own",
+                    file=sys.stderr,
+                )
+                failed += 1
+                continue
+            try:
+                _decided(client.call("decide", {**params, "target": target}))
+            except RPCError as exc:
+                print(f"{target}: {exc.message}", file=sys.stderr)
+                failed += 1
+    return 1 if failed else 0
+
+
 def _confirmed(args: argparse.Namespace) -> None:
     """The console's typed word (console/tui/model/badges.py ``confirmation``): approving
     `unrestricted`, a protected path (agents' settings included) or a new workspace takes
-    ``--confirm WORD``, checked against every pending request the target names."""
-    target = args.target
+    ``--confirm WORD``, checked against every pending request the targets name."""
+    targets = args.targets
     for item in _all_pending(args):
-        named = item["request_id"] == target or (
-            not target.startswith("r-") and item["fingerprint"].startswith(target)
+        named = any(
+            item["request_id"] == target
+            or (not target.startswith("r-") and item["fingerprint"].startswith(target))
+            for target in targets
         )
         if not named:
             continue
@@ -141,31 +177,31 @@ def _confirmed(args: argparse.Namespace) -> None:
 
 def cmd_approve(args: argparse.Namespace) -> int:
     _confirmed(args)
-    params: dict[str, Any] = {
-        "target": args.target,
-        "action": "approve",
-        "scope": args.scope,
-        "note": args.note,
-    }
+    params: dict[str, Any] = {"action": "approve", "scope": args.scope, "note": args.note}
+    if args.rule:
+        if args.scope not in ("once", "rule"):
+            raise CLIError("--rule makes a rule: leave --scope out (or give --scope rule)")
+        params["scope"], params["rule"] = "rule", args.rule
     if args.expires:
-        if args.scope == "once":
-            raise CLIError("--expires applies to --scope session or always")
+        if params["scope"] == "once":
+            raise CLIError("--expires applies to --scope session or always, or to --rule")
         params["expires_in_s"] = args.expires
-    _decided(_call(args, "decide", params))
-    return 0
+    if len(args.targets) == 1:
+        _decided(_call(args, "decide", {**params, "target": args.targets[0]}))
+        return 0
+    if params["scope"] != "once":
+        raise CLIError("several requests are approved once each; a grant or a rule is made from one")
+    return _each(args, params, within_only=True)
 
 
 def cmd_deny(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {
-        "target": args.target,
-        "action": "deny",
-        "always": args.always,
-        "note": args.note,
-    }
+    params: dict[str, Any] = {"action": "deny", "always": args.always, "note": args.note}
     if args.reason:
         params["reason"] = args.reason
-    _decided(_call(args, "decide", params))
-    return 0
+    if len(args.targets) == 1:
+        _decided(_call(args, "decide", {**params, "target": args.targets[0]}))
+        return 0
+    return _each(args, params, within_only=False)
 
 
 def cmd_grants(args: argparse.Namespace) -> int:
@@ -181,11 +217,18 @@ def cmd_grants(args: argparse.Namespace) -> int:
     )
     for g in rows:
         state = " (revoked)" if g.get("revoked_at") else ""
+        fp = "-" if g["scope"] == "rule" else g["fingerprint"][:12]  # a rule's key is its words
         print(
-            f"{g['id']:<13} {g['effect']:<6} {g['scope']:<8} {g['fingerprint'][:12]}  {when(g['created_at']):<19}  "
-            f"{when(g.get('expires_at')):<19}  {g.get('uses', 0):>4}  {inert(g.get('summary') or '')[:80]}{state}"
+            f"{g['id']:<13} {g['effect']:<6} {g['scope']:<8} {fp:<12}  {when(g['created_at']):<19}  "
+            f"{when(g.get('expires_at')):<19}  {g.get('uses', 0):>4}  {_what(g)[:80]}{state}"
         )
     return 0
+
+
+def _what(grant: dict[str, Any]) -> str:
+    """What a grant covers, in its tool's words when it has them."""
+    words = row_words({"tool": grant.get("tool"), "command": grant.get("summary")})
+    return flag_lookalikes(inert(words or str(grant.get("summary") or "")))
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
@@ -209,8 +252,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "grants also settle identical requests already waiting.",
     )
     add_state_dir(p)
-    p.add_argument("target", metavar="ID|FINGERPRINT", help=target_help)
+    p.add_argument(
+        "targets",
+        nargs="+",
+        metavar="ID|FINGERPRINT",
+        help=target_help + "; several: each approved once, those within the sandbox ceiling only",
+    )
     p.add_argument("--scope", choices=["once", "session", "always"], default="once")
+    p.add_argument(
+        "--rule",
+        metavar="WORDS",
+        help="also allow from now on what this agent runs in this workspace starting with WORDS "
+        "(e.g. 'npm test'), within the sandbox ceiling only (docs/policy.md, Rules)",
+    )
     p.add_argument(
         "--expires", type=parse_duration, metavar="DURATION", help="grant expiry, e.g. 30m, 8h, 7d"
     )
@@ -225,7 +279,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("deny", help="deny a pending request")
     add_state_dir(p)
-    p.add_argument("target", metavar="ID|FINGERPRINT", help=target_help)
+    p.add_argument(
+        "targets", nargs="+", metavar="ID|FINGERPRINT", help=target_help + "; several: each denied"
+    )
     p.add_argument(
         "--always", action="store_true", help="also add a deny-rule: this fingerprint is denied from now on"
     )

@@ -35,6 +35,7 @@ def start_daemon(loc: Locations, *, wait_s: float = 15.0) -> tuple[int, bool]:
         return pid, False
     ensure_private_dir(loc.state_dir)
     log = open(loc.log, "ab", buffering=0)  # noqa: SIM115 - handed to the child
+    start = log.tell()  # what this start writes to the log begins here
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "console", "daemon", "run", "--state-dir", str(loc.state_dir)],
@@ -56,15 +57,22 @@ def start_daemon(loc: Locations, *, wait_s: float = 15.0) -> tuple[int, bool]:
             pid = running_pid(loc)
             if pid is not None:  # lost a race with another starter: theirs is fine
                 return pid, False
-            raise DaemonUnreachable(
-                f"the daemon exited at start (status {code}); see {loc.log}:\n{_tail(loc)}"
-            )
+            raise DaemonUnreachable(_why_not_started(loc, start, code))
         time.sleep(0.05)
     raise DaemonUnreachable(f"the daemon did not answer within {wait_s:.0f} s; see {loc.log}")
 
 
-def _tail(loc: Locations, lines: int = 5) -> str:
+def _why_not_started(loc: Locations, start: int, code: int) -> str:
+    """The daemon's own one-line reason when it gave one (``agent-console: …``), else the
+    end of what this start wrote to the log; never an earlier run's lines."""
     try:
-        return "\n".join(loc.log.read_text(errors="replace").splitlines()[-lines:])
+        with open(loc.log, "rb") as f:
+            f.seek(start)
+            written = f.read(1 << 16).decode("utf-8", "replace").splitlines()
     except OSError:
-        return ""
+        written = []
+    said = [line.removeprefix("agent-console: ") for line in written if line.startswith("agent-console: ")]
+    if said:
+        return f"the daemon did not start: {said[-1]}"
+    tail = "\n".join(written[-5:])
+    return f"the daemon exited at start (status {code}); see {loc.log}" + (f":\n{tail}" if tail else "")

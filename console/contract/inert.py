@@ -30,6 +30,7 @@ class Finding(StrEnum):
     BIDI = "bidirectional controls"
     INVISIBLE = "invisible characters"
     MIXED_SCRIPT = "mixed scripts"
+    LOOKALIKE = "look-alike letters"  # a command word wholly of letters that pass for Latin ones
     FULLWIDTH = "fullwidth look-alikes"
     UNDECODABLE = "undecodable bytes"
 
@@ -96,3 +97,78 @@ def findings(text: str) -> set[Finding]:
                 found.add(Finding.MIXED_SCRIPT)
                 break
     return found
+
+
+# Letters of other scripts that pass for Latin ones in a terminal font. A command word made
+# only of these (``ѕеt`` in Cyrillic) reads as ASCII though it names something else; a word
+# that mixes them with Latin letters is already a mixed-script word.
+CONFUSABLE = frozenset(
+    "аеорсухѕіјԁԛԝүһӏвкмнтАВЕКМНОРСТХЅІЈҮԌԚԜ"  # Cyrillic
+    "αονρτυικΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"  # Greek
+)
+
+
+def lookalike_spans(text: str, *, whole_words: bool = False) -> list[tuple[int, int]]:
+    """Spans of characters that may pass for others: the minority script in a mixed-script
+    word (``cаt`` with a Cyrillic а), fullwidth forms (``ｒｍ``) and, with
+    ``whole_words`` (for commands, where a word names a program or a file), every letter of
+    a word made only of Latin look-alikes (``ѕеt``)."""
+    spans: list[tuple[int, int]] = []
+    for i, ch in enumerate(text):
+        if 0xFF01 <= ord(ch) <= 0xFF5E:
+            spans.append((i, i + 1))
+    if text.isascii():
+        return spans
+    start = None
+    for i, ch in enumerate([*text, " "]):
+        if ch.isalnum() or ch == "_":
+            if start is None:
+                start = i
+            continue
+        if start is not None:
+            word = text[start:i]
+            scripts = [_script(c) for c in word]
+            named = {s for s in scripts if s}
+            if len(named) > 1:
+                counts = {s: scripts.count(s) for s in named}
+                major = "LATIN" if "LATIN" in named else max(counts, key=lambda s: counts[s])
+                spans.extend((start + k, start + k + 1) for k, s in enumerate(scripts) if s and s != major)
+            elif whole_words and "LATIN" not in named and all(c in CONFUSABLE for c in word if c.isalpha()):
+                spans.extend((start + k, start + k + 1) for k, c in enumerate(word) if c.isalpha())
+            start = None
+    return sorted(set(spans))
+
+
+def command_findings(text: str) -> set[Finding]:
+    """:func:`findings` for a command, which also names a word made only of look-alikes."""
+    found = findings(text)
+    if (
+        not text.isascii()
+        and any(text[a:b] in CONFUSABLE for a, b in lookalike_spans(text, whole_words=True))
+        and Finding.MIXED_SCRIPT not in found
+    ):
+        found.add(Finding.LOOKALIKE)
+    return found
+
+
+def flag_lookalikes(text: str, *, whole_words: bool = True) -> str:
+    """``text`` (already :func:`inert`) with each look-alike letter written as its code
+    point, ``\\u0455``, as escapes are: for a plain terminal, where no colour can mark it."""
+    spans = lookalike_spans(text, whole_words=whole_words)
+    if not spans:
+        return text
+    out = list(text)
+    for a, _ in spans:
+        code = ord(text[a])
+        out[a] = f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return "".join(out)
+
+
+def lookalike_notes(text: str, *, whole_words: bool = True) -> list[str]:
+    """Each distinct look-alike letter in ``text`` named: ``ѕ is U+0455 CYRILLIC SMALL LETTER DZE``."""
+    seen: dict[str, str] = {}
+    for a, _ in lookalike_spans(text, whole_words=whole_words):
+        ch = text[a]
+        if ch not in seen:
+            seen[ch] = f"{ch} is U+{ord(ch):04X} {unicodedata.name(ch, 'an unnamed character')}"
+    return list(seen.values())

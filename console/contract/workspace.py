@@ -12,7 +12,8 @@ ceiling. So two rules apply, both pure (the daemon supplies the facts):
 - **Trusted or not**: a workspace under one of the operator's trusted roots (the
   policy's ``workspaces`` plus those added with ``agent-console workspaces add`` or an
   "always" approval) is an ordinary workspace; any other is the escalation
-  ``new_workspace``, which only the operator can approve.
+  ``new_workspace``, which only the operator can approve. A trusted root obeys the
+  same refusals as a workspace: trusting ``/tmp`` would trust every directory in it.
 """
 
 from __future__ import annotations
@@ -153,22 +154,19 @@ class WorkspaceLimits:
                 found = why
         return found
 
-    def root_refusal(self, root: str) -> str | None:
-        """Why canonical ``root`` cannot be a *trusted root* (a parent of workspaces).
+    def trust_refusal(self, root: str) -> str | None:
+        """Why canonical ``root`` cannot be a *trusted root* (a parent of workspaces), as
+        one line for the operator; None if it can.
 
-        Home directories and shared parents like /tmp may be trusted as parents (every
-        workspace must still be a directory inside them); the filesystem root, system
-        directories and the console's state may not.
+        The same set as :meth:`refusal`: trusting ``/tmp`` or ``~`` would make every
+        directory below it (another user's checkout, ``~/.ssh``) an ordinary workspace
+        with no question asked, which is what refusing them as workspaces prevents.
         """
-        if root == "/":
-            return "the filesystem root would trust every directory; name your projects' parent, e.g. ~/src"
-        for private in self.private:
-            if _within(root, private):
-                return "must not be inside the console's own state directory"
-        for tree in self.system:
-            if _within(root, tree) or _within(tree, root):
-                return "a system directory (or one containing it) cannot hold workspaces"
-        return None
+        found = self.refusal(root)
+        if found is None:
+            return None
+        code, hint = found
+        return f"{hint} ({code})"
 
 
 def is_trusted(root: str, trusted: Iterable[str]) -> bool:

@@ -45,23 +45,10 @@ def admitted(ctx: CallContext, op: Any) -> Iterator[str]:
     daemon = ctx.services
     who = agent.id if agent is not None else "the operator"
     if len(op.justification) > quotas.MAX_JUSTIFICATION_CHARS:
-        raise quotas.refuse(
-            daemon,
-            "justification_chars",
-            f"operation.justification: at most {quotas.MAX_JUSTIFICATION_CHARS} characters; say why briefly",
-            who=who,
-            limit=quotas.MAX_JUSTIFICATION_CHARS,
-        )
+        raise quotas.refuse_justification(daemon, who, len(op.justification))
     command_chars = _command_chars(op)
     if command_chars > quotas.MAX_COMMAND_CHARS:
-        raise quotas.refuse(
-            daemon,
-            "command_chars",
-            f"the command line is {command_chars} characters; at most {quotas.MAX_COMMAND_CHARS} "
-            "(pass large inputs as files in the workspace)",
-            who=who,
-            limit=quotas.MAX_COMMAND_CHARS,
-        )
+        raise quotas.refuse_command(daemon, who, command_chars)
     # The command line's UTF-8 bytes: one per character when ASCII, at most four otherwise.
     size = len(jsonrpc.encode(op.to_wire())) + command_chars * (1 if _ascii(op) else 4)
     if size > quotas.MAX_OPERATION_BYTES:

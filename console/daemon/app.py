@@ -31,10 +31,13 @@ from console.daemon.events import EventHub
 from console.daemon.execution import ExecutionService
 from console.daemon.held import HeldTable
 from console.daemon.identity import Agent, AgentRegistry
+from console.daemon.integrity import IntegrityCheck
 from console.daemon.link_tickets import LinkTickets
 from console.daemon.methods import all_methods
 from console.daemon.policy_source import PolicySource
 from console.daemon.server import (
+    AGENT_READ_BUFFER,
+    READ_BUFFER,
     AlreadyRunning,
     close_socket_file,
     limit_heap_growth,
@@ -44,7 +47,7 @@ from console.daemon.server import (
 from console.daemon.session_control import ManagedSessions
 from console.daemon.session_service import SessionService
 from console.daemon.watch_service import WatchService
-from console.daemon.workspaces import WorkspaceTrust
+from console.daemon.workspaces import WorkspaceTrust, check_policy_roots, limits_for
 from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.events import StatusChanged
 from console.protocol.jsonrpc import PROTOCOL_VERSION
@@ -90,7 +93,11 @@ class Daemon:
         self.host: Host = OSHost()  # its PATH becomes the sandbox's once the policy is read
         self._host_path = ""
         self.events = EventHub()
-        self.policy = PolicySource(locations.policy, on_change=self._policy_changed)
+        self.policy = PolicySource(
+            locations.policy,
+            on_change=self._policy_changed,
+            check=functools.partial(check_policy_roots, limits_for(locations)),
+        )
         self.methods = all_methods()
         self.connections: dict[int, Connection] = {}
         self.agents = AgentRegistry(in_use=self._agent_in_use)
@@ -103,6 +110,7 @@ class Daemon:
         self.sessions: SessionService
         self.watch: WatchService
         self.workspaces: WorkspaceTrust
+        self.integrity: IntegrityCheck
         self.held = HeldTable(on_drop=lambda rid: remove_secret(self.loc.runtime_dir, rid))
         self.link_tickets = LinkTickets()
         self._stop = asyncio.Event()
@@ -135,6 +143,8 @@ class Daemon:
             "attention": self.attention.status(),
             # Rows start-up found past the head anchor, whose grants wait for `history accept`.
             "history": {"unaccepted": [list(r) for r in self.store.unaccepted_rows]},
+            # The chain checked at start: tail and anchors at once, every row in the background.
+            "integrity": self.integrity.to_dict(),
         }
 
     def _describe_agent(self, agent_id: str) -> dict[str, Any]:
@@ -217,10 +227,11 @@ class Daemon:
         # interval keeps a decision's answer from waiting out the writer's time slice.
         sys.setswitchinterval(0.0005)
         self.token = create_token(self.loc.token)
-        self.policy.reload()
+        self.policy.load_at_start()
         self.store = await asyncio.to_thread(Store.open, self.loc.database)
         for note in self.store.open_notes:
             log.warning("history store: %s", note)
+        self.integrity = IntegrityCheck(self.store, on_change=self.status_changed)
         self.workspaces = WorkspaceTrust(
             self.loc,
             self.policy,
@@ -268,16 +279,19 @@ class Daemon:
         servers: list[asyncio.Server] = []
         created = []
         try:
-            for role, path in (
-                (Role.AGENT, self.loc.agent_socket),
-                (Role.OPERATOR, self.loc.operator_socket),
+            for role, path, read_buffer in (
+                (Role.AGENT, self.loc.agent_socket, AGENT_READ_BUFFER),
+                (Role.OPERATOR, self.loc.operator_socket, READ_BUFFER),
             ):
-                servers.append(await listen(path, functools.partial(self._on_connect, role)))
+                servers.append(
+                    await listen(path, functools.partial(self._on_connect, role), read_buffer=read_buffer)
+                )
                 created.append(path)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.request_stop)
             watcher = asyncio.create_task(self.policy.watch())
+            verify = asyncio.create_task(self.integrity.run())
             uses = asyncio.create_task(self.broker.flush_uses_forever())
             log.info(
                 "agent-console daemon %s listening in %s (pid %d)",
@@ -289,6 +303,7 @@ class Daemon:
             log.info("stopping: answering %d pending requests", len(self.broker.pending))
             watcher.cancel()
             uses.cancel()
+            verify.cancel()
             for server in servers:
                 server.close()
             await self.broker.shutdown()

@@ -31,6 +31,9 @@ from console.daemon.events import EventHub
 from console.daemon.proposed import proposed_change
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
 from console.policy.diff import NEW_WORKSPACE
+from console.policy.rules import Rule
+from console.policy.rules import covers as rule_covers
+from console.policy.rules import refusal as rule_refusal
 from console.protocol.events import Decided, GrantAdded, GrantsRevoked, GrantsUsed, PendingAdded
 from console.protocol.grants import GrantObject
 from console.protocol.pending import AgentIdentity, PendingItem
@@ -155,6 +158,9 @@ class Pending:
         }
 
 
+RULES_KEY = ""  # GrantIndex.by_fp's entry for the rules (no fingerprint is empty)
+
+
 @dataclass
 class GrantIndex:
     """Grants and deny-rules by fingerprint, mirrored from the store."""
@@ -163,6 +169,8 @@ class GrantIndex:
     by_id: dict[str, Grant] = field(default_factory=dict)
 
     def put(self, grant: Grant) -> None:
+        if grant.scope is GrantScope.RULE:
+            self.by_fp.pop(RULES_KEY, None)  # built again on the next evaluation
         old = self.by_id.get(grant.id)
         if old is not None:
             self.by_fp[old.fingerprint] = [g for g in self.by_fp.get(old.fingerprint, []) if g.id != grant.id]
@@ -171,6 +179,13 @@ class GrantIndex:
 
     def for_fingerprint(self, fp: str) -> list[Grant]:
         return self.by_fp.get(fp, [])
+
+    def for_operation(self, fp: str) -> list[Grant]:
+        """The grants of ``fp`` and every rule (rules match by words, not fingerprint)."""
+        rules = self.by_fp.get(RULES_KEY)
+        if rules is None:
+            rules = self.by_fp[RULES_KEY] = [g for g in self.by_id.values() if g.scope is GrantScope.RULE]
+        return [*self.by_fp.get(fp, []), *rules] if rules else self.by_fp.get(fp, [])
 
 
 def _denials(
@@ -315,7 +330,7 @@ class Broker:
         decision = evaluate(
             _as_agent(op, "" if anonymous else agent),
             config,
-            self.grants.for_fingerprint(op.fingerprint),
+            self.grants.for_operation(op.fingerprint),
             now,
             trusted=self.workspaces.roots() if self.workspaces is not None else None,
             resolve_path=self.resolve_path,
@@ -484,12 +499,16 @@ class Broker:
         note: str = "",
         reason: str = "",
         always: bool = False,
+        rule: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        """Apply an operator decision; standing grants also settle identical queued requests."""
+        """Apply an operator decision; standing grants also settle identical queued requests,
+        and a rule the queued requests it covers."""
         items = self.find(target)
         now = self.clock()
         first = items[0]
         grant: Grant | None = None
+        if scope is GrantScope.RULE:
+            return await self._decide_rule(first, rule, expires_in_s, note, now)
         if action is DecideAction.APPROVE and scope is not GrantScope.ONCE and first.op.unbound:
             raise InvalidParams(
                 "this request's content is not fully bound ("
@@ -593,6 +612,75 @@ class Broker:
             "verdict": verdict.value,
             "grant": granted,
         }
+
+    async def _decide_rule(
+        self, first: Pending, words: tuple[str, ...], expires_in_s: float | None, note: str, now: float
+    ) -> dict[str, Any]:
+        """Approve ``first`` and make a rule of ``words`` for its agent in its workspace;
+        the queued requests the rule covers are allowed with it."""
+        why = rule_refusal(first.op, first.evaluation.diff.escalations, words)
+        if why is None and not first.agent:
+            why = "the request has no agent identity to scope a rule to; approve it once"
+        if why is not None:
+            raise InvalidParams(f"rule: {why}")
+        made = Rule(tuple(words), first.op.workspace_root)
+        grant = Grant(
+            id="g-" + secrets.token_hex(5),
+            fingerprint=made.key(),
+            scope=GrantScope.RULE,
+            effect=Effect.ALLOW,
+            session_id=first.agent,
+            created_at=now,
+            expires_at=now + expires_in_s if expires_in_s else None,
+            note=note,
+        )
+        items = [first] + [
+            p
+            for p in self.pending.values()
+            if p is not first
+            and p.agent == first.agent
+            and not p.evaluation.diff.escalations
+            and rule_covers(made, p.op)
+        ]
+        for p in items:
+            self._take(p.id, now)
+        changed = await asyncio.to_thread(content_changed_since, first.op)
+        if changed:
+            raise await self._changed_since_shown(items, now, changed)
+        granted = GrantObject.of(grant, first.op.tool, "rule: " + made.describe())
+        answers = [
+            (
+                p,
+                self._answer(
+                    p.id,
+                    p.op,
+                    Verdict.ALLOW,
+                    Source.OPERATOR,
+                    "operator_approved",
+                    now,
+                    decision=p.evaluation,
+                    scope=GrantScope.RULE.value,
+                    note=note,
+                    grant=grant,
+                    submitted_at=p.submitted_at,
+                ),
+            )
+            for p in items
+        ]
+        try:
+            await self._durable(self.store.add_grant(grant, tool=granted.tool, summary=granted.summary))
+            await self._durable(
+                self.store.append(
+                    *(self._decision_event(a, p.op, p.peer_pid, p.evaluation) for p, a in answers)
+                )
+            )
+        except StoreUnavailable as exc:
+            raise self._fail_closed(items, now, exc) from None
+        self.grants.put(grant)
+        self.events.publish(GrantAdded(grant=granted))
+        for p, answer in answers:
+            self._settle(p, answer)
+        return {"decided": [p.id for p, _ in answers], "verdict": Verdict.ALLOW.value, "grant": granted}
 
     async def _trust_new_workspace(self, item: Pending) -> None:
         """An "always" approval of a request in a new workspace trusts that workspace."""

@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from console.daemon import identity, quotas
+from console.daemon.turns import AgentTurns
 from console.protocol import jsonrpc
 from console.protocol.jsonrpc import (
     INTERNAL_ERROR,
@@ -50,6 +51,10 @@ log = logging.getLogger("agent-console.connection")
 MAX_QUEUED_FRAMES = 10_000
 MAX_IN_FLIGHT = 1_000
 READ_CHUNK = 256 * 1024
+
+
+# Agent frames wait for their turn in the event loop; the operator's do not.
+TURNS = AgentTurns()
 
 
 class _PartialBudget:
@@ -125,6 +130,7 @@ class Connection:
         self._timer: asyncio.TimerHandle | None = None
         self._closer: asyncio.Future[None] | None = None
         self._refused = False  # a connection-level quota ended it: read nothing more
+        self._hung_up = False  # the daemon closed it (a quota, a peer not reading): handle nothing more
         self._opened = 0.0
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_close: list[Callable[[], Awaitable[None] | None]] = []
@@ -207,6 +213,7 @@ class Connection:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._hung_up = True
         if self.closed.is_set():
             return
         self.closed.set()
@@ -311,6 +318,11 @@ class Connection:
         try:
             await self._read_loop()
         finally:
+            if self._tasks:
+                # A frame that waited for its turn may have started its call just now: let
+                # it take its first step (a submit registers its request), so the close
+                # handlers answer it instead of it being dropped unseen.
+                await asyncio.sleep(0)
             for task in list(self._tasks):
                 task.cancel()
             for callback in self.on_close:
@@ -352,7 +364,9 @@ class Connection:
     async def _read_loop(self) -> None:
         buf = bytearray()
         pos = scan = 0  # start of the current frame; where to look for its newline
-        while not self.closed.is_set():
+        # Frames that came before the peer went away are still answered (and recorded: an
+        # agent that submits and hangs up gets its request decided); nothing more is read.
+        while not self._hung_up and not self._refused:
             nl = buf.find(b"\n", scan)
             if nl >= 0:
                 if nl + 1 - pos > self._frame_cap():
@@ -362,6 +376,19 @@ class Connection:
                 pos = scan = nl + 1
                 self._partial_since = None  # a frame completed: the clock starts again
                 if frame.strip():
+                    if self.role is Role.AGENT:
+                        if pos >= len(buf):
+                            buf, pos, scan = bytearray(), 0, 0  # while it waits, one copy
+                        # A frame waiting for its turn is held like an incomplete one: the
+                        # daemon-wide budget bounds what waits, whoever sends it.
+                        if not self._hold_partial(len(buf) - pos + len(frame)):
+                            self.refuse_and_close(
+                                "partial_bytes_total",
+                                "the daemon holds as many waiting frames as it will; wait for answers",
+                                quotas.MAX_PARTIAL_BYTES_TOTAL,
+                            )
+                            return
+                        await TURNS.take(len(frame))
                     self._handle_frame(frame)
                 del frame
                 continue
@@ -387,6 +414,8 @@ class Connection:
                     self._arm(quotas.PARTIAL_FRAME_TIMEOUT_S)
             else:
                 self._partial_since = None
+            if self.closed.is_set():
+                return
             try:
                 chunk = await self.reader.read(READ_CHUNK)
             except (ConnectionError, OSError):
@@ -423,6 +452,11 @@ class Connection:
         task = asyncio.create_task(self._run_messages(messages, is_batch))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if self.role is Role.OPERATOR:
+            # Agents wait until the call has taken its first step (which, for most operator
+            # calls, is the whole call): scheduled after the task's step, so it runs after it.
+            TURNS.operator_arrived()
+            asyncio.get_running_loop().call_soon(TURNS.operator_started)
 
     async def _run_messages(self, messages: list[Any], is_batch: bool) -> None:
         if not is_batch:  # the common case: no gather, no second task

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from console.daemon import quotas
 from console.daemon.errors import Conflict, InvalidParams, Unauthorized
 from console.protocol.peer import PeerCred
 from console.protocol.pending import AgentIdentity
@@ -273,6 +274,15 @@ def bind(conn: Connection, agent: Agent) -> None:
     if old is agent:
         return
     registry = conn.daemon.agents
+    if agent.connections >= quotas.MAX_CONNECTIONS_PER_AGENT:
+        raise quotas.refuse(
+            conn.daemon,
+            "connections_per_agent",
+            f"agent {agent.id} already has {agent.connections} connections open; at most "
+            f"{quotas.MAX_CONNECTIONS_PER_AGENT} (close the ones it no longer uses)",
+            who=agent.id,
+            limit=quotas.MAX_CONNECTIONS_PER_AGENT,
+        )
     if old is not None:
         if conn.acted:
             raise Conflict(

@@ -35,6 +35,9 @@ PARTIAL_FRAME_TIMEOUT_S = 10.0
 MAX_PARTIAL_BYTES_TOTAL = 24 * MiB
 # Bytes queued for one peer that is not reading (subscriber queues, replies).
 MAX_QUEUED_BYTES = 16 * MiB
+# Connections one agent identity may hold open at once (its hooks, `exec` runs, clients):
+# many connections of one identity each sending work multiplied its share of the daemon.
+MAX_CONNECTIONS_PER_AGENT = 32
 
 # ---- requests, per agent identity (console/daemon/methods/approvals.py, execute.py)
 MAX_IN_FLIGHT_REQUESTS = 64  # submitted and not yet answered
@@ -90,6 +93,27 @@ def note(daemon: Services | None, quota: str, *, who: str = "", limit: int | flo
     except Exception:  # best effort: the log line above is the record of last resort
         return
     future.add_done_callback(lambda f: f.exception())  # a failed record is logged by the store
+
+
+def refuse_justification(daemon: Any, who: str, chars: int) -> RPCError:
+    return refuse(
+        daemon,
+        "justification_chars",
+        f"operation.justification: at most {MAX_JUSTIFICATION_CHARS} characters; say why briefly",
+        who=who,
+        limit=MAX_JUSTIFICATION_CHARS,
+    )
+
+
+def refuse_command(daemon: Any, who: str, chars: int) -> RPCError:
+    return refuse(
+        daemon,
+        "command_chars",
+        f"the command line is {chars} characters; at most {MAX_COMMAND_CHARS} "
+        "(pass large inputs as files in the workspace)",
+        who=who,
+        limit=MAX_COMMAND_CHARS,
+    )
 
 
 class Bucket:

@@ -23,6 +23,9 @@ from console.protocol.peer import PeerCred, peer_credentials
 log = logging.getLogger("agent-console.server")
 
 READ_BUFFER = 256 * 1024
+# An agent connection waiting for its turn (console/daemon/turns.py) holds at most twice
+# this much read ahead of it; the rest waits in the kernel.
+AGENT_READ_BUFFER = 64 * 1024
 # What one recv() asks the kernel for. asyncio's socket transports ask for 256 KiB, and
 # Python allocates that much for every recv() before shrinking it to what came: a block
 # that size comes from mmap (glibc's threshold is 128 KiB, and limit_heap_growth keeps
@@ -71,7 +74,10 @@ def prepare_socket_path(path: Path) -> None:
 
 
 async def listen(
-    path: Path, on_connect: Callable[[asyncio.StreamReader, asyncio.StreamWriter, PeerCred], object]
+    path: Path,
+    on_connect: Callable[[asyncio.StreamReader, asyncio.StreamWriter, PeerCred], object],
+    *,
+    read_buffer: int = READ_BUFFER,
 ) -> asyncio.Server:
     prepare_socket_path(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -106,7 +112,7 @@ async def listen(
     # Connections frame their own input (console/daemon/connection.py) and read in chunks;
     # the limit only bounds what a transport buffers before it pauses reading. asyncio
     # listens again with its own backlog (100 unless told): the same depth, here too.
-    return await asyncio.start_unix_server(accept, sock=sock, limit=READ_BUFFER, backlog=4096)
+    return await asyncio.start_unix_server(accept, sock=sock, limit=read_buffer, backlog=4096)
 
 
 def limit_heap_growth() -> None:

@@ -23,8 +23,23 @@ from console.contract.workspace import WorkspaceLimits, is_trusted
 from console.daemon.errors import InvalidParams, NotFound
 from console.daemon.policy_source import PolicySource
 from console.locations import Locations
-from console.policy import PolicyConfig
+from console.policy import PolicyConfig, PolicyError
 from console.store import Store, workspace_event
+
+
+def limits_for(loc: Locations) -> WorkspaceLimits:
+    """What can never be a workspace (or a trusted root) on this host, for this state dir."""
+    return host_workspace_limits(map(str, loc.private_paths()))
+
+
+def check_policy_roots(limits: WorkspaceLimits, config: PolicyConfig) -> None:
+    """The policy's ``workspaces`` against this host's homes and the console's state (the
+    policy file itself refuses /, system and shared directories): a refused root is a
+    broken policy, never a quietly trusted parent of every directory below it."""
+    for i, root in enumerate(config.workspaces):
+        why = limits.trust_refusal(os.path.realpath(root))
+        if why is not None:
+            raise PolicyError(f"workspaces[{i}]", why)
 
 
 class WorkspaceTrust:
@@ -38,7 +53,7 @@ class WorkspaceTrust:
     ) -> None:
         self.policy = policy
         self.store = store
-        self.limits: WorkspaceLimits = host_workspace_limits(map(str, loc.private_paths()))
+        self.limits: WorkspaceLimits = limits_for(loc)
         self.runtime: dict[str, dict[str, Any]] = {}
         self._policy_roots: tuple[PolicyConfig, tuple[str, ...]] | None = None
         self.on_change = on_change  # the trusted set changed (the daemon publishes its status)
@@ -84,7 +99,7 @@ class WorkspaceTrust:
             raise InvalidParams(
                 f"{field}: is or goes through a symlink; trust the real directory instead: {real}",
             )
-        why = self.limits.root_refusal(real)
+        why = self.limits.trust_refusal(real)
         if why is not None:
             raise InvalidParams(f"{field}: {why}")
         return real

@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from console.contract.workspace import WorkspaceLimits
 from console.policy.agents import DEFAULT_AGENTS, AgentProfile, AgentsError, agents_from
 from console.policy.network import NetworkPolicy, NetworkPolicyError, network_policy_from
 from console.policy.patterns import PatternError, ProtectedPaths, validate_pattern
@@ -284,11 +285,11 @@ def policy_from_dict(data: dict[str, Any]) -> PolicyConfig:
                 "must be an absolute, normalized directory path (no '..', '.', '//' or trailing '/'), "
                 "e.g. /home/me/src",
             )
-        if root == "/":
-            raise PolicyError(
-                f"workspaces[{i}]",
-                "the filesystem root would trust every directory; name your projects' parent",
-            )
+        # The host's homes and the console's state are checked by the daemon, which knows
+        # them (console/daemon/workspaces.py); what no host changes is checked here.
+        why = WorkspaceLimits().trust_refusal(root)
+        if why is not None:
+            raise PolicyError(f"workspaces[{i}]", why)
 
     max_mb = _megabytes(data, "recording_max_mb", defaults.recording_max_mb, 1)
     total_mb = _megabytes(data, "recordings_total_mb", defaults.recordings_total_mb, 1)

@@ -16,6 +16,7 @@ from console.policy.config import ApprovalMode, PolicyConfig
 from console.policy.diff import CapabilityDiff, capability_diff
 from console.policy.grants import Grant, GrantScope, matching
 from console.policy.readonly import Resolver, is_read_only_command
+from console.policy.rules import matching_rule
 
 
 class Verdict(StrEnum):
@@ -34,12 +35,14 @@ class Reason(StrEnum):
     ESCALATION_REQUIRES_APPROVAL = "escalation_requires_approval"
     ESCALATION_DENIED_BY_POLICY = "escalation_denied_by_policy"
     UNTRUSTED_REQUIRES_APPROVAL = "untrusted_requires_approval"
+    RULE = "rule"
 
 
 _GRANT_REASON = {
     GrantScope.ONCE: Reason.GRANT_ONCE,
     GrantScope.SESSION: Reason.GRANT_SESSION,
     GrantScope.ALWAYS: Reason.GRANT_ALWAYS,
+    GrantScope.RULE: Reason.RULE,
 }
 
 
@@ -135,6 +138,10 @@ def evaluate(
     if config.approval is ApprovalMode.UNTRUSTED:
         if not escalates and is_read_only_command(op, resolve_path):
             return decide(Verdict.ALLOW, Reason.READ_ONLY_COMMAND)
+        # A rule widens an approval past one fingerprint only within the ceiling.
+        rule = None if escalates else matching_rule(grants, op, now)
+        if rule is not None:
+            return decide(Verdict.ALLOW, Reason.RULE, rule)
         return decide(Verdict.REVIEW, Reason.UNTRUSTED_REQUIRES_APPROVAL)
     if not escalates:
         return decide(Verdict.ALLOW, Reason.WITHIN_CEILING)

@@ -15,6 +15,9 @@ class GrantScope(StrEnum):
     ONCE = "once"
     SESSION = "session"
     ALWAYS = "always"
+    # A command prefix in one workspace for one agent (console/policy/rules.py): its
+    # ``fingerprint`` is the rule's key, its ``session_id`` the agent.
+    RULE = "rule"
 
 
 class Effect(StrEnum):
@@ -24,7 +27,7 @@ class Effect(StrEnum):
 
 # When several allow grants match, the one that is not used up wins: a standing grant
 # is preferred so a `once` grant is not consumed needlessly.
-_PRIORITY = {GrantScope.ALWAYS: 0, GrantScope.SESSION: 1, GrantScope.ONCE: 2}
+_PRIORITY = {GrantScope.ALWAYS: 0, GrantScope.SESSION: 1, GrantScope.RULE: 1, GrantScope.ONCE: 2}
 
 
 def ended(

@@ -161,6 +161,8 @@ class Decide(MethodParams, frozen=True, kw_only=True):
     note: Annotated[str, Meta(max_length=4096)] = ""
     reason: Annotated[str, Meta(max_length=1024)] = ""
     always: bool = False
+    # With scope "rule": the words the command starts with ("npm test"), console/policy/rules.py.
+    rule: Annotated[str, Meta(max_length=1024)] = ""
 
 
 class GrantsList(MethodParams, frozen=True, kw_only=True):

@@ -117,6 +117,7 @@ class DaemonStatusResult(MethodResult, frozen=True, kw_only=True):
     workspaces: list[dict[str, Any]] | UnsetType = UNSET  # operator view
     attention: dict[str, Any] | UnsetType = UNSET  # operator view
     history: StatusHistory | UnsetType = UNSET  # operator view
+    integrity: dict[str, Any] | UnsetType = UNSET  # operator view
 
 
 class DaemonStopResult(MethodResult, frozen=True, kw_only=True):

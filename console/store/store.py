@@ -108,8 +108,12 @@ class Store:
     ) -> None:
         self.path = path
         self.readonly = readonly
+        self.opened_tail = tail  # (seq, hash) of the newest row when opened
         # What opening noticed about the anchors (also recorded as `daemon` events).
         self.open_notes: tuple[str, ...] = ()
+        # The tail-and-anchor check of opening: what it found wrong (a replaced database,
+        # a truncated tail). A full verify finds the rest (rows edited or deleted inside).
+        self.open_findings: tuple[checks.Finding, ...] = ()
         # Rows past the head anchor, not yet accepted by the operator (see unaccepted()).
         self.unaccepted_rows: tuple[tuple[int, int], ...] = ()
         self._immutable = immutable
@@ -192,6 +196,11 @@ class Store:
             conn.close()
         store = cls(path, head, store_id, found, max_batch, busy_timeout_s)
         store.open_notes = tuple(n.note for n in notes)
+        store.open_findings = tuple(
+            checks.Finding(str(b.get("what", "")), b.get("first_bad_seq"), str(b.get("message", "")))
+            for b in (n.body for n in notes)
+            if b.get("event") == "anchor_mismatch"
+        )
         try:
             if notes:
                 store.append(*notes).result()
@@ -683,7 +692,9 @@ class Store:
             time.sleep(0.001)
         raise StoreUnavailable("locked", "the history kept changing while verify tried to read its anchor")
 
-    def verify(self, external: Anchor | None = None) -> VerifyReport:
+    def verify(
+        self, external: Anchor | None = None, *, progress: Callable[[int], None] | None = None
+    ) -> VerifyReport:
         """Walk the whole chain and check its anchors, the grants table, the search index,
         rows not yet accepted and, if given, a head the operator copied elsewhere.
 
@@ -698,7 +709,7 @@ class Store:
             anchored = None
             if anchor is not None and anchor.store_id == self._store_id:
                 anchored = max(anchor.seq, anchor.pending_seq or 0)
-            result = checks.walk(conn, anchored=anchored)
+            result = checks.walk(conn, anchored=anchored, progress=progress)
             finding = result.finding
             if finding is None and external is not None:
                 finding = checks.external_finding(conn, result.tail, external, self._store_id)

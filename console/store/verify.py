@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,15 +106,26 @@ class Walk:
     finding: Finding | None
 
 
-def walk(conn: sqlite3.Connection, start: tuple[int, str] | None = None, anchored: int | None = None) -> Walk:
+PROGRESS_EVERY = 4096  # rows between two progress reports
+
+
+def walk(
+    conn: sqlite3.Connection,
+    start: tuple[int, str] | None = None,
+    anchored: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Walk:
     """Check every row (or every row after ``start``) in seq order; stop at the first bad one.
 
     ``anchored`` is the newest seq the anchors vouch for: rows after it that chain
-    correctly are still reported as inserted.
+    correctly are still reported as inserted. ``progress`` is told the rows checked so
+    far every few thousand rows (a long walk runs in the background of a daemon).
     """
     prev_seq, prev_hash = start or (0, GENESIS)
     checked = 0
     for row in _rows_after(conn, None if start is None else prev_seq):
+        if progress is not None and checked % PROGRESS_EVERY == 0 and checked:
+            progress(checked)
         seq = row[0]
         if seq == prev_seq + 1 and _prev(row) == prev_hash and _hash_of(row) == _hash(row):
             if anchored is not None and seq > anchored:

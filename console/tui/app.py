@@ -49,8 +49,15 @@ from console.tui.commands import ConsoleCommands
 from console.tui.desktop import sequence
 from console.tui.link import RETRY_S, Connect, DaemonLink
 from console.tui.model.pending import PendingQueue, QueueItem, queue_key
-from console.tui.model.unaccepted import history_remedy, unaccepted_rows
+from console.tui.model.unaccepted import (
+    history_remedy,
+    integrity_findings,
+    integrity_progress,
+    tamper_remedy,
+    unaccepted_rows,
+)
 from console.tui.model.watch_model import TripwireEntry
+from console.tui.model.words import shown_command
 from console.tui.registry import views
 from console.tui.screens.help import HelpScreen
 from console.tui.settings.actions import ActionSpec
@@ -148,6 +155,8 @@ class ConsoleApp(App[None]):
         self._arrivals: list[PendingItem] = []
         self._notify_timer: Timer | None = None
         self._history_told: set[tuple[int, int]] = set()  # unaccepted ranges already said
+        self._integrity_told: set[tuple[str, str]] = set()  # history mismatches already said
+        self._policy_told = ""  # the policy error already said
 
     # ------------------------------------------------------------ start
 
@@ -261,7 +270,32 @@ class ConsoleApp(App[None]):
         self.watch_monitor.status_changed(status)
         error = (status.get("policy") or {}).get("error")
         self.pills.set("policy", "policy.toml broken: last good kept" if error else "", "error")
+        if error and error != self._policy_told:
+            self.notify(inert(str(error))[:400], title="policy", severity="error", timeout=30, markup=False)
+        self._policy_told = error or ""
         self._history_flagged(unaccepted_rows(status))
+        self._integrity(status)
+
+    def _integrity(self, status: Mapping[str, Any]) -> None:
+        """The daemon's check of the history at start: a red pill and one notification per
+        finding for a mismatch, a quiet pill with the progress while the full walk runs."""
+        found = integrity_findings(status)
+        self.pills.set("integrity", "history TAMPERED" if found else "", "error", short="tampered!")
+        progress = integrity_progress(status)
+        self.pills.set("verifying", progress, "muted", short="verifying")
+        for what, message in found:
+            if (what, message) not in self._integrity_told:
+                self._integrity_told.add((what, message))
+                self._say_integrity(what, message)
+
+    def _say_integrity(self, what: str, message: str) -> None:
+        self.notify(
+            inert(tamper_remedy(what, message))[:600],
+            title="history",
+            severity="error",
+            timeout=30,
+            markup=False,
+        )
 
     def _history_flagged(self, flagged: list[tuple[int, int]]) -> None:
         """Rows start-up found past the history's head anchor: something wrote the history
@@ -393,6 +427,9 @@ class ConsoleApp(App[None]):
         elif message.key == "history":
             for low, high in unaccepted_rows(self.daemon_status):
                 self._say_history(low, high)
+        elif message.key == "integrity":
+            for what, said in integrity_findings(self.daemon_status):
+                self._say_integrity(what, said)
 
     # ------------------------------------------------------------ notifications
 
@@ -412,7 +449,7 @@ class ConsoleApp(App[None]):
         arrivals, self._arrivals = self._arrivals, []
         if not arrivals:
             return
-        first = inert(arrivals[0].command)[:80]
+        first = inert(shown_command(arrivals[0]))[:80]
         body = (
             f"{len(arrivals)} new requests; first: {first}" if len(arrivals) > 1 else f"new request: {first}"
         )

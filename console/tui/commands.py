@@ -18,6 +18,8 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from console.contract.inert import inert
+from console.tui.model.watch_model import TripwireEntry
+from console.tui.model.words import shown_command
 from console.tui.settings.actions import ACTIONS, CONTEXTS
 
 if TYPE_CHECKING:
@@ -71,7 +73,8 @@ class ConsoleCommands(Provider):
             app = self.console_app
             for found in app.pending.find_fingerprint(prefix)[:20]:
                 fp = found.fingerprint
-                command = inert(found.item.command)[:70]
+                item = found.item
+                command = inert(item.command if isinstance(item, TripwireEntry) else shown_command(item))[:70]
                 title = Text(f"Go to {found.request_id} ")
                 title.append(fp[:16], "bold")
                 title.append(f"  {command}")

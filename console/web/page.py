@@ -17,6 +17,7 @@ from urllib.parse import quote
 from console.contract.inert import findings, inert
 from console.protocol.pending import DiffLine, PendingItem
 from console.tui.model.badges import badges, confirmation
+from console.tui.model.words import request_words, shown_command
 
 QUEUE_REFRESH_S = 15
 COMMAND_CHARS = 160
@@ -133,7 +134,8 @@ def queue_page(
             states.append(f'<li><span class="host">{t(name)}</span> {note}</li>')
     rows = []
     for host, item in items:
-        command = item.command if len(item.command) <= COMMAND_CHARS else item.command[:COMMAND_CHARS] + "…"
+        said = shown_command(item)
+        command = said if len(said) <= COMMAND_CHARS else said[:COMMAND_CHARS] + "…"
         rows.append(
             f'<tr><td class="host">{t(host)}</td><td>{_age(item.submitted_at)}</td>'
             f"<td>{t(item.operation.tool)}</td><td>{_badges(item)}</td>"
@@ -231,8 +233,9 @@ def detail_page(
     body = (
         f'{_header(csrf)}{_flash(flash)}<h2>{t(item.request_id)} on <span class="host">{t(host)}</span> '
         f'{_badges(item)}</h2><p class="muted">Approve and deny act on this request only: host, id and '
-        f"fingerprint.</p>{warning}<h2>Command</h2><pre>{t(item.command)}</pre>"
-        f"<h2>Capability diff</h2>{diff}{proposed}"
+        f"fingerprint.</p>{warning}<h2>Command</h2><pre>{t(shown_command(item))}</pre>"
+        + (f'<p class="muted">submitted as <code>{t(item.command)}</code></p>' if request_words(item) else "")
+        + f"<h2>Capability diff</h2>{diff}{proposed}"
         + (
             f"<h2>Justification (the agent's words)</h2><pre>{block(op.justification)}</pre>"
             if op.justification

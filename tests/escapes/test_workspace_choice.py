@@ -246,3 +246,60 @@ def test_the_refusal_rules(root, reason):
     limits = WorkspaceLimits.of(homes=["/home/alice"], private=["/state/agent-console"])
     found = limits.refusal(root)
     assert (found[0] if found else None) == reason
+
+
+def test_workspaces_add_refuses_what_can_never_be_a_workspace_with_the_reason():
+    """`workspaces add /tmp` (or ~) trusted every directory below it with no question;
+    trusting now refuses the same set a request's workspace_root is refused for."""
+    import pwd
+
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    with running_daemon(UNTRUSTING) as d:
+        (d.state_dir / "x").mkdir()
+        for root, reason in (
+            ("/tmp", "workspace_is_shared_directory"),
+            ("/var/tmp", "workspace_is_shared_directory"),
+            (home, "workspace_is_home"),
+            ("/home", "workspace_is_home"),
+            ("/usr/lib", "workspace_is_system_directory"),
+            ("/", "filesystem root"),
+            (str(d.state_dir / "x"), "workspace_is_console_state"),
+            (str(d.state_dir.parent), "workspace_is_console_state"),
+        ):
+            r = d.cli("workspaces", "add", root)
+            assert r.returncode == 2, (root, r.stdout, r.stderr)
+            assert reason in r.stderr and "Traceback" not in r.stderr, (root, r.stderr)
+        listed = d.cli("workspaces", "list", "--json").stdout
+        assert '/tmp"' not in listed and home not in listed
+        # Nothing below /tmp became trusted on the way: a directory there still asks.
+        ws = workspace(short_tmp("below-tmp-"))
+        with d.agent() as agent:
+            answer = agent.submit(operation(ws), timeout_s=0.5)
+        assert "new_workspace" in [e.get("code") for e in answer["escalations"]]
+
+
+@pytest.mark.parametrize(
+    ("roots", "fragment"),
+    [
+        ('["/tmp"]', "workspace_is_shared_directory"),
+        ('["/usr"]', "workspace_is_system_directory"),
+        ("[HOME]", "workspace_is_"),  # /root is also a shared parent: either reason
+        ("[STATE]", "workspace_is_console_state"),
+    ],
+)
+def test_a_policy_that_trusts_a_refused_root_does_not_start_the_daemon(roots, fragment):
+    import pwd
+
+    base = short_tmp()
+    roots = roots.replace("HOME", repr(pwd.getpwuid(os.getuid()).pw_dir)).replace("STATE", repr(str(base)))
+    d = DaemonProcess(base / "s", f"workspaces = {roots}\n".replace("'", '"'))
+    try:
+        r = d.cli("daemon", "start")
+        assert r.returncode == 1, r.stdout
+        assert "workspaces[0]" in r.stderr and fragment in r.stderr, r.stderr
+        assert "does not start on a broken policy" in r.stderr
+        assert d.cli("daemon", "status").returncode == 3
+    finally:
+        d.cli("daemon", "stop", "--force")  # one that started after all ends with the test
+        d.stop()
+        shutil.rmtree(base, ignore_errors=True)

@@ -5,6 +5,8 @@ State dirs live under /tmp with short names: a Unix socket path must fit in 107 
 
 from __future__ import annotations
 
+import getpass
+import json
 import os
 import re
 import shutil
@@ -22,16 +24,29 @@ from console.client import Client
 from console.client.spawn import running_pid
 from console.locations import Locations, locate
 
-# Test workspaces live under /tmp (see workspace()): the daemon trusts them unless a
-# test's policy names its own `workspaces`. /tmp itself can never be a workspace.
-TRUSTED_TEST_ROOTS = 'workspaces = ["/tmp"]\n'
+# Test workspaces live in a directory of their own (see workspace()), and pytest's
+# tmp_path under its own base: the daemon trusts both unless a test's policy names its own
+# `workspaces`. /tmp itself can never be trusted (it is shared), nor a parent of the
+# daemon's state directory.
+TEST_WORKSPACES = Path(tempfile.gettempdir()) / f"ac-ws-{os.getuid()}"
+PYTEST_TMP = Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
 
 
-def trusting_test_workspaces(policy: str) -> str:
+def trusted_test_roots(state_dir: Path | None = None) -> list[str]:
+    """The roots a test daemon trusts: never one that holds its own state."""
+    roots = [str(TEST_WORKSPACES), str(PYTEST_TMP)]
+    if state_dir is None:
+        return roots
+    state = str(state_dir.resolve())
+    return [r for r in roots if not (state == r or state.startswith(r + "/"))]
+
+
+def trusting_test_workspaces(policy: str, state_dir: Path | None = None) -> str:
     """``policy`` with the test workspaces trusted, unless it says which to trust."""
     if re.search(r"^\s*workspaces\s*=", policy, re.MULTILINE):
         return policy
-    return (policy.rstrip("\n") + "\n" if policy.strip() else "") + TRUSTED_TEST_ROOTS
+    line = f"workspaces = {json.dumps(trusted_test_roots(state_dir))}\n"
+    return (policy.rstrip("\n") + "\n" if policy.strip() else "") + line
 
 
 class DaemonProcess:
@@ -50,7 +65,7 @@ class DaemonProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         if policy is not None or not self.loc.policy.exists():
             state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.loc.policy.write_text(trusting_test_workspaces(policy or ""))
+            self.loc.policy.write_text(trusting_test_workspaces(policy or "", state_dir))
 
     @property
     def log_path(self) -> Path:
@@ -160,8 +175,14 @@ def running_daemon(
         shutil.rmtree(base, ignore_errors=True)
 
 
+def trusted_dir(prefix: str = "ws-") -> Path:
+    """A fresh directory under the trusted test parent (made, private, on first use)."""
+    TEST_WORKSPACES.mkdir(mode=0o700, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=TEST_WORKSPACES))
+
+
 def workspace(base: Path | None = None) -> Path:
-    root = (base or short_tmp("ws-")) / "project"
+    root = (base or trusted_dir("ws-")) / "project"
     (root / ".git" / "hooks").mkdir(parents=True)
     (root / "src").mkdir()
     (root / "README.md").write_text("hello\n")
@@ -219,13 +240,15 @@ def submit_in_thread(d: DaemonProcess, op: dict, **kw):
 
 
 __all__ = [
-    "TRUSTED_TEST_ROOTS",
+    "TEST_WORKSPACES",
     "DaemonProcess",
     "in_background",
     "operation",
     "running_daemon",
     "short_tmp",
     "submit_in_thread",
+    "trusted_dir",
+    "trusted_test_roots",
     "trusting_test_workspaces",
     "wait_for",
     "workspace",

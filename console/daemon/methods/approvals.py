@@ -175,8 +175,13 @@ async def decide(ctx: CallContext, args: Decide) -> DecideResult:
     note, reason, always = args.note, args.reason, args.always
     if action is DecideAction.DENY and scope is not GrantScope.ONCE:
         raise RPCError(INVALID_PARAMS, "scope: applies to approvals; to deny every time use always=true")
+    words = tuple(args.rule.split())
+    if scope is GrantScope.RULE and not words:
+        raise RPCError(INVALID_PARAMS, "rule: the words the command starts with, e.g. npm test")
+    if words and scope is not GrantScope.RULE:
+        raise RPCError(INVALID_PARAMS, 'rule: goes with scope "rule"')
     decided = await ctx.services.broker.decide(
-        target, action, scope=scope, expires_in_s=expires, note=note, reason=reason, always=always
+        target, action, scope=scope, expires_in_s=expires, note=note, reason=reason, always=always, rule=words
     )
     return DecideResult(**decided)
 
@@ -194,6 +199,10 @@ async def grants_add(ctx: CallContext, args: GrantsAdd) -> GrantsAddResult:
         raise RPCError(INVALID_PARAMS, "fingerprint: must be 64 lowercase hexadecimal digits") from None
     scope, effect, session_id, expires = args.scope, args.effect, args.session_id, args.expires_in_s
     note, tool, summary = args.note, args.tool, args.summary
+    if scope is GrantScope.RULE:
+        raise RPCError(
+            INVALID_PARAMS, 'scope: a rule is made from a pending request (decide with scope "rule")'
+        )
     if scope is GrantScope.SESSION and not session_id:
         raise RPCError(
             INVALID_PARAMS,

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from console.protocol.pending import PendingItem
 from console.tui.model.badges import Badge, badges
 from console.tui.model.watch_model import TripwireEntry
+from console.tui.model.words import request_words
 
 QueueItem = PendingItem | TripwireEntry
 
@@ -51,10 +52,12 @@ class Entry:
             self.badges = badges(item)
             tier = ESCALATED_TIER if self.badges else ORDINARY_TIER
             tool, fingerprint = item.operation.tool, item.fingerprint
+        words = "" if isinstance(item, TripwireEntry) else request_words(item) or ""
         self.rank = tier << TIER_SHIFT | number
         self.haystack = " ".join(
             (
                 item.command,
+                words,
                 tool,
                 item.session_id,
                 fingerprint,

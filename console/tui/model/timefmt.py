@@ -19,14 +19,21 @@ def age(seconds: float) -> str:
 
 
 def ago(seconds: float) -> str:
-    """``12 min ago`` for sentences."""
+    """``12 min ago`` for sentences; ``just now`` under a second."""
     seconds = max(0, int(seconds))
+    if seconds < 1:
+        return "just now"
     if seconds < 60:
         return f"{seconds} s ago"
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
             return f"{seconds // size} {unit} ago"
     return "just now"
+
+
+def age_ago(seconds: float) -> str:
+    """``42s ago``, ``3m ago`` for a column; ``just now`` under a second."""
+    return "just now" if seconds < 1 else f"{age(seconds)} ago"
 
 
 def clock_time(ts: float | None, *, with_date: bool = True) -> str:

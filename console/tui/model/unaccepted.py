@@ -38,3 +38,36 @@ def history_remedy(low: int, high: int) -> str:
         f"Review them (agent-console history export | tail), then: "
         f"agent-console history accept --through {high}"
     )
+
+
+def integrity_findings(status: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the daemon's start-up check of the history found wrong, as ``(what, message)``
+    pairs from ``status["integrity"]["findings"]``; anything malformed is skipped."""
+    check = status.get("integrity")
+    found = check.get("findings") if isinstance(check, Mapping) else None
+    if not isinstance(found, list):
+        return []
+    return [
+        (str(f.get("what", "")), str(f.get("message", "")))
+        for f in found
+        if isinstance(f, Mapping) and f.get("what")
+    ]
+
+
+def integrity_progress(status: Mapping[str, Any]) -> str:
+    """``verifying history: 4,096/50,000 rows`` while the full verify runs, else ""."""
+    check = status.get("integrity")
+    if not isinstance(check, Mapping) or check.get("state") != "checking":
+        return ""
+    checked, total = check.get("checked"), check.get("total")
+    if type(checked) is not int or type(total) is not int:
+        return "verifying history"
+    return f"verifying history: {checked:,}/{total:,} rows"
+
+
+def tamper_remedy(what: str, message: str) -> str:
+    """What the operator is told of one finding: what was found and what to run."""
+    return (
+        f"The history does not verify ({what}): {message}. Something changed it outside "
+        "agent-console. Details: agent-console history verify; see docs/security.md"
+    )

@@ -22,12 +22,13 @@ from msgspec import UNSET
 from rich.style import Style
 from rich.text import Text
 
-from console.contract.inert import Finding, findings, inert
+from console.contract.inert import Finding, command_findings, findings, inert, lookalike_notes
 from console.protocol.pending import EMPTY_EVALUATION, EMPTY_OPERATION, Evaluation, OperationWire, PendingItem
 from console.tui.model.argdiff import argv_diff, closest, split_command
 from console.tui.model.badges import Badge
 from console.tui.model.shellsplit import PartKind, chain_for, shell_script
 from console.tui.model.timefmt import ago, clock_time
+from console.tui.model.words import request_words
 from console.tui.render.untrusted import CANDIDATE, Line, Shown, block, lookalike_spans, one_line
 
 Styles = Mapping[str, Style]
@@ -65,9 +66,14 @@ _CANDIDATE = CANDIDATE
 
 
 def agent_text(
-    text: str, styles: Styles, base: Style | str = "", *, limit: int | None = None
+    text: str, styles: Styles, base: Style | str = "", *, limit: int | None = None, command: bool = False
 ) -> tuple[Text, bool]:
-    """One line of agent text, inert, with escapes and look-alikes marked; and whether it was cut."""
+    """One line of agent text, inert, with escapes and look-alikes marked; and whether it was cut.
+
+    ``command``: the text names programs and files, so a look-alike letter is written as
+    its code point (``\\u0455``) the way an escape is, and a word made only of look-alikes
+    (``ѕеt``) counts too: a colour alone does not stop ``ѕudo`` from reading as ``sudo``.
+    """
     if limit is not None:
         shown, cut = one_line(text, limit)
         source = text[: limit * 8]
@@ -78,13 +84,29 @@ def agent_text(
     if not _CANDIDATE.search(source):
         out.append(shown)
         return out, cut
+    flagged = {a for a, _ in lookalike_spans(source, whole_words=True)} if command else set()
+    longer = sum(len(f"\\u{ord(source[a]):04x}") - 1 for a in flagged)
+    if flagged and limit is not None:
+        # The code points lengthen the line: cut it again, counting them.
+        cut = cut or len(shown) + longer > limit
+        budget = max(0, limit - 1) if cut else limit
+    else:
+        budget = len(shown) + longer - (1 if cut else 0)
     # Rebuild piece by piece so each escape can be styled as ours.
-    budget = len(shown) - (1 if cut else 0)
     used = 0
     run: list[str] = []
-    for ch in source:
+    for i, ch in enumerate(source):
         if used >= budget:
             break
+        if i in flagged:
+            if run:
+                out.append("".join(run))
+                run.clear()
+            code = ord(ch)
+            piece = (f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")[: budget - used]
+            out.append(piece, styles["lookalike"])
+            used += len(piece)
+            continue
         esc = inert(ch) if _CANDIDATE.match(ch) else ch
         if esc == ch and ch != "\\":
             run.append(ch)
@@ -104,9 +126,10 @@ def agent_text(
         out.append("".join(run))
     if cut:
         out.append("…", styles["marker"])
-    plain = out.plain
-    for start, end in lookalike_spans(plain):
-        out.stylize(styles["lookalike"], start, end)
+    if not flagged:
+        plain = out.plain
+        for start, end in lookalike_spans(plain):
+            out.stylize(styles["lookalike"], start, end)
     return out, cut
 
 
@@ -150,7 +173,11 @@ def quoted_argv(argv: Sequence[str], styles: Styles, limit: int) -> tuple[Text, 
         if i:
             out.append(" ")
         piece, cut = agent_text(
-            shlex.quote(arg) if arg else "''", styles, styles["program"] if i == 0 else "", limit=limit
+            shlex.quote(arg) if arg else "''",
+            styles,
+            styles["program"] if i == 0 else "",
+            limit=limit,
+            command=True,
         )
         truncated |= cut
         out.append_text(piece)
@@ -208,10 +235,14 @@ def all_agent_strings(item: PendingItem) -> list[str]:
 
 def text_findings(item: PendingItem) -> set[Finding]:
     """What the banner warns about. Newlines and tabs are how multi-line text is written
-    (a script, a justification): shown as lines and ``\\t``, never a reason to alarm."""
+    (a script, a justification): shown as lines and ``\\t``, never a reason to alarm. The
+    argv is a command, where a word made only of look-alike letters is flagged too."""
     found: set[Finding] = set()
+    argv = item.operation.argv
     for s in all_agent_strings(item):
         found |= findings(s.replace("\n", " ").replace("\t", " "))
+    for s in argv:
+        found |= command_findings(s.replace("\n", " ").replace("\t", " "))
     return found
 
 
@@ -226,14 +257,20 @@ class _Detail:
         self.limit = 10**9 if options.expanded else options.max_chars
         self.truncated = False
 
-    def agent(self, text: str, base: Style | str = "", *, limit: int | None = None) -> Text:
+    def agent(
+        self, text: str, base: Style | str = "", *, limit: int | None = None, command: bool = False
+    ) -> Text:
         """Agent text, inert, cut at ``limit`` (by default the detail's own)."""
-        piece, cut = agent_text(text, self.styles, base, limit=self.limit if limit is None else limit)
+        piece, cut = agent_text(
+            text, self.styles, base, limit=self.limit if limit is None else limit, command=command
+        )
         self.truncated |= cut
         return piece
 
-    def put(self, text: str, base: Style | str = "", *, limit: int | None = None) -> None:
-        self.out.append_text(self.agent(text, base, limit=limit))
+    def put(
+        self, text: str, base: Style | str = "", *, limit: int | None = None, command: bool = False
+    ) -> None:
+        self.out.append_text(self.agent(text, base, limit=limit, command=command))
 
     def block(self, text: str) -> Shown:
         o = self.options
@@ -273,12 +310,13 @@ def render_request(
     script = shell_script(argv)
     chain = chain_for(*script) if script is not None else None
 
+    words = request_words(item)
     head = _Detail(styles, options)
-    _head(head, item, badges, argv, chain)
+    _head(head, item, badges, argv, chain, words)
     # The banner about cut text goes in the head, once the body says whether anything was cut.
     d = _Detail(styles, options)
     d.truncated = head.truncated
-    _command(d, argv)
+    _command(d, argv, words)
     if script is not None and chain is not None:
         _shell(d, script[0], script[1], chain)
     _content(d, item)
@@ -305,14 +343,25 @@ def render_request(
     return Rendered(out, d.truncated)
 
 
-def _head(d: _Detail, item: PendingItem, badges: Sequence[Badge], argv: Sequence[str], chain: Any) -> None:
-    """Whose detail this is, the program and its badges, and the warnings about its text."""
+def _head(
+    d: _Detail,
+    item: PendingItem,
+    badges: Sequence[Badge],
+    argv: Sequence[str],
+    chain: Any,
+    words: str | None = None,
+) -> None:
+    """Whose detail this is, the program (or the tool's words) and its badges, and the
+    warnings about its text."""
     out, styles = d.out, d.styles
     if d.options.with_target:
         # Whose detail this is: the keys act on this request, not on the row under the cursor.
         out.append(item.request_id, styles["label"])
         out.append("  approve / deny act on this request\n", styles["dim"])
-    d.put(argv[0].rsplit("/", 1)[-1], styles["program"], limit=80)
+    if words:
+        d.put(words, styles["program"], limit=120, command=True)
+    else:
+        d.put(argv[0].rsplit("/", 1)[-1], styles["program"], limit=80, command=True)
     if badges:
         out.append("  ")
         out.append_text(badge_text(badges, styles))
@@ -342,14 +391,27 @@ def _head(d: _Detail, item: PendingItem, badges: Sequence[Badge], argv: Sequence
         out.append(" — read the raw script", styles["warning"])
 
 
-def _command(d: _Detail, argv: Sequence[str]) -> None:
+def _command(d: _Detail, argv: Sequence[str], words: str | None = None) -> None:
+    """The argv as it will run; for a tool that is not a command, its words first and the
+    argv it was submitted as (what the fingerprint binds) below them."""
     o = d.options
-    d.section("Command")
-    d.out.append("  ")
+    d.section("Request" if words else "Command", "as the tool says it" if words else "")
+    if words:
+        d.out.append("  ")
+        d.put(words, limit=10**9 if o.expanded else o.max_chars, command=True)
+        d.out.append("\n")
+        d.out.append("  submitted as  ", d.styles["dim"])
+    else:
+        d.out.append("  ")
     cmd, cut = quoted_argv(argv, d.styles, 10**9 if o.expanded else o.max_arg_chars)
     d.truncated |= cut
     d.out.append_text(cmd)
     d.out.append("\n")
+    notes = lookalike_notes(" ".join(argv))
+    if notes:
+        d.out.append("  ⚠ look-alike letters, shown as their code points: ", d.styles["warning"])
+        d.out.append("; ".join(inert(n) for n in notes[:8]), d.styles["warning"])
+        d.out.append("\n")
 
 
 def _shell(d: _Detail, shell: str, body: str, chain: Any) -> None:
@@ -376,7 +438,7 @@ def _shell(d: _Detail, shell: str, body: str, chain: Any) -> None:
         if part.kind is PartKind.COMMAND:
             number += 1
             out.append(f"{pad}{number:>2} ", styles["label"])
-            d.put(part.text)
+            d.put(part.text, command=True)
         elif part.kind is PartKind.OPERATOR:
             out.append(f"{pad}   {_OPERATORS.get(part.text, part.text)}", styles["operator"])
         elif part.kind is PartKind.REDIRECT:
@@ -755,5 +817,8 @@ def render_decision(record: Mapping[str, Any] | None, styles: Styles, limit: int
         )
         out.append("\n")
     if body.get("grant_id"):
-        field(out, "grant", str(body["grant_id"]), styles)
+        if record.get("scope") == "rule":
+            field(out, "rule", f"allowed by rule {body['grant_id']} (agent-console grants lists it)", styles)
+        else:
+            field(out, "grant", str(body["grant_id"]), styles)
     return out

@@ -13,10 +13,11 @@ marker; the typed-ahead guard treats anything truncated as not yet seen.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
-from console.contract.inert import Finding, findings, inert
+from console.contract.inert import Finding, findings, inert, lookalike_spans
+
+__all__ = ["CANDIDATE", "Line", "Shown", "block", "escaped_line", "lookalike_spans", "one_line"]
 
 BLANK_RUN = 2  # more consecutive blank lines than this collapse into one marker
 # Characters :func:`inert` may rewrite: anything but printable ASCII other than backslash.
@@ -126,41 +127,3 @@ def block(text: str, *, max_chars: int, max_lines: int, expanded: bool = False) 
     if hidden_chars:
         lines.append(Line(f"⟨{hidden_chars:,} more characters hidden — expand to see all⟩", marker=True))
     return Shown(tuple(lines), truncated, found)
-
-
-def _script(ch: str) -> str | None:
-    if not ch.isalpha():
-        return None
-    if ch.isascii():
-        return "LATIN"
-    try:
-        return unicodedata.name(ch).split(" ", 1)[0]
-    except ValueError:
-        return None
-
-
-def lookalike_spans(text: str) -> list[tuple[int, int]]:
-    """Spans of characters that may pass for others: the minority script in a mixed-script
-    word (``cаt`` with a Cyrillic а) and fullwidth forms (``ｒｍ``). For highlighting."""
-    spans: list[tuple[int, int]] = []
-    for i, ch in enumerate(text):
-        if 0xFF01 <= ord(ch) <= 0xFF5E:
-            spans.append((i, i + 1))
-    if text.isascii():
-        return spans
-    start = None
-    for i, ch in enumerate([*text, " "]):
-        if ch.isalnum() or ch == "_":
-            if start is None:
-                start = i
-            continue
-        if start is not None:
-            word = text[start:i]
-            scripts = [_script(c) for c in word]
-            named = {s for s in scripts if s}
-            if len(named) > 1:
-                counts = {s: scripts.count(s) for s in named}
-                major = "LATIN" if "LATIN" in named else max(counts, key=lambda s: counts[s])
-                spans.extend((start + k, start + k + 1) for k, s in enumerate(scripts) if s and s != major)
-            start = None
-    return sorted(set(spans))

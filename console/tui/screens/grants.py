@@ -9,7 +9,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.timer import Timer
-from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
@@ -18,7 +17,8 @@ from console.tui.link import DaemonLink
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt
 from console.tui.settings.bindings import bindings
-from console.tui.widgets.grants_view import HEADER, GrantsView
+from console.tui.widgets.column_header import ColumnHeader
+from console.tui.widgets.grants_view import COLUMNS, GrantsView
 
 
 class GrantsScreen(ConsoleScreen):
@@ -32,7 +32,7 @@ class GrantsScreen(ConsoleScreen):
         self._live: Timer | None = None
 
     def compose_body(self) -> ComposeResult:
-        yield Static(Text(HEADER, no_wrap=True, overflow="crop"), id="grants-header")
+        yield ColumnHeader(COLUMNS, "grants-list", id="grants-header")
         yield GrantsView(clock=self.app.clock, id="grants-list")
 
     def on_mount(self) -> None:

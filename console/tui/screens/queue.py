@@ -20,6 +20,7 @@ from textual.widgets import Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.policy.rules import suggested
 from console.protocol.jsonrpc import NOT_FOUND
 from console.protocol.results import TripwireResolveResult, as_result
 from console.tui.link import DaemonLink
@@ -28,6 +29,7 @@ from console.tui.model.guard import TypeAheadGuard
 from console.tui.model.pending import Entry
 from console.tui.model.timefmt import parse_duration
 from console.tui.model.watch_model import ANSWERS, TripwireEntry, sessions_of
+from console.tui.model.words import shown_command
 from console.tui.render.watch_text import answered
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt, OptionPrompt, TextPrompt
@@ -362,7 +364,106 @@ class QueueScreen(ConsoleScreen):
             return None
         return entry
 
+    # ------------------------------------------------------------ marks and rules
+
+    def marked_entries(self) -> list[Entry]:
+        """The marked rows still pending (a decided one loses its mark)."""
+        view = self.view
+        found = [e for key in list(view.marked) if (e := self.app.pending.get(key)) is not None]
+        view.marked.intersection_update(e.key for e in found)
+        return found
+
+    def action_mark(self) -> None:
+        entry = self.current()
+        if entry is None:
+            return
+        view = self.view
+        view.marked.symmetric_difference_update({entry.key})
+        view.rows_changed(0)
+        if view.cursor < len(self.app.pending) - 1:
+            view.cursor += 1
+        n = len(self.marked_entries())
+        self.say(
+            f"{n} marked: a approves those within the ceiling once, d denies them" if n else "no row marked"
+        )
+
+    def _bulk_approve(self, marked: list[Entry]) -> None:
+        """Approve once every marked request within the ceiling, after a confirmation that
+        lists them; one with a badge (an escalation) or a tripwire item is left to decide alone."""
+        within = [e for e in marked if not e.badges and not isinstance(e.item, TripwireEntry)]
+        left = len(marked) - len(within)
+        if not within:
+            self.say("none of the marked requests is within the ceiling: decide each alone", "warning")
+            return
+        listed = "\n".join(
+            f"  {e.request_id}  {inert(e.item.command if isinstance(e.item, TripwireEntry) else shown_command(e.item))[:70]}"
+            for e in within[:12]
+        )
+        more = f"\n  … and {len(within) - 12} more" if len(within) > 12 else ""
+        skipped = f"\n{left} marked with an escalation stay for you to decide alone." if left else ""
+
+        def done(yes: bool | None) -> None:
+            if not yes:
+                self.say("bulk approve: cancelled")
+                return
+            for e in within:
+                self.decide(e, "approve", {"scope": "once"})
+                self.view.marked.discard(e.key)
+            self.view.rows_changed(0)
+
+        self.app.push_screen(
+            ConfirmPrompt(f"Approve {len(within)} requests once?", listed + more + skipped), done
+        )
+
+    def action_approve_rule(self) -> None:
+        entry = self._guarded()
+        if entry is None:
+            return
+        if isinstance(entry.item, TripwireEntry):
+            self.say("a tripwire item: r resume, K kill, p keep paused", "warning")
+            return
+        item = entry.item
+        if entry.badges:
+            self.say(
+                "a rule covers only requests within the sandbox ceiling: approve this one alone", "warning"
+            )
+            return
+        offer = suggested(item.operation.argv)
+        if not offer:
+            self.say(
+                "no rule can cover this command (not a plain command, or an interpreter): approve once",
+                "warning",
+            )
+            return
+
+        def done(words: str | None) -> None:
+            if words is None or not words.strip():
+                self.say("rule: cancelled")
+                return
+            self.decide(entry, "approve", {"scope": "rule", "rule": " ".join(words.split())})
+
+        self.app.push_screen(
+            TextPrompt(
+                "Approve as a rule",
+                f"Allow this request, and from now on every command agent {inert(item.agent_id)} runs in "
+                f"{inert(item.operation.workspace_root)} that starts with these words, within the sandbox "
+                "ceiling (never an escalation). Revoke it in the grants (3).",
+                placeholder=offer,
+                value=offer,
+            ),
+            done,
+        )
+
     def action_approve(self, scope: str) -> None:
+        marked = self.marked_entries()
+        if marked:
+            if scope != "once":
+                self.say(
+                    "rows are marked: a approves them once (space unmarks); s and A act on one", "warning"
+                )
+                return
+            self._bulk_approve(marked)
+            return
         entry = self._guarded()
         if entry is None:
             return
@@ -420,6 +521,14 @@ class QueueScreen(ConsoleScreen):
         self.decide(entry, "approve", {"scope": scope})
 
     def action_deny(self) -> None:
+        marked = self.marked_entries()
+        if marked:
+            for e in marked:
+                if not isinstance(e.item, TripwireEntry):
+                    self.decide(e, "deny", {})
+                self.view.marked.discard(e.key)
+            self.view.rows_changed(0)
+            return
         entry = self.shown()
         if entry is not None:
             self.decide(entry, "deny", {})
@@ -480,7 +589,9 @@ class QueueScreen(ConsoleScreen):
         # Bound to host + request id (+ the fingerprint the id names there): it goes to the
         # daemon of the host that asked, never to another.
         params = {"target": entry.request_id, "action": action, **extra}
-        command = inert(entry.item.command)[:80]
+        command = inert(
+            entry.item.command if isinstance(entry.item, TripwireEntry) else shown_command(entry.item)
+        )[:80]
         try:
             result = await self.app.link_for(entry.host).call("decide", params)
         except RPCError as exc:

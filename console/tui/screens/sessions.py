@@ -26,7 +26,6 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.timer import Timer
-from textual.widgets import Static
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
@@ -42,8 +41,9 @@ from console.tui.panes.terminal_pane import TerminalPane
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt, TextPrompt
 from console.tui.settings.bindings import bindings
+from console.tui.widgets.column_header import ColumnHeader
 from console.tui.widgets.line_list import LineList
-from console.tui.widgets.sessions_view import HEADER, SessionsView, command_line
+from console.tui.widgets.sessions_view import COLUMNS, SessionsView, command_line
 
 POLL_S = 2.0  # CPU and memory are sampled by the daemon about once a second
 EVENT_COALESCE_S = 0.3
@@ -80,7 +80,7 @@ class SessionsScreen(ConsoleScreen):
 
     def compose_body(self) -> ComposeResult:
         with Vertical(id="sessions-top"):
-            yield Static(Text(HEADER, no_wrap=True, overflow="crop"), id="sessions-header")
+            yield ColumnHeader(COLUMNS, "sessions-list", id="sessions-header")
             yield SessionsView(clock=self.app.clock, id="sessions-list")
         yield PaneArea(self.layout_tree, id="panes")
 

@@ -108,6 +108,24 @@ ACTIONS: list[ActionSpec] = [
         guarded=True,
         label="always",
     ),
+    ActionSpec(
+        "approve-rule",
+        "queue",
+        "R",
+        "approve_rule",
+        "Approve and make a rule: the command's first words, this agent, this workspace",
+        guarded=True,
+        label="rule",
+    ),
+    ActionSpec(
+        "mark",
+        "queue",
+        "space",
+        "mark",
+        "Mark or unmark this row: a approves the marked within the ceiling, d denies them",
+        label="mark",
+        show=False,
+    ),
     ActionSpec("deny", "queue", "d", "deny", "Deny this request", label="deny"),
     ActionSpec(
         "deny-always", "queue", "D", "deny_always", "Deny always (add a deny-rule)", label="deny always"

@@ -9,14 +9,25 @@ from typing import ClassVar
 from rich.text import Text
 from textual.strip import Strip
 
+from console.contract.tool_words import row_words
 from console.protocol.grants import GrantObject
-from console.tui.model.timefmt import age, clock_time
+from console.tui.model.columns import Column, cell, fit
+from console.tui.model.timefmt import age_ago, clock_time
 from console.tui.render.present import agent_text
 from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
-HEADER = (
-    f" {'ID':<13} {'EFFECT':<6} {'SCOPE':<8} {'CREATED':<16} {'EXPIRES':<16} {'USES':>5} {'LAST USE':<9} WHAT"
+# WHAT decides the row (with EFFECT and SCOPE); at 80 columns CREATED, the id and the
+# last use give way first (the id is in the detail, and `grants` on the command line).
+COLUMNS = (
+    Column("ID", 14, gives_way=1),
+    Column("EFFECT", 7, minimum=7, gives_way=9),
+    Column("SCOPE", 9, minimum=9, gives_way=8),
+    Column("CREATED", 17, gives_way=0),
+    Column("EXPIRES", 17, gives_way=4),
+    Column("USES", 6, gives_way=3, right=True),
+    Column("LAST USE", 10, gives_way=2),
+    Column("WHAT", flex=True, minimum=20, share=0.3),
 )
 
 
@@ -66,19 +77,24 @@ class GrantsView(LineList):
         get = self.component_style
         styles = self.agent_styles()
         ended = g.ended(self.clock())
-        row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
-        row.append(f" {g.id[:13]:<13} ")
+        row = Text(" ", style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
+        w_id, w_effect, w_scope, w_created, w_expires, w_uses, w_last, _ = fit(COLUMNS, width - 1)
+        row.append(cell(g.id, w_id))
         effect = g.effect
-        row.append(f"{effect:<6} ", get(self.EFFECTS[effect]) if effect in self.EFFECTS else None)
-        row.append(f"{g.scope:<8} ")
-        row.append(f"{_minute(g.created_at):<16} ")
-        row.append(f"{_minute(g.expires_at) if g.expires_at is not None else 'never':<16} ")
-        row.append(f"{g.uses:>5} ")
+        row.append(cell(effect, w_effect), get(self.EFFECTS[effect]) if effect in self.EFFECTS else None)
+        row.append(cell(g.scope, w_scope))
+        row.append(cell(_minute(g.created_at), w_created))
+        row.append(cell(_minute(g.expires_at) if g.expires_at is not None else "never", w_expires))
+        row.append(cell(str(g.uses), w_uses, right=True))
         last = g.last_used_at
-        row.append(f"{age(self.clock() - last) + ' ago' if last is not None else 'never':<9} ")
+        row.append(cell(age_ago(self.clock() - last) if last is not None else "never", w_last))
         if ended:
             row.append(f"{ended} ", get(self.INACTIVE))
-        what = g.summary or f"fingerprint {g.fingerprint[:16]}…"
+        what = (
+            row_words({"tool": g.tool, "command": g.summary})
+            or g.summary
+            or f"fingerprint {g.fingerprint[:16]}…"
+        )
         if g.session_id:
             what = f"[session {g.session_id}] {what}"
         room = max(8, width - row.cell_len)

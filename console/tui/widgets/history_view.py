@@ -13,6 +13,8 @@ from rich.text import Text
 from textual.message import Message
 from textual.strip import Strip
 
+from console.contract.tool_words import row_words
+from console.tui.model.columns import Column, cell, fit
 from console.tui.model.timefmt import clock_time
 from console.tui.render.outcome_text import RECORD_KINDS, record_row
 from console.tui.render.present import agent_text
@@ -20,6 +22,16 @@ from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
 PREFETCH = 40  # ask for more when the cursor is this close to the end of what is loaded
+# The verdict and the command decide a row; at 80 columns the reason and the tool give
+# way first, then the source shrinks and the time loses its date.
+COLUMNS = (
+    Column("TIME", 20, minimum=9, gives_way=3, whole=True),
+    Column("VERDICT", 7, minimum=7, gives_way=9),
+    Column("SOURCE", 17, minimum=10, gives_way=4),
+    Column("REASON", 23, minimum=18, gives_way=1),
+    Column("TOOL", 17, gives_way=2),
+    Column("COMMAND", flex=True, minimum=24, share=0.3),
+)
 
 
 class HistoryView(LineList):
@@ -122,10 +134,12 @@ class HistoryView(LineList):
         if kind in RECORD_KINDS:
             row.append_text(record_row(r, {**styles, **{k: get(look) for k, look in self.LOOKS.items()}}))
             return Strip(list(row.render(self.app.console))).crop(0, width)
-        row.append(f" {clock_time(r.get('at'))} ", get(self.LOOKS["time"]))
+        w_time, w_verdict, w_source, w_reason, w_tool, _ = fit(COLUMNS, width - 1)
+        row.append(" ")
+        row.append(cell(clock_time(r.get("at"), with_date=w_time >= 20), w_time), get(self.LOOKS["time"]))
         verdict = str(r.get("verdict", "")) or kind
         row.append(
-            f"{verdict[:8]:<6} ",
+            cell(verdict, w_verdict),
             get(
                 self.LOOKS["allow"]
                 if verdict == "allow"
@@ -135,14 +149,19 @@ class HistoryView(LineList):
             ),
         )
         source = f"{r.get('source', '')}/{r.get('scope', '')}" if r.get("scope") else str(r.get("source", ""))
-        row.append(f"{source[:16]:<16} ", get(self.LOOKS["source"]))
-        reason, _ = agent_text(str(r.get("reason", "")), styles, get(role_class("muted")), limit=22)
-        reason.pad_right(23 - reason.cell_len)
-        row.append_text(reason)
-        tool, _ = agent_text(str(r.get("tool", "")), styles, get(self.LOOKS["tool"]), limit=16)
-        tool.pad_right(17 - tool.cell_len)
-        row.append_text(tool)
+        row.append(cell(source, w_source), get(self.LOOKS["source"]))
+        if w_reason:
+            reason, _ = agent_text(
+                str(r.get("reason", "")), styles, get(role_class("muted")), limit=w_reason - 1
+            )
+            reason.pad_right(w_reason - reason.cell_len)
+            row.append_text(reason)
+        if w_tool:
+            tool, _ = agent_text(str(r.get("tool", "")), styles, get(self.LOOKS["tool"]), limit=w_tool - 1)
+            tool.pad_right(w_tool - tool.cell_len)
+            row.append_text(tool)
         room = max(8, width - row.cell_len)
-        command, _ = agent_text(str(r.get("command", "")), styles, limit=room)
+        words = row_words(r) or str(r.get("command", ""))
+        command, _ = agent_text(words, styles, limit=room, command=True)
         row.append_text(command)
         return Strip(list(row.render(self.app.console))).crop(0, width)

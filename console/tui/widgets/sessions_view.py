@@ -16,14 +16,24 @@ from rich.text import Text
 from textual.strip import Strip
 
 from console.protocol.sessions import SessionObject, recording_note
+from console.tui.model.columns import Column, cell, fit
 from console.tui.model.timefmt import age
 from console.tui.render.present import agent_text
 from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
-HEADER = (
-    f" {'ID':<10} {'STATUS':<18} {'AGE':>5} {'CPU':>6} {'MEM':>7} {'OUTPUT':>7}  {'OWNER':<16} "
-    f"{'BOX':<10} TITLE / COMMAND"
+# The status and what runs decide a row; at 80 columns CPU, memory, age, output and the
+# owner give way first. Whether the session is confined stays (in short at worst).
+COLUMNS = (
+    Column("ID", 11, minimum=9, gives_way=6),
+    Column("STATUS", 19, minimum=19, gives_way=9),
+    Column("AGE", 6, gives_way=3, right=True),
+    Column("CPU", 7, gives_way=1, right=True),
+    Column("MEM", 8, gives_way=2, right=True),
+    Column("OUTPUT", 9, gives_way=4, right=True),
+    Column("OWNER", 17, minimum=12, gives_way=5),
+    Column("BOX", 11, minimum=7, gives_way=7, whole=True),
+    Column("TITLE / COMMAND", flex=True, minimum=20, share=0.3),
 )
 
 
@@ -141,17 +151,21 @@ class SessionsView(LineList):
         full, width = width, max(8, width - len(note) - 2) if note else width
         marker = "▶" if sid in self.attached else " "
         row.append(marker, get(self.LOOKS["attached"]))
-        row.append(f"{sid[:10]:<10} ")
-        row.append(f"{status_text[:18]:<18} ", get(self.LOOKS[look]))
-        row.append(f"{age(now - (s.created_at or now)):>5} ")
-        row.append(f"{cpu:>6} {mem:>7} {output:>7}  ")
-        owner, _ = agent_text(s.owner, styles, limit=16)
+        w_id, w_status, w_age, w_cpu, w_mem, w_output, w_owner, w_box, _ = fit(COLUMNS, width - 1)
+        row.append(cell(sid, w_id))
+        row.append(cell(status_text, w_status), get(self.LOOKS[look]))
+        row.append(cell(age(now - (s.created_at or now)), w_age, right=True))
+        row.append(
+            cell(cpu, w_cpu, right=True) + cell(mem, w_mem, right=True) + cell(output, w_output, right=True)
+        )
+        owner, _ = agent_text(s.owner, styles, limit=w_owner - 1)
         row.append_text(owner)
-        row.append(" " * max(1, 17 - owner.cell_len))
+        row.append(" " * max(1, w_owner - owner.cell_len))
+        full_box = w_box >= 11
         if s.sandboxed:
-            row.append(f"{'sandbox':<10} ", get(self.LOOKS["sandboxed"]))
+            row.append(cell("sandbox" if full_box else "box", w_box), get(self.LOOKS["sandboxed"]))
         else:
-            row.append(f"{'UNCONFINED':<10} ", get(self.LOOKS["unconfined"]))
+            row.append(cell("UNCONFINED" if full_box else "UNCONF", w_box), get(self.LOOKS["unconfined"]))
         title = s.title
         room = max(8, width - row.cell_len)
         if title:
