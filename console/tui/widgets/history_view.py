@@ -15,7 +15,7 @@ from textual.strip import Strip
 
 from console.tui.model.timefmt import clock_time
 from console.tui.render.outcome_text import RECORD_KINDS, record_row
-from console.tui.render.present import agent_text
+from console.tui.render.present import agent_text, command_cell
 from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
@@ -143,6 +143,5 @@ class HistoryView(LineList):
         tool.pad_right(17 - tool.cell_len)
         row.append_text(tool)
         room = max(8, width - row.cell_len)
-        command, _ = agent_text(str(r.get("command", "")), styles, limit=room)
-        row.append_text(command)
+        row.append_text(command_cell(str(r.get("command", "")), styles, room))
         return Strip(list(row.render(self.app.console))).crop(0, width)

@@ -15,7 +15,7 @@ from textual.strip import Strip
 from console.tui.model.pending import PendingQueue
 from console.tui.model.timefmt import age
 from console.tui.model.watch_model import TripwireEntry
-from console.tui.render.present import agent_text, badge_text
+from console.tui.render.present import agent_text, badge_text, command_cell
 from console.tui.render.watch_text import tripwire_row
 from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_class, roles
 from console.tui.widgets.line_list import LineList
@@ -104,6 +104,5 @@ class QueueView(LineList):
             row.append_text(badge_text(entry.badges, styles))
             row.append(" ")
         room = max(8, width - row.cell_len)
-        command, _ = agent_text(item.command, styles, limit=room)
-        row.append_text(command)
+        row.append_text(command_cell(item.command, styles, room))
         return Strip(list(row.render(self.app.console))).crop(0, width)
