@@ -137,6 +137,24 @@ def test_ctrl_close_bracket_detaches_and_the_session_keeps_running(daemon, place
         op.call("sessions.kill", {"session": sid, "grace_s": 0.5})
 
 
+def test_a_confined_session_says_so_from_its_first_event_to_its_end(daemon, place):
+    """The list must never call a confined session UNCONFINED: not in the event that
+    announces it (sent while it starts), not once it has ended."""
+    _, _, project, _, _ = place
+    with daemon.operator(timeout_s=30) as listener, daemon.operator() as op:
+        listener.call("subscribe", {"topics": ["sessions"]})
+        params = {"argv": ["/bin/sh", "-c", "exit 0"], "cwd": str(project)}
+        sid = op.call("sessions.new", params)["session"]["id"]
+        changes: dict[str, bool] = {}
+        while "exited" not in changes:
+            event = listener.next_event()
+            if event["session"]["id"] == sid:
+                changes[event["change"]] = event["session"]["sandboxed"]
+        assert changes["created"] is True and changes["exited"] is True, changes
+        assert op.call("sessions.get", {"session": sid})["session"]["sandboxed"] is True
+        op.call("sessions.remove", {"session": sid})
+
+
 def test_a_client_inside_is_the_agent_of_its_session_whatever_pid_it_names(daemon, place):
     _, _, project, _, _ = place
     code = (
