@@ -15,7 +15,7 @@ agent (from /proc, from the file) runs nothing for it. Inside a confined session
 identity is the sandbox's, proven by the process that connected rather than by anything
 it says, and no process outside is that identity: there the request id alone redeems
 (``in_sandbox``), and no secret file is written (the sandbox would not show it; see
-docs/security.md, "Tickets inside a confined session"). The secret is 32 random bytes
+docs/security.md, "Confined sessions"). The secret is 32 random bytes
 (only their SHA-256 is kept), a ticket expires after :data:`TICKET_TTL_S`, lives in
 memory only (a daemon restart voids every ticket), and the table is bounded.
 
