@@ -137,6 +137,24 @@ def test_ctrl_close_bracket_detaches_and_the_session_keeps_running(daemon, place
         op.call("sessions.kill", {"session": sid, "grace_s": 0.5})
 
 
+def test_a_confined_session_says_so_from_its_first_event_to_its_end(daemon, place):
+    """The list must never call a confined session UNCONFINED: not in the event that
+    announces it (sent while it starts), not once it has ended."""
+    _, _, project, _, _ = place
+    with daemon.operator(timeout_s=30) as listener, daemon.operator() as op:
+        listener.call("subscribe", {"topics": ["sessions"]})
+        params = {"argv": ["/bin/sh", "-c", "exit 0"], "cwd": str(project)}
+        sid = op.call("sessions.new", params)["session"]["id"]
+        changes: dict[str, bool] = {}
+        while "exited" not in changes:
+            event = listener.next_event()
+            if event["session"]["id"] == sid:
+                changes[event["change"]] = event["session"]["sandboxed"]
+        assert changes["created"] is True and changes["exited"] is True, changes
+        assert op.call("sessions.get", {"session": sid})["session"]["sandboxed"] is True
+        op.call("sessions.remove", {"session": sid})
+
+
 def test_a_client_inside_is_the_agent_of_its_session_whatever_pid_it_names(daemon, place):
     _, _, project, _, _ = place
     code = (
@@ -151,6 +169,47 @@ def test_a_client_inside_is_the_agent_of_its_session_whatever_pid_it_names(daemo
     status, again = run_in_pty(daemon, "--workspace", str(project), "--", sys.executable, "-I", "-c", code)
     other = json.loads(again.split("HELLO ", 1)[1].splitlines()[0])
     assert other["id"] != agent["id"]  # each confined session is an agent of its own
+
+
+def test_a_confined_agent_redeems_its_own_tickets_and_nobody_else_can(daemon, place):
+    """Inside, the runtime directory (and so a ticket's secret file) is not there: the
+    ticket's id redeems, for the session's own identity only."""
+    _, _, project, _, _ = place
+    state = str(daemon.state_dir)
+    code = (
+        "import json, shlex, subprocess\n"
+        "from console.client import Client\n"
+        f"c = Client.connect({state!r}, role='agent')\n"
+        "def hold(word):\n"
+        "    op = {'kind': 'process', 'executable': '/bin/echo', 'args': [word],"
+        f" 'workspace_root': {str(project)!r}}}\n"
+        "    return c.call('operation.hold', {'operation': op})\n"
+        "used, kept = hold('ran-by-its-ticket'), hold('kept-ticket-output')\n"
+        "r = subprocess.run(shlex.split(used['command']), capture_output=True, text=True)\n"
+        "print('RAN', r.returncode, r.stdout.strip(), r.stderr.strip()[:300])\n"
+        "print('KEPT', kept['ticket'], c.hello['agent']['id'], c.hello['agent']['secret'], 'END')\n"
+    )
+    status, shown = run_in_pty(daemon, "--workspace", str(project), "--", sys.executable, "-I", "-c", code)
+    assert status == 0, shown
+    assert "RAN 0 ran-by-its-ticket" in shown, shown
+    kept, agent_id, agent_secret = shown.split("KEPT ", 1)[1].split(" END", 1)[0].split()
+    assert not (daemon.state_dir / "run" / "tickets" / kept).exists()  # no secret to leave behind
+
+    # Its identity, taken outside by its secret: the id alone is not enough out here.
+    with daemon.agent() as outside:
+        outside.call("hello", {"agent_id": agent_id, "agent_secret": agent_secret})
+        with pytest.raises(RPCError) as refused:
+            outside.call("operation.run", {"ticket": kept, "stream": False})
+        assert "REQUEST_ID:SECRET" in refused.value.message, refused.value
+
+    # The operator's own shell (another identity) names the same id: nothing runs.
+    r = daemon.cli("exec", "--ticket", kept)
+    assert r.returncode != 0 and "nothing ran" in r.stderr, r.stderr
+    assert "kept-ticket-output" not in r.stdout
+    # Nor from another confined session, which is another agent.
+    redeem = [sys.executable, "-I", "-m", "console", "exec", "--ticket", kept, "--state-dir", state]
+    status, other = run_in_pty(daemon, "--workspace", str(project), "--", *redeem)
+    assert status != 0 and "nothing ran" in other and "kept-ticket-output" not in other, other
 
 
 def test_the_sandbox_path_is_the_operators_toolchains_not_a_writable_dir(daemon, place):

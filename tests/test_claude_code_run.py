@@ -199,6 +199,7 @@ def test_claude_runs_confined_its_api_through_the_broker_its_bash_through_the_ho
     # The Bash call went through the hook to the operator, and ran (in its own sandbox).
     bash_items = [i for i in operator.seen if i["operation"]["tool"] == "claude-code:Bash"]
     assert len(bash_items) == 1, operator.seen
+    assert marker.exists(), results
     assert marker.read_text() == "yes\n"
     assert "bash-output" in results[0], results
     # The Write of ~/.bashrc and the Read of another project ran inside: neither reached.

@@ -51,6 +51,18 @@ def test_a_ticket_runs_only_for_its_agent_and_a_wrong_one_spends_nothing():
     assert dropped == [rid]  # its secret file goes with it
 
 
+def test_inside_its_sandbox_the_id_alone_redeems_for_its_agent_only():
+    table = HeldTable()
+    rid = issue(table, 1, agent="a-1").split(":")[0]
+    with pytest.raises(TicketError, match="REQUEST_ID:SECRET"):
+        table.take(rid, "a-1")  # not in the sandbox: the secret is needed
+    with pytest.raises(TicketError, match="another agent identity"):
+        table.take(rid, "a-2", in_sandbox=True)
+    assert table.take(rid, "a-1", in_sandbox=True).operation == "op-1"
+    with pytest.raises(TicketError, match="already used"):
+        table.take(rid, "a-1", in_sandbox=True)
+
+
 def test_the_issued_command_is_known_byte_for_byte_and_only_to_its_agent():
     table = HeldTable()
     ticket = issue(table, 7, agent="a-1")

@@ -181,9 +181,10 @@ async def test_a_remote_session_attaches_through_the_link(lab: SSHLab) -> None:
     host = RemoteHost("a", parse_host_url(a.url()))
     try:
         client = await host.open_client()
-        session = (await client.call("sessions.new", {"argv": ["/bin/cat"], "cols": 40, "rows": 5}))[
-            "session"
-        ]
+        # As a remote operator starts one: in a project of that machine, confined.
+        started = {"argv": ["/bin/cat"], "cwd": str(workspace()), "cols": 40, "rows": 5}
+        session = (await client.call("sessions.new", started))["session"]
+        assert session["sandboxed"] is True
         output: asyncio.Queue[bytes] = asyncio.Queue()
         client.on_notification(
             "session.output", lambda p: output.put_nowait(base64.b64decode(p["data_base64"]))

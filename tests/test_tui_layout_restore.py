@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.daemon import workspace
 from support.tui import Clock, Notices, make_app, until
 from support.tui_sessions import BASH, new_session, open_pane, prefix, sessions_screen, show_sessions
 
@@ -69,7 +70,8 @@ def config(tmp_path, restore: bool = True) -> dict:
 
 
 async def test_split_tree_sessions_and_zoom_come_back(daemon, clock, tmp_path):
-    first = new_session(daemon, BASH, title="first")
+    # The splits start confined shells in the first one's directory: a workspace.
+    first = new_session(daemon, BASH, cwd=str(workspace()), title="first")
     cfg = config(tmp_path)
     app = make_app(daemon, clock, **cfg)
     async with app.run_test(size=SIZE) as pilot:

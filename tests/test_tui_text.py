@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from rich.style import Style
 from support.items import pending_item
@@ -12,6 +14,7 @@ from console.tui.render.present import (
     DetailOptions,
     agent_block,
     agent_text,
+    command_cell,
     quoted_argv,
     render_request,
 )
@@ -57,6 +60,23 @@ def test_one_line_cuts_long_text_and_says_so():
     shown, cut = one_line("x" * 100_000, 50)
     assert len(shown) == 50 and shown.endswith("…") and cut
     assert one_line("short", 50) == ("short", False)
+
+
+def test_a_cut_command_row_gives_up_the_programs_directory_first():
+    pip = "/root/.pyenv/shims/python3 -m pip install -r requirements.txt"
+    assert command_cell(pip, PLAIN, 80).plain == pip  # it fits: all of it
+    row = command_cell(pip, PLAIN, 34)
+    assert row.plain == "…/python3 -m pip install -r requi…" and row.cell_len == 34
+    # Anything but an absolute program and its quoted arguments is cut at its end.
+    for other in (
+        "Write /root/.pyenv/shims/python3 over the top",
+        "/usr/bin/a 'unbalanced",
+        "/ls -la -R x y",
+    ):
+        assert command_cell(other, PLAIN, 12).plain == one_line(other, 12)[0]
+    # Hostile text stays inert in the shortened form too.
+    hostile = command_cell(shlex.join(["/usr/bin/echo", HOSTILE["csi"] * 5]), PLAIN, 20)
+    assert hostile.plain.startswith("…/echo '\\e[2J") and not RAW & set(hostile.plain), hostile.plain
 
 
 def test_block_collapses_newline_padding_into_a_marker():

@@ -22,7 +22,7 @@ from console.cli.common import (
 from console.client import DaemonUnreachable, RPCError
 from console.contract.outcome import REFUSED_PROTECTED
 from console.protocol.jsonrpc import NOT_FOUND
-from console.protocol.tickets import TicketFileError, read_secret
+from console.protocol.tickets import NoTicketFile, TicketFileError, read_secret
 
 # What `agent-console exec` exits with when the console, not the command, decided the
 # end: each its own code, none of them a death by signal (128+N) or the shell's 127 for
@@ -73,10 +73,12 @@ def build_operation(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_exec(args: argparse.Namespace) -> int:
     args.command = strip_dashes(args.command)
     params: dict[str, Any]
+    no_file: NoTicketFile | None = None
     if args.ticket:
         if args.command:
             raise CLIError("--ticket runs what the ticket holds: give no command with it")
-        method, params = "operation.run", {"ticket": ticket_with_secret(args)}
+        ticket, no_file = ticket_with_secret(args)
+        method, params = "operation.run", {"ticket": ticket}
     else:
         method, params = "operation.exec", {"operation": build_operation(args)}
     out, err = sys.stdout.buffer, sys.stderr.buffer
@@ -97,7 +99,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
             reply = client.call(method, params, on_notification=on_notification)
     except RPCError as exc:
         if args.ticket and exc.code == NOT_FOUND:
-            raise CLIError(f"{exc.message}; nothing ran: ask again", EXIT_DENIED) from None
+            why = str(no_file) if no_file is not None else exc.message
+            raise CLIError(f"{why}; nothing ran: ask again", EXIT_DENIED) from None
         error = refused(exc, "the command")
         if error.problem is not None and error.problem.reason == "executable_not_found":
             error.code = EXIT_NOT_FOUND  # as when the sandbox finds it missing
@@ -145,11 +148,16 @@ def cmd_exec(args: argparse.Namespace) -> int:
     return int(code) if code is not None else 1
 
 
-def ticket_with_secret(args: argparse.Namespace) -> str:
+def ticket_with_secret(args: argparse.Namespace) -> tuple[str, NoTicketFile | None]:
     """``ID:SECRET`` for ``--ticket ID``: the secret comes from the daemon's private ticket
-    file, never from the command line (console/protocol/tickets.py)."""
+    file, never from the command line (console/protocol/tickets.py). Where there is no
+    such file, ``ID`` alone and why: the daemon runs it only for a caller inside the
+    confined session that asked (console/daemon/held.py); anywhere else that is the error
+    to show."""
     try:
-        return f"{args.ticket}:{read_secret(locations(args).runtime_dir, args.ticket)}"
+        return f"{args.ticket}:{read_secret(locations(args).runtime_dir, args.ticket)}", None
+    except NoTicketFile as exc:
+        return args.ticket, exc
     except TicketFileError as exc:
         raise CLIError(f"{exc}; nothing ran: ask again", EXIT_DENIED) from None
 

@@ -11,7 +11,11 @@ operation runs in the sandbox — the same request id, fingerprint and pinned co
 its outcome recorded against that request.
 
 Redeeming takes both the secret and the identity that asked: a ticket read by another
-agent (from /proc, from the file) runs nothing for it. The secret is 32 random bytes
+agent (from /proc, from the file) runs nothing for it. Inside a confined session the
+identity is the sandbox's, proven by the process that connected rather than by anything
+it says, and no process outside is that identity: there the request id alone redeems
+(``in_sandbox``), and no secret file is written (the sandbox would not show it; see
+docs/security.md, "Confined sessions"). The secret is 32 random bytes
 (only their SHA-256 is kept), a ticket expires after :data:`TICKET_TTL_S`, lives in
 memory only (a daemon restart voids every ticket), and the table is bounded.
 
@@ -97,15 +101,19 @@ class HeldTable:
         self._held[request_id] = held
         return held, secret
 
-    def take(self, ticket: str, agent: str) -> Held:
+    def take(self, ticket: str, agent: str, *, in_sandbox: bool = False) -> Held:
         """The held operation, removed: a ticket runs once, for the identity that asked.
 
-        A wrong secret or another identity leaves the ticket where it is."""
-        request_id, secret = split_ticket(ticket)
+        ``ticket`` is ``REQUEST_ID:SECRET``; the request id alone when ``in_sandbox``
+        (the caller runs inside the confined session whose identity ``agent`` is, as the
+        daemon found by its process). A wrong secret or another identity leaves the
+        ticket where it is."""
+        by_id = in_sandbox and ":" not in ticket
+        request_id, secret = (ticket, "") if by_id else split_ticket(ticket)
         self._expire()
         held = self._held.get(request_id)
         digest = hashlib.sha256(secret.encode()).digest()
-        right_secret = held is not None and hmac.compare_digest(held.digest, digest)
+        right_secret = held is not None and (by_id or hmac.compare_digest(held.digest, digest))
         if held is None or not right_secret or not hmac.compare_digest(held.agent, agent):
             raise TicketError(_NO_SUCH.format(ttl=TICKET_TTL_S))
         self._drop(request_id)

@@ -245,11 +245,20 @@ class AgentRegistry:
     def confined(self, peer: PeerCred) -> Agent | None:
         """The confined session's identity when the peer runs inside one. A process in the
         sandbox cannot name another identity by pid (its pids are the sandbox's own, and
-        it must not split itself from its session's approvals), so this comes first."""
+        it must not split itself from its session's approvals), so this comes first.
+
+        The session rules of procs.may_name do not apply: they tell agents apart on a
+        host where any process may start any other, while the sandbox is the boundary
+        here. Its root (bwrap, leading the session's terminal) has every process inside
+        below it — an orphan inside is reparented to the sandbox's own pid 1 — and no
+        process outside below it."""
         if not any(a.confined for a in self._by_root.values()):
             return None
-        found = self.by_ancestry(peer)
-        return found if found is not None and found.confined else None
+        for st in ancestry(peer.pid):
+            agent = self._by_root.get((st.pid, st.start_ticks))
+            if agent is not None and agent.confined and agent.uid == peer.uid:
+                return agent
+        return None
 
     def root_alive(self, agent: Agent) -> bool:
         if agent.root is None:

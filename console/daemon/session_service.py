@@ -147,8 +147,6 @@ class SessionService:
             out["status_text"] = "awaiting approval"
         else:
             out["status_text"] = info.status_text
-        prepared = self._prepared.get(info.id)
-        out["sandboxed"] = prepared is not None and prepared.sandboxed
         try:
             stats = self.manager.stats(info.id)
             out["stats"] = asdict(stats)
@@ -289,6 +287,7 @@ class SessionService:
                 owner=owner,
                 mode=op.mode.value,  # type: ignore[arg-type]
                 pass_fds=prepared.pass_fds,
+                sandboxed=prepared.sandboxed,
             )
         except SessionError as exc:
             prepared.close()

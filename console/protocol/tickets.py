@@ -7,7 +7,10 @@ readable by every process of the user). The daemon writes the secret into a file
 private runtime directory (``tickets/<request id>``, 0600, in a 0700 directory that the
 sandbox hides and the Claude Code hook refuses to read), and ``agent-console exec
 --ticket ID`` reads it from there. The secret alone is not enough either: the daemon
-runs a held operation only for the agent identity that asked for it.
+runs a held operation only for the agent identity that asked for it. Inside a confined
+session there is no file (the sandbox does not show the runtime directory): the id
+alone redeems there, for the session's own identity only, which the daemon knows by the
+sandbox the caller runs in.
 
 The command is built once, by the daemon, from its own interpreter and state
 directory, so "the command this daemon issued" is one exact string it can compare
@@ -31,6 +34,12 @@ TICKETS_DIR = "tickets"
 
 class TicketFileError(RuntimeError):
     """The ticket's secret cannot be read; the message says why (never the secret)."""
+
+
+class NoTicketFile(TicketFileError):
+    """No file holds the ticket's secret: it was used or expired, or the caller runs in a
+    confined session, which does not see the runtime directory and needs none (the
+    daemon knows its identity by its sandbox: console/daemon/held.py)."""
 
 
 def tickets_dir(runtime_dir: Path) -> Path:
@@ -89,7 +98,7 @@ def read_secret(runtime_dir: Path, ticket_id: str) -> str:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise TicketFileError(
+        raise NoTicketFile(
             f"no such ticket {ticket_id}: it was already used, it expired, or the daemon restarted"
         ) from None
     except OSError as exc:

@@ -547,16 +547,25 @@ def _private_files(surface: Surface, src: _Sources) -> list[DataBind]:
 
 
 def _open_readonly(
-    src: _Sources, paths: list[str], surface: Surface, masks: list[str], shown: list[str]
+    src: _Sources,
+    paths: list[str],
+    surface: Surface,
+    masks: list[str],
+    shown: list[str],
+    hidden: tuple[str, ...],
 ) -> list[Bind]:
     """Read-only binds of ``paths`` (each at its name, from its canonical form) where the
     sandbox would not show them already: outside the surface, inside a home mask, not
     below another of them or a directory in ``shown``; a path that cannot be opened is
-    left out. A name that is a link is bound as the file or directory it leads to."""
+    left out. A name that is a link is bound as the file or directory it leads to. A
+    path inside a ``hidden`` one (canonical) is left out too: hidden wins over readable,
+    and a bind there would only be covered again."""
     out: list[Bind] = []
     bound = list(shown)
     for name in sorted(dict.fromkeys(paths), key=len):
         real = os.path.realpath(name)
+        if any(is_within(name, h) or is_within(real, h) for h in hidden):
+            continue
         masked = any(is_within(name, m) for m in masks)
         if surface.shows(real) and surface.shows(os.path.realpath(os.path.dirname(name))) and not masked:
             continue  # there already, by the same links as on the host
@@ -667,7 +676,7 @@ def _binds(
         wanted += profile.runtime
     if egress is not None:
         wanted.append(interpreter())
-    readable = _open_readonly(src, wanted, surface, masks, [b.path for b in binds])
+    readable = _open_readonly(src, wanted, surface, masks, [b.path for b in binds], skip)
     if egress is not None:
         binds.append(_socket_bind(src, egress.socket, EGRESS_SOCKET, "the egress broker"))
     system = [Bind(p, BindMode.READ_ONLY, src.open(p).fd) for p in surface.binds]

@@ -55,6 +55,9 @@ class SessionInfo:
     terminal_title: str = ""  # what the program set with OSC 0/2 (untrusted)
     recording_truncated: bool = False  # the per-session cap was reached (set as it happens)
     recording_pruned: bool = False  # the recording was deleted to keep the total quota
+    # Started in the sandbox (told by the daemon at creation, so every event and the
+    # ended session say it too).
+    sandboxed: bool = False
 
     @property
     def alive(self) -> bool:

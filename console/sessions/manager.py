@@ -163,13 +163,15 @@ class SessionManager:
         mode: Mode = "interactive",
         record_input: bool = False,
         pass_fds: Sequence[int] = (),
+        sandboxed: bool = False,
     ) -> SessionInfo:
         """Start `argv` (taken as given, e.g. already wrapped by the sandbox) on a new
         PTY as session and process-group leader. `env` None means the daemon's.
         Either way the daemon's private variables are dropped and TERM/COLORTERM set
         for the session's own terminal, then the policy's ``session_env`` (the
         operator's own sessions only) and the
-        session marker AGENT_CONSOLE_SESSION=<id> are added (environment.py)."""
+        session marker AGENT_CONSOLE_SESSION=<id> are added (environment.py).
+        ``sandboxed``: `argv` is the sandbox's (what the session list says of it)."""
         if not argv or not all(isinstance(a, str) and "\0" not in a for a in argv):
             raise SessionError("argv must be a non-empty list of strings without NUL")
         if mode not in MODES:
@@ -201,6 +203,7 @@ class SessionManager:
             record_input=record_input,
             cols=cols,
             rows=rows,
+            sandboxed=sandboxed,
         )
         cgroup = self.cgroups.for_session(session_id)
         try:

@@ -788,6 +788,7 @@ def initial_info(
     record_input: bool,
     cols: int,
     rows: int,
+    sandboxed: bool = False,
 ) -> SessionInfo:
     return SessionInfo(
         id=session_id,
@@ -803,4 +804,5 @@ def initial_info(
         cols=cols,
         rows=rows,
         status="running",
+        sandboxed=sandboxed,
     )

@@ -63,6 +63,15 @@ def test_hidden_hides_a_path_outside_home(home):
     assert "TOPSECRET" not in result.stdout
 
 
+def test_hidden_wins_over_readable_naming_the_same_path(home):
+    base, home_dir = home
+    same = ("~/.aws", "~/.gitconfig")
+    cfg = config(base, home=str(home_dir), readable=same, hidden=same)
+    result = run(op(home_dir / "proj", "cat ~/.aws/credentials ~/.gitconfig README; true"), cfg)
+    assert "hello" in result.stdout  # it ran
+    assert "aws_secret" not in result.stdout and "name = me" not in result.stdout
+
+
 def test_policy_keys_are_validated_naming_the_key():
     assert policy_from_toml('readable = ["~/.gitconfig"]\nhidden = ["/srv/x"]').readable == ("~/.gitconfig",)
     for text, key in [

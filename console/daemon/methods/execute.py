@@ -94,6 +94,13 @@ def _asker(ctx: CallContext) -> str:
     return agent.id if agent is not None else "operator"
 
 
+def _in_sandbox(ctx: CallContext) -> bool:
+    """Whether the caller runs inside the confined session whose identity its connection
+    acts for: found from its process, so nothing it said makes it true."""
+    agent = ctx.conn.agent
+    return agent is not None and agent.confined and ctx.services.agents.confined(ctx.conn.peer) is agent
+
+
 async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
     """Decide; when allowed, keep the operation for this agent identity and answer with the
     exact command that redeems it (its secret goes into a private file, never into it)."""
@@ -111,6 +118,9 @@ async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
     held, secret = ctx.services.held.issue(
         op, decision, _asker(ctx), lambda rid: redeem_command(sys.executable, state, rid)
     )
+    if _in_sandbox(ctx):
+        # Redeemed by its id from inside the same sandbox (held.py): no secret to keep.
+        return OperationHoldResult(decision=decided, ticket=held.request_id, command=held.command)
     try:
         write_secret(loc.runtime_dir, held.request_id, secret)
     except OSError as exc:
@@ -120,10 +130,11 @@ async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
 
 
 async def run(ctx: CallContext, args: OperationRun) -> OperationRunResult:
-    """Run the operation a ticket holds, once, for the identity that asked for it. A file it
-    runs that changed since the decision is not run (``content_changed``): the agent asks again."""
+    """Run the operation a ticket holds, once, for the identity that asked for it (by its id
+    alone inside that identity's confined session). A file it runs that changed since the
+    decision is not run (``content_changed``): the agent asks again."""
     try:
-        held = ctx.services.held.take(args.ticket, _asker(ctx))
+        held = ctx.services.held.take(args.ticket, _asker(ctx), in_sandbox=_in_sandbox(ctx))
     except TicketError as exc:
         raise RPCError(NOT_FOUND, str(exc)) from None
     record = await _run(ctx, held.operation, held.decision, args.stream)

@@ -165,6 +165,34 @@ def badge_text(badges: Sequence[Badge], styles: Styles) -> Text:
     return out
 
 
+def command_cell(command: str, styles: Styles, limit: int) -> Text:
+    """A request's command line on one row of ``limit`` cells.
+
+    When it does not fit, the directory of its program gives way first, marked
+    (``…/python3 -m pip install -r requirements.txt``): a request is recognised by its
+    program and arguments, and a toolchain's path (``/root/.pyenv/shims/``) would
+    otherwise take the row. The whole path is in the request's detail. Only a line that
+    is exactly an absolute program and its arguments, shell-quoted, is shortened so.
+    """
+    whole, cut = agent_text(command, styles, limit=limit, command=True)
+    if not cut:
+        return whole
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return whole
+    if not argv or not argv[0].startswith("/") or shlex.join(argv) != command:
+        return whole
+    directory, program = posixpath.split(argv[0])
+    if directory == "/" or not program:
+        return whole
+    out = Text(end="")
+    out.append("…/", styles["marker"])
+    rest, _ = agent_text(shlex.join([program, *argv[1:]]), styles, limit=max(1, limit - 2), command=True)
+    out.append_text(rest)
+    return out
+
+
 def quoted_argv(argv: Sequence[str], styles: Styles, limit: int) -> tuple[Text, bool]:
     """The argv shell-quoted, the program emphasised; cut arguments are marked."""
     out = Text(end="")

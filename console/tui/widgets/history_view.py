@@ -17,7 +17,7 @@ from console.contract.tool_words import row_words
 from console.tui.model.columns import Column, cell, fit
 from console.tui.model.timefmt import clock_time
 from console.tui.render.outcome_text import RECORD_KINDS, record_row
-from console.tui.render.present import agent_text
+from console.tui.render.present import agent_text, command_cell
 from console.tui.settings.roles import role_class
 from console.tui.widgets.line_list import LineList
 
@@ -162,6 +162,5 @@ class HistoryView(LineList):
             row.append_text(tool)
         room = max(8, width - row.cell_len)
         words = row_words(r) or str(r.get("command", ""))
-        command, _ = agent_text(words, styles, limit=room, command=True)
-        row.append_text(command)
+        row.append_text(command_cell(words, styles, room))
         return Strip(list(row.render(self.app.console))).crop(0, width)

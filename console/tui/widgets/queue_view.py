@@ -17,7 +17,7 @@ from console.tui.model.pending import PendingQueue
 from console.tui.model.timefmt import age
 from console.tui.model.watch_model import TripwireEntry
 from console.tui.model.words import shown_command
-from console.tui.render.present import agent_text, badge_text
+from console.tui.render.present import agent_text, badge_text, command_cell
 from console.tui.render.watch_text import tripwire_row
 from console.tui.settings.roles import BADGE_CLASSES, BADGES, badge_class, role_class, roles
 from console.tui.widgets.line_list import LineList
@@ -122,6 +122,5 @@ class QueueView(LineList):
             row.append_text(badges)
             row.append(" ")
         room = max(8, width - row.cell_len)
-        command, _ = agent_text(shown_command(item), styles, limit=room, command=True)
-        row.append_text(command)
+        row.append_text(command_cell(shown_command(item), styles, room))
         return Strip(list(row.render(self.app.console))).crop(0, width)
