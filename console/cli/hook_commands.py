@@ -32,7 +32,7 @@ def _process_started() -> float:
 
 def cmd_claude_code(args: argparse.Namespace) -> int:
     started = _process_started()
-    from console.adapters.claude_code import run_hook
+    from console.adapters.claude_code.hook import run_hook
 
     return run_hook(
         sys.stdin,
@@ -65,7 +65,7 @@ def _approval_timeout(args: argparse.Namespace) -> float | None:
 
 
 def _settings_file(args: argparse.Namespace) -> Path:
-    from console.adapters.claude_code_install import settings_path
+    from console.adapters.claude_code.install import settings_path
 
     if args.settings:
         return Path(args.settings).expanduser().absolute()
@@ -73,7 +73,7 @@ def _settings_file(args: argparse.Namespace) -> Path:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from console.adapters import claude_code_install as inst
+    from console.adapters.claude_code import install as inst
 
     loc = locations(args)
     approval = _approval_timeout(args)
@@ -126,7 +126,7 @@ def _doctor_files(args: argparse.Namespace) -> list[Path]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from console.adapters import claude_code_install as inst
+    from console.adapters.claude_code import install as inst
 
     loc = locations(args)
     files: list[tuple[Path, dict[str, Any]]] = []

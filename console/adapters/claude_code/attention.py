@@ -58,16 +58,14 @@ def report(hook: dict[str, Any], *, state_dir: str | None, deadline_s: float = D
         params = params_for(hook)
         if params is None:
             return False
-        from console.client import Client
+        from console.adapters.hookwire import HookClient
         from console.protocol.procs import agent_process_pid
 
-        with Client.connect(
+        with HookClient.connect(
             state_dir,
-            role="agent",
             client="claude-code-hook",
             deadline=time.monotonic() + deadline_s,
             agent_pid=agent_process_pid(),  # the claude process: the same identity as its tool calls
-            per_call=True,
         ) as client:
             client.call("agent.attention", params)
         return True
