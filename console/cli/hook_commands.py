@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -13,34 +12,16 @@ from typing import Any
 from console.cli.common import EXIT_INVALID, CLIError, add_state_dir, locations
 
 
-def _process_started() -> float:
-    """When this process began, on the ``time.monotonic()`` clock (best effort).
+def cmd_agent_hook(args: argparse.Namespace) -> int:
+    """``agent-console hook AGENT``: the same lean entry ``python -m console hook AGENT`` runs."""
+    from console.adapters import hookmain
 
-    The hook's deadline counts from Claude Code starting it, interpreter start-up
-    included, not from when this code first runs.
-    """
-    now = time.monotonic()
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        ticks = int(fields[19])
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return now
-    return now - age if 0 <= age < 60 else now
-
-
-def cmd_claude_code(args: argparse.Namespace) -> int:
-    started = _process_started()
-    from console.adapters.claude_code.hook import run_hook
-
-    return run_hook(
-        sys.stdin,
-        sys.stdout,
-        state_dir=getattr(args, "state_dir", None),
-        timeout_s=args.timeout,
-        started=started,
-    )
+    argv = [args.hook_command]
+    if getattr(args, "state_dir", None):
+        argv += ["--state-dir", str(args.state_dir)]
+    if args.timeout is not None:
+        argv += ["--timeout", repr(float(args.timeout))]
+    return hookmain.main(argv)
 
 
 def _approval_timeout(args: argparse.Namespace) -> float | None:
@@ -72,14 +53,37 @@ def _settings_file(args: argparse.Namespace) -> Path:
     return settings_path("project" if args.project else "user")
 
 
+def _agent_module(agent: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"console.adapters.{agent.replace('-', '_')}.install")
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     from console.adapters.claude_code import install as inst
+    from console.adapters.installing import SettingsError
 
     loc = locations(args)
     approval = _approval_timeout(args)
     timeout_s = args.timeout if args.timeout is not None else (approval or 300.0)
     if timeout_s <= 0 or timeout_s > 86400:
         raise CLIError("--timeout: use a number of seconds between 0 and 86400", EXIT_INVALID)
+    if args.agent != "claude-code":
+        try:
+            lines = _agent_module(args.agent).install(
+                state_dir=loc.state_dir, timeout_s=timeout_s, home=args.config_dir, binary=args.binary
+            )
+        except SettingsError as exc:
+            raise CLIError(str(exc), EXIT_INVALID) from None
+        except OSError as exc:
+            raise CLIError(
+                f"cannot install the {args.agent} hook: {exc.strerror or exc}", EXIT_INVALID
+            ) from None
+        print("\n".join(lines))
+        if approval is None:
+            print("  note: no daemon answers now; until one runs, every supervised call is denied")
+        print(f"check it any time: agent-console hook doctor {args.agent}")
+        return 0
     path = _settings_file(args)
     command = inst.hook_command(loc.state_dir, timeout_s)
     hook_timeout = inst.hook_timeout_for(timeout_s)
@@ -125,10 +129,36 @@ def _doctor_files(args: argparse.Namespace) -> list[Path]:
     ]
 
 
+def _report(checks: list[Any]) -> int:
+    risks = sum(check.level == "risk" for check in checks)
+    problems = sum(check.level == "problem" for check in checks)
+    for check in checks:
+        print(f"  {check.level.upper():<7} {check.message}")
+    print(f"{risks} fail-open risk(s) found" if risks else "no fail-open risk found")
+    if problems:
+        print(f"{problems} other problem(s): supervised calls are denied meanwhile")
+    return 1 if risks or problems else 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from console.adapters.claude_code import install as inst
 
     loc = locations(args)
+    if args.agent != "claude-code":
+        approval = _approval_timeout(args)
+        checks = _agent_module(args.agent).doctor(
+            state_dir=loc.state_dir, home=args.config_dir, binary=args.binary, approval=approval
+        )
+        if approval is None:
+            checks.append(
+                inst.Check(
+                    "problem",
+                    f"no daemon answers for {loc.state_dir}: every supervised call is denied until one runs "
+                    "(start one: agent-console daemon start)",
+                )
+            )
+        print(f"agent-console hook doctor {args.agent}")
+        return _report(checks)
     files: list[tuple[Path, dict[str, Any]]] = []
     checks: list[inst.Check] = []
     for path in _doctor_files(args):
@@ -159,14 +189,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         checks.append(inst.Check("ok" if run.blocks else "risk", what))
     print("agent-console hook doctor")
     print("  settings read: " + (", ".join(str(p) for p, _ in files) or "none"))
-    risks = sum(check.level == "risk" for check in checks)
-    problems = sum(check.level == "problem" for check in checks)
-    for check in checks:
-        print(f"  {check.level.upper():<7} {check.message}")
-    print(f"{risks} fail-open risk(s) found" if risks else "no fail-open risk found")
-    if problems:
-        print(f"{problems} other problem(s): supervised calls are denied meanwhile")
-    return 1 if risks or problems else 0
+    return _report(checks)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -193,7 +216,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="deny if the operator has not decided within S seconds of the hook starting "
         "(keep it below Claude Code's hook timeout; default 55)",
     )
-    q.set_defaults(func=cmd_claude_code)
+    q.set_defaults(func=cmd_agent_hook)
+    for agent, what in HOOK_AGENTS.items():
+        q = hsub.add_parser(agent, help=f"{what} hook: reads the call on stdin, prints the decision")
+        add_state_dir(q)
+        q.add_argument(
+            "--timeout", type=float, metavar="S", help="deny if undecided within S seconds (default 55)"
+        )
+        q.set_defaults(func=cmd_agent_hook)
 
     q = hsub.add_parser(
         "install",
@@ -203,7 +233,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "<file>.agent-console.bak). The command is the absolute path of this Python, run isolated, with "
         "' || exit 2' so a missing or broken install blocks, and Claude Code's timeout is --timeout + 10 s.",
     )
-    q.add_argument("agent", choices=["claude-code"])
+    q.add_argument("agent", choices=["claude-code", *HOOK_AGENTS])
     add_state_dir(q)
     where = q.add_mutually_exclusive_group()
     where.add_argument("--user", action="store_true", help="~/.claude/settings.json (the default)")
@@ -215,6 +245,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="the hook's --timeout (default: the daemon's approval_timeout_s, else 300)",
     )
+    _agent_options(q)
     q.set_defaults(func=cmd_install)
 
     q = hsub.add_parser(
@@ -226,6 +257,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "would, on a sample PreToolUse call. Exit 0 when nothing is wrong, 1 when a fail-open risk or "
         "another problem (no daemon: everything is denied) is found.",
     )
+    q.add_argument("agent", nargs="?", default="claude-code", choices=["claude-code", *HOOK_AGENTS])
     add_state_dir(q)
-    q.add_argument("--settings", metavar="FILE", action="append", help="check this file (repeatable)")
+    q.add_argument(
+        "--settings", metavar="FILE", action="append", help="check this file (repeatable; Claude Code)"
+    )
+    _agent_options(q)
     q.set_defaults(func=cmd_doctor)
+
+
+# The agents besides Claude Code whose hooks agent-console installs (docs/agents.md).
+HOOK_AGENTS = {"codex": "Codex", "copilot": "Copilot CLI", "gemini": "Gemini CLI", "opencode": "OpenCode"}
+
+
+def _agent_options(q: argparse.ArgumentParser) -> None:
+    q.add_argument(
+        "--config-dir",
+        metavar="DIR",
+        help="the agent's configuration directory (Codex: $CODEX_HOME or ~/.codex; Gemini: ~/.gemini; "
+        "Copilot: $COPILOT_HOME or ~/.copilot; OpenCode: ~/.config/opencode)",
+    )
+    q.add_argument(
+        "--binary", metavar="PATH", help="the agent's CLI (Codex: to ask it to trust the hook; default: PATH)"
+    )

@@ -143,5 +143,23 @@ def agent_process_pid(start: int | None = None) -> int | None:
         if st.comm not in SHELLS:
             # The daemon accepts only what may_name allows (identity.by_process);
             # anything else names no agent at all.
-            return st.pid if may_name(chain, index) else None
+            if may_name(chain, index):
+                return st.pid
+            return _wrapper_leader(chain, index)
+    return None
+
+
+def _wrapper_leader(chain: list[ProcStat], index: int) -> int | None:
+    """An agent CLI that is a launcher and its program (Codex, Copilot, OpenCode: ``node``
+    starts the native binary) runs as two processes of one session. Started detached
+    (``setsid codex exec``), the launcher leads that session and the program does not,
+    so the program may not be named across the hook's own session; the launcher, which
+    leads a session of its own without a terminal, may — when :func:`may_name` says so."""
+    session = chain[index].session
+    for above in range(index + 1, len(chain)):
+        st = chain[above]
+        if st.session != session:
+            return None
+        if st.pid == session:
+            return st.pid if may_name(chain, above) else None
     return None

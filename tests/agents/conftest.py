@@ -1,0 +1,64 @@
+"""The agents' end-to-end tests: each proves one (agent, interception point, fail mode).
+
+A test names what it proves with ``@proves(agent, point, mode)`` (tests/support/agents.py); when it passes, that row
+goes to tests/agents/results.json (rows of tests that did not run this time are kept),
+from which scripts/agents_table.py writes the table of docs/agents.md
+(tests/test_agents_doc.py checks that the two agree).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+RESULTS = Path(__file__).parent / "results.json"
+_passed: dict[str, dict[str, str]] = {}
+_failed: set[str] = set()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).parent == here:
+            item.add_marker(pytest.mark.agents)
+            item.add_marker(pytest.mark.programs)
+            item.add_marker(pytest.mark.system)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report = outcome.get_result()
+    mark = item.get_closest_marker("proves")
+    if mark is None or report.when != "call":
+        return
+    agent = mark.kwargs["agent"]
+    if agent == "*":  # the agent the test ran with
+        agent = getattr(item, "callspec", None) and item.callspec.params.get("agent")
+        agent = getattr(agent, "name", agent)
+    row = {**mark.kwargs, "agent": str(agent)}
+    key = f"{row['agent']} | {row['point']} | {row['mode']}"
+    if report.passed and key not in _failed:
+        _passed[key] = {**row, "test": item.originalname}
+    elif report.failed:
+        _failed.add(key)
+        _passed.pop(key, None)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _passed and not _failed:
+        return
+    import fcntl
+
+    with open(RESULTS.with_suffix(".lock"), "w") as lock:  # xdist workers finish at once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            rows = json.loads(RESULTS.read_text())
+        except (OSError, ValueError):
+            rows = {}
+        for key in _failed:
+            rows.pop(key, None)
+        rows.update(_passed)
+        RESULTS.write_text(json.dumps(dict(sorted(rows.items())), indent=2) + "\n")
