@@ -60,6 +60,7 @@ def _agent_module(agent: str) -> Any:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    from console.adapters import installing
     from console.adapters.claude_code import install as inst
     from console.adapters.installing import SettingsError
 
@@ -92,7 +93,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             inst.read_settings(path), command, hook_timeout, attention=inst.attention_command(loc.state_dir)
         )
         backup = inst.write_settings(path, merged)
-    except inst.SettingsError as exc:
+    except installing.SettingsError as exc:
         raise CLIError(str(exc), EXIT_INVALID) from None
     except OSError as exc:
         raise CLIError(f"cannot write {path}: {exc.strerror or exc}", EXIT_INVALID) from None
@@ -141,31 +142,32 @@ def _report(checks: list[Any]) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from console.adapters import installing
     from console.adapters.claude_code import install as inst
 
     loc = locations(args)
     if args.agent != "claude-code":
         approval = _approval_timeout(args)
-        checks = _agent_module(args.agent).doctor(
+        found: list[installing.Check] = _agent_module(args.agent).doctor(
             state_dir=loc.state_dir, home=args.config_dir, binary=args.binary, approval=approval
         )
         if approval is None:
-            checks.append(
-                inst.Check(
+            found.append(
+                installing.Check(
                     "problem",
                     f"no daemon answers for {loc.state_dir}: every supervised call is denied until one runs "
                     "(start one: agent-console daemon start)",
                 )
             )
         print(f"agent-console hook doctor {args.agent}")
-        return _report(checks)
+        return _report(found)
     files: list[tuple[Path, dict[str, Any]]] = []
-    checks: list[inst.Check] = []
+    checks: list[installing.Check] = []
     for path in _doctor_files(args):
         try:
             settings = inst.read_settings(path)
-        except inst.SettingsError as exc:
-            checks.append(inst.Check("risk", str(exc)))
+        except installing.SettingsError as exc:
+            checks.append(installing.Check("risk", str(exc)))
             continue
         if path.exists():
             files.append((path, settings))
@@ -175,7 +177,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     checks.extend(inst.diagnose(files, approval))
     if approval is None:
         checks.append(
-            inst.Check(
+            installing.Check(
                 "problem",
                 f"no daemon answers for {loc.state_dir}: every supervised call is denied until one runs "
                 "(start one: agent-console daemon start)",
@@ -186,7 +188,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         target = Path(parsed.state_dir or loc.state_dir) / "operator.token"
         run = inst.run_command(hook.command, inst.sample_input(Path.cwd(), target), hook.timeout)
         what = f"ran {hook.file}'s hook on a Read of {target} ({run.seconds:.1f} s): {run.verdict()}"
-        checks.append(inst.Check("ok" if run.blocks else "risk", what))
+        checks.append(installing.Check("ok" if run.blocks else "risk", what))
     print("agent-console hook doctor")
     print("  settings read: " + (", ".join(str(p) for p, _ in files) or "none"))
     return _report(checks)

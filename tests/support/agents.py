@@ -13,6 +13,7 @@ process as one identity for its hooks and its ``exec`` calls (docs/protocol.md,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -118,10 +119,8 @@ def run(
 
 def with_killpg(pgid: int) -> None:
     """What the agent left running in its session (servers, shells) ends with it."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 # ---------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ fail-open risk it sees; the CLI's ``hook doctor`` also runs the command.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -29,12 +28,14 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from console.adapters import installing
+from console.adapters.installing import Check, SettingsError
 
 MARGIN_S = 10
 CLAUDE_DEFAULT_HOOK_TIMEOUT_S = 60.0
@@ -63,10 +64,6 @@ EVENTS = ("PreToolUse", "PermissionRequest")
 ATTENTION_EVENTS = ("Notification", "Stop", "UserPromptSubmit")
 # The hook gives up on the daemon after 3 s (attention.DEADLINE_S).
 ATTENTION_TIMEOUT_S = 10
-
-
-class SettingsError(ValueError):
-    """A settings file that cannot be read or changed; the message names it."""
 
 
 def hook_command(state_dir: Path, timeout_s: float, python: str | None = None) -> str:
@@ -100,23 +97,7 @@ def settings_path(scope: str, project_dir: Path | None = None) -> Path:
 
 def read_settings(path: Path) -> dict[str, Any]:
     """The settings object at ``path`` ({} when there is no file)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(
-            f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}); fix it first"
-        ) from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path} does not hold a JSON object")
-    return data
+    return installing.read_json(path)
 
 
 def is_ours(hook: Any) -> bool:
@@ -158,41 +139,11 @@ def merge(
 
 def write_settings(path: Path, settings: dict[str, Any]) -> Path | None:
     """Write atomically (a temporary file renamed over it); returns the backup of the old file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    if path.exists():
-        backup = path.with_name(path.name + ".agent-console.bak")
-        backup.write_bytes(path.read_bytes())
-        mode = path.stat().st_mode & 0o777
-    else:
-        mode = 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(settings, f, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return backup
+    return installing.write_json(path, settings)
 
 
 # ---------------------------------------------------------------------------------------
 # Diagnosis
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One thing the doctor looked at: ``level`` is ok, note, risk (Claude Code could run a
-    tool unsupervised) or problem (fail-closed, but nothing is allowed)."""
-
-    level: str
-    message: str
 
 
 @dataclass(frozen=True, slots=True)

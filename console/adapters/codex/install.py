@@ -121,7 +121,8 @@ def hooks_list(codex: str, home: Path, cwd: Path) -> list[dict[str, Any]]:
         cwd=str(cwd),
     )
     try:
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
+        assert proc.stdout is not None
         proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
         proc.stdin.flush()
         import selectors
