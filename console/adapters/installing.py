@@ -192,3 +192,54 @@ def timeout_checks(where: str, command: str, agent_timeout_s: float | None, agen
             )
         ]
     return []
+
+
+def merge_group(
+    settings: dict[str, Any], event: str, group: dict[str, Any], agent: str, what: str
+) -> dict[str, Any]:
+    """``settings`` with ``group`` (``{"matcher", "hooks": [...]}``) under ``hooks.<event>``,
+    in place of any earlier agent-console hook of ``agent``; everything else is kept."""
+    out: dict[str, Any] = json.loads(json.dumps(settings))
+    hooks = out.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SettingsError(f"{what}'s hooks is not an object")
+    groups = hooks.setdefault(event, [])
+    if not isinstance(groups, list):
+        raise SettingsError(f"{what}'s hooks.{event} is not a list")
+    kept = []
+    for old in groups:
+        if isinstance(old, dict) and isinstance(old.get("hooks"), list):
+            rest = [h for h in old["hooks"] if not (isinstance(h, dict) and is_ours(h.get("command"), agent))]
+            if not rest and old["hooks"]:
+                continue
+            old = {**old, "hooks": rest}
+        kept.append(old)
+    kept.append(group)
+    hooks[event] = kept
+    return out
+
+
+def installed_in_groups(settings: dict[str, Any], event: str, agent: str) -> list[tuple[str, dict[str, Any]]]:
+    """(matcher, hook) of each agent-console hook of ``agent`` under ``hooks.<event>``."""
+    found = []
+    hooks = settings.get("hooks")
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    for group in groups if isinstance(groups, list) else []:
+        if not isinstance(group, dict):
+            continue
+        for hook in group.get("hooks") or []:
+            if isinstance(hook, dict) and is_ours(hook.get("command"), agent):
+                found.append((str(group.get("matcher", "") or ""), hook))
+    return found
+
+
+def matches(matcher: str, tool: str) -> bool:
+    """A hook matcher: empty or ``*`` is every tool, else a regular expression."""
+    import re
+
+    if matcher in ("", "*"):
+        return True
+    try:
+        return re.fullmatch(matcher, tool) is not None
+    except re.error:
+        return matcher == tool

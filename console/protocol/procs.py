@@ -143,23 +143,40 @@ def agent_process_pid(start: int | None = None) -> int | None:
         if st.comm not in SHELLS:
             # The daemon accepts only what may_name allows (identity.by_process);
             # anything else names no agent at all.
-            if may_name(chain, index):
-                return st.pid
-            return _wrapper_leader(chain, index)
+            launcher = _launcher(chain, index)
+            if launcher is not None:
+                return launcher
+            return st.pid if may_name(chain, index) else None
     return None
 
 
-def _wrapper_leader(chain: list[ProcStat], index: int) -> int | None:
-    """An agent CLI that is a launcher and its program (Codex, Copilot, OpenCode: ``node``
-    starts the native binary) runs as two processes of one session. Started detached
-    (``setsid codex exec``), the launcher leads that session and the program does not,
-    so the program may not be named across the hook's own session; the launcher, which
-    leads a session of its own without a terminal, may — when :func:`may_name` says so."""
-    session = chain[index].session
-    for above in range(index + 1, len(chain)):
-        st = chain[above]
-        if st.session != session:
-            return None
-        if st.pid == session:
-            return st.pid if may_name(chain, above) else None
+# The runtime that launches an agent CLI's program (Codex, Copilot CLI, OpenCode: a Node
+# script that starts the native binary; Gemini CLI: Node relaunching itself).
+LAUNCHERS = frozenset({"node"})
+
+
+def _launcher(chain: list[ProcStat], index: int) -> int | None:
+    """The launcher of the agent program ``chain[index]``, when the agent was started as the
+    leader of a session of its own without a terminal (``setsid gemini -p``): ``node``,
+    the program's parent, leading its session.
+
+    The hook of such an agent runs in the program's session and could name the program,
+    but its shell tool runs commands in sessions of their own, across which the program
+    (not a session leader) may not be named: the hook and the ``exec`` it issues would be
+    two identities and no ticket could be redeemed. Both name the launcher instead, which
+    :func:`may_name` allows from either side. (Two agents that one ``node`` supervisor
+    leading a terminal-less session starts without ``setsid`` are then one identity;
+    started with ``setsid`` each leads its own.)"""
+    program = chain[index]
+    if index + 1 >= len(chain):
+        return None
+    parent = chain[index + 1]
+    if (
+        parent.pid == program.ppid
+        and parent.pid == program.session
+        and parent.tty == 0
+        and parent.comm in LAUNCHERS
+        and may_name(chain, index + 1)
+    ):
+        return parent.pid
     return None

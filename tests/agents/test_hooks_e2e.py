@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from support.agents import AgentUnavailable, Codex, find_agent, pending_items, shell_call
+from support.agents import AgentUnavailable, Codex, Gemini, find_agent, pending_items, shell_call
 from support.claude_code import Operator
 from support.daemon import running_daemon, short_tmp, workspace
 from support.fake_models import call, fake_model, say
@@ -23,7 +23,7 @@ from support.fake_models import call, fake_model, say
 pytestmark = [pytest.mark.needs_bwrap]
 # Each test's @pytest.mark.proves(agent="*", ...) row is recorded for the agent it ran with.
 
-DRIVERS = {"codex": Codex}
+DRIVERS = {"codex": Codex, "gemini": Gemini}
 NETWORK = "# agent-console: network\n"
 
 
@@ -143,7 +143,7 @@ def test_a_broken_install_blocks(agent, daemon, python):
 def test_an_edit_reaches_the_operator_with_its_diff(agent, daemon):
     ws = workspace()
     agent.install(daemon.state_dir, timeout_s=45)
-    target = ws / ".git" / "hooks" / "pre-commit"  # protected: the operator decides
+    target = ws / ".claude" / "settings.local.json"  # protected: the operator decides
     target.parent.mkdir(parents=True, exist_ok=True)
     with fake_model([[agent.edit_step(target, "#!/bin/sh\necho checked\n")], [say("Finished.")]]) as model:
         operator = Operator(daemon, "approve", tool=f"{agent.name}:{agent.edit_tool}")

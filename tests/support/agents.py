@@ -190,6 +190,44 @@ class Codex:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+class Gemini:
+    """``gemini -p`` against the fake Gemini API. ``--yolo``: every tool is approved without a
+    dialog, so the hook is the only gate. A fixed model skips Gemini CLI's routing
+    classifier (a JSON request the fake does not script)."""
+
+    name = "gemini"
+    shell_tool = "run_shell_command"
+    edit_tool = "write_file"
+
+    def __init__(self, binary: Path) -> None:
+        self.binary = binary
+        self.home = new_home()
+        self.dot = self.home / ".gemini"
+        self.dot.mkdir()
+        settings = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        }
+        (self.dot / "settings.json").write_text(json.dumps(settings))
+
+    def install(self, state_dir: Path, timeout_s: float, python: str | None = None) -> list[str]:
+        from console.adapters.gemini import install
+
+        return install.install(
+            state_dir=state_dir, timeout_s=timeout_s, home=str(self.dot), binary=None, python=python
+        )
+
+    def run(self, model: FakeModel, ws: Path, timeout_s: float = 120) -> AgentRun:
+        argv = [str(self.binary), "-p", "Do what the task needs.", "--yolo", "-m", "gemini-2.5-pro"]
+        env = base_env(self.home, {"GEMINI_API_KEY": "dummy", "GOOGLE_GEMINI_BASE_URL": model.base_url})
+        return run(argv, ws, env, model, timeout_s)
+
+    def edit_step(self, path: Path, content: str) -> Step:
+        return call("write_file", {"file_path": str(path), "content": content})
+
+    def close(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
 def shell_call(agent: str, command: str) -> tuple[str, dict[str, Any]]:
     """The model's shell tool call for ``agent``: (tool name, arguments)."""
     if agent == "codex":
