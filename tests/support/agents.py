@@ -228,6 +228,53 @@ class Gemini:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+class OpenCode:
+    """``opencode run`` with an ``@ai-sdk/openai-compatible`` provider in the project's
+    opencode.json pointing at the fake Chat Completions API. OpenCode runs every tool
+    without asking in this mode, so the plugin is the only gate."""
+
+    name = "opencode"
+    shell_tool = "bash"
+    edit_tool = "write"
+
+    def __init__(self, binary: Path) -> None:
+        self.binary = binary
+        self.home = new_home()
+        self.config = self.home / ".config" / "opencode"
+        self.config.mkdir(parents=True)
+
+    def install(self, state_dir: Path, timeout_s: float, python: str | None = None) -> list[str]:
+        from console.adapters.opencode import install
+
+        return install.install(
+            state_dir=state_dir, timeout_s=timeout_s, home=str(self.config), binary=None, python=python
+        )
+
+    def run(self, model: FakeModel, ws: Path, timeout_s: float = 180) -> AgentRun:
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "fake",
+            "options": {"baseURL": f"{model.base_url}/v1", "apiKey": "dummy"},
+            "models": {"fake-model": {"name": "fake", "tool_call": True}},
+        }
+        config = {"provider": {"fake": provider}, "model": "fake/fake-model"}
+        (ws / "opencode.json").write_text(json.dumps(config))
+        xdg = {
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+        }
+        argv = [str(self.binary), "run", "Do what the task needs."]
+        return run(argv, ws, base_env(self.home, xdg), model, timeout_s)
+
+    def edit_step(self, path: Path, content: str) -> Step:
+        return call("write", {"filePath": str(path), "content": content})
+
+    def close(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
 def shell_call(agent: str, command: str) -> tuple[str, dict[str, Any]]:
     """The model's shell tool call for ``agent``: (tool name, arguments)."""
     if agent == "codex":
