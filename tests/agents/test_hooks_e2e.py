@@ -15,7 +15,16 @@ import warnings
 from pathlib import Path
 
 import pytest
-from support.agents import AgentUnavailable, Codex, Gemini, OpenCode, find_agent, pending_items, shell_call
+from support.agents import (
+    AgentUnavailable,
+    Codex,
+    Copilot,
+    Gemini,
+    OpenCode,
+    find_agent,
+    pending_items,
+    shell_call,
+)
 from support.claude_code import Operator
 from support.daemon import running_daemon, short_tmp, workspace
 from support.fake_models import call, fake_model, say
@@ -23,7 +32,7 @@ from support.fake_models import call, fake_model, say
 pytestmark = [pytest.mark.needs_bwrap]
 # Each test's @pytest.mark.proves(agent="*", ...) row is recorded for the agent it ran with.
 
-DRIVERS = {"codex": Codex, "gemini": Gemini, "opencode": OpenCode}
+DRIVERS = {"codex": Codex, "copilot": Copilot, "gemini": Gemini, "opencode": OpenCode}
 NETWORK = "# agent-console: network\n"
 
 

@@ -275,6 +275,50 @@ class OpenCode:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+class Copilot:
+    """``copilot -p`` in offline mode with an OpenAI-type provider pointing at the fake
+    Chat Completions API. ``--allow-all-tools``: every tool runs without a dialog, so the
+    hook is the only gate."""
+
+    name = "copilot"
+    shell_tool = "bash"
+    edit_tool = "create"
+
+    def __init__(self, binary: Path) -> None:
+        self.binary = binary
+        self.home = new_home()
+        self.copilot_home = self.home / ".copilot"
+        self.copilot_home.mkdir()
+
+    def install(self, state_dir: Path, timeout_s: float, python: str | None = None) -> list[str]:
+        from console.adapters.copilot import install
+
+        return install.install(
+            state_dir=state_dir, timeout_s=timeout_s, home=str(self.copilot_home), binary=None, python=python
+        )
+
+    def run(self, model: FakeModel, ws: Path, timeout_s: float = 120) -> AgentRun:
+        argv = [str(self.binary), "-p", "Do what the task needs.", "--allow-all-tools"]
+        env = base_env(
+            self.home,
+            {
+                "COPILOT_HOME": str(self.copilot_home),
+                "COPILOT_OFFLINE": "true",
+                "COPILOT_PROVIDER_BASE_URL": f"{model.base_url}/v1",
+                "COPILOT_PROVIDER_TYPE": "openai",
+                "COPILOT_PROVIDER_API_KEY": "dummy",
+                "COPILOT_MODEL": "fake-model",
+            },
+        )
+        return run(argv, ws, env, model, timeout_s)
+
+    def edit_step(self, path: Path, content: str) -> Step:
+        return call("create", {"path": str(path), "file_text": content})
+
+    def close(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
 def shell_call(agent: str, command: str) -> tuple[str, dict[str, Any]]:
     """The model's shell tool call for ``agent``: (tool name, arguments)."""
     if agent == "codex":
