@@ -83,7 +83,8 @@ def doctor(*, state_dir: Path, home: str | None, binary: str | None, approval: f
         config = installing.read_json(path)
     except SettingsError as exc:
         return [Check("risk", str(exc))]
-    hooks = config.get("hooks") if isinstance(config.get("hooks"), dict) else {}
+    raw_hooks = config.get("hooks")
+    hooks: dict[str, Any] = raw_hooks if isinstance(raw_hooks, dict) else {}
     entries = [
         h
         for h in hooks.get("preToolUse") or []
