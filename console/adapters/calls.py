@@ -25,9 +25,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
 
 from console.adapters import escalation
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Every agent the console has an adapter for (``tool`` is ``<agent>:<name>``).
 AGENTS = ("claude-code", "codex", "copilot", "gemini", "opencode", "acp")

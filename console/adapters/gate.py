@@ -16,9 +16,12 @@ shell, see :func:`console.protocol.procs.agent_process_pid`), so that the hook a
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from console.adapters.calls import one_line
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import Any
 
 # How long after the hook's own timeout it still waits for the daemon's approval_timeout
 # deny (which the daemon records); past it the hook denies by itself. Keeps the whole

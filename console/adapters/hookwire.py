@@ -18,7 +18,10 @@ import json
 import os
 import socket
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_FRAME = 4 * 1024 * 1024  # the protocol's (console/protocol/jsonrpc.py)
 BUSY_RETRY_S = 0.01

@@ -10,19 +10,29 @@ process may exit or be replaced between two reads, and every reader returns None
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 # A parent chain longer than this is not a real process tree (pid_max is 2**22).
 MAX_DEPTH = 256
 
 
-class ProcStat(NamedTuple):
-    pid: int
-    ppid: int
-    session: int
-    start_ticks: int  # since boot, in clock ticks: with the pid, names one process
-    comm: str
-    tty: int = 0  # the controlling terminal (tty_nr); 0: none
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class ProcStat(NamedTuple):
+        pid: int
+        ppid: int
+        session: int
+        start_ticks: int  # since boot, in clock ticks: with the pid, names one process
+        comm: str
+        tty: int = 0  # the controlling terminal (tty_nr); 0: none
+
+else:
+    # The same tuple without typing.NamedTuple: every hook process reads this module, and
+    # importing typing would cost each tool call more than the module's own work.
+    from collections import namedtuple
+
+    ProcStat = namedtuple("ProcStat", "pid ppid session start_ticks comm tty", defaults=(0,))
 
 
 def proc_stat(pid: int) -> ProcStat | None:

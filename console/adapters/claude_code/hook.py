@@ -42,10 +42,13 @@ import json
 import os
 import sys
 import time
-from typing import IO, Any
 
 from console.adapters import calls, escalation, gate
 from console.adapters.calls import HookInputError, Refused
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 WRITE_TOOLS = {
     "Write": "file_path",

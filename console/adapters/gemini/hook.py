@@ -24,10 +24,13 @@ import json
 import os
 import sys
 import time
-from typing import IO, Any
 
 from console.adapters import calls, gate
 from console.adapters.calls import HookInputError, Refused
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 AGENT = "gemini"
 CLIENT = "gemini-hook"
