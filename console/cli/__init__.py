@@ -24,6 +24,7 @@ from console.cli import (
     hook_commands,
     hosts_commands,
     operator_commands,
+    run_commands,
     session_commands,
     tripwire_commands,
     tui_commands,
@@ -48,6 +49,7 @@ COMMAND_MODULES = [
     hosts_commands,
     web_commands,
     hook_commands,
+    run_commands,
     contract_commands,
 ]
 

@@ -152,6 +152,7 @@ class Codex:
         self.home = new_home()
         self.codex_home = self.home / ".codex"
         self.codex_home.mkdir()
+        self.config_dir = self.codex_home
         (self.codex_home / "config.toml").write_text(CODEX_CONFIG.format(base="http://127.0.0.1:9"))
 
     def install(self, state_dir: Path, timeout_s: float, python: str | None = None) -> list[str]:
@@ -204,6 +205,7 @@ class Gemini:
         self.home = new_home()
         self.dot = self.home / ".gemini"
         self.dot.mkdir()
+        self.config_dir = self.dot
         settings = {
             "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
         }
@@ -242,6 +244,7 @@ class OpenCode:
         self.home = new_home()
         self.config = self.home / ".config" / "opencode"
         self.config.mkdir(parents=True)
+        self.config_dir = self.config
 
     def install(self, state_dir: Path, timeout_s: float, python: str | None = None) -> list[str]:
         from console.adapters.opencode import install
@@ -289,6 +292,7 @@ class Copilot:
         self.home = new_home()
         self.copilot_home = self.home / ".copilot"
         self.copilot_home.mkdir()
+        self.config_dir = self.copilot_home
 
     def install(self, state_dir: Path, timeout_s: float, python: str | None = None) -> list[str]:
         from console.adapters.copilot import install
@@ -314,6 +318,42 @@ class Copilot:
 
     def edit_step(self, path: Path, content: str) -> Step:
         return call("create", {"path": str(path), "file_text": content})
+
+    def close(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class ClaudeCodeACP:
+    """``agent-console run --acp -- claude-code-acp`` against the fake Anthropic API
+    (tests/support/fake_anthropic.py): claude-code-acp runs Claude Code through its SDK
+    and offers its own Bash, Read, Write and Edit as MCP tools (``mcp__acp__Bash`` …),
+    handing terminals and file writes to its ACP client — the console."""
+
+    name = "acp:claude-code-acp"
+
+    def __init__(self, binary: Path) -> None:
+        self.binary = binary
+        self.home = new_home()
+
+    def run(self, api: Any, ws: Path, state_dir: Path, timeout_s: float = 120) -> AgentRun:
+        import sys
+
+        env = base_env(
+            self.home,
+            {
+                "ANTHROPIC_BASE_URL": api.base_url,
+                "ANTHROPIC_API_KEY": "dummy",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "IS_SANDBOX": "1",
+            },
+        )
+        argv = [
+            sys.executable, "-m", "console", "run", "--acp", "--state-dir", str(state_dir),
+            "--workspace", str(ws), "--prompt", "Do what the task needs.", "--", str(self.binary),
+        ]  # fmt: skip
+        return run(argv, ws, env, api, timeout_s)
 
     def close(self) -> None:
         shutil.rmtree(self.home, ignore_errors=True)
