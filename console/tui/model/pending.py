@@ -25,6 +25,7 @@ from console.tui.model.watch_model import TripwireEntry
 
 QueueItem = PendingItem | TripwireEntry
 
+AGENT_WORD = "agent:"  # a filter word for one kind of agent: agent:codex
 TIER_SHIFT = 48  # rank = tier << TIER_SHIFT | arrival number
 TRIPWIRE_TIER, ESCALATED_TIER, ORDINARY_TIER = 0, 1, 2
 
@@ -36,7 +37,7 @@ def queue_key(host: str, request_id: str) -> str:
 
 
 class Entry:
-    __slots__ = ("badges", "haystack", "host", "item", "key", "number", "rank", "request_id")
+    __slots__ = ("agent_kind", "badges", "haystack", "host", "item", "key", "number", "rank", "request_id")
 
     def __init__(self, number: int, item: QueueItem, host: str = "") -> None:
         self.number = number
@@ -52,6 +53,8 @@ class Entry:
             tier = ESCALATED_TIER if self.badges else ORDINARY_TIER
             tool, fingerprint = item.operation.tool, item.fingerprint
         self.rank = tier << TIER_SHIFT | number
+        # The kind of agent (claude-code, codex, …): the tool's part before its first ':'.
+        self.agent_kind = tool.split(":", 1)[0].casefold() if ":" in tool else ""
         self.haystack = " ".join(
             (
                 item.command,
@@ -70,7 +73,11 @@ class Entry:
         return "" if isinstance(self.item, TripwireEntry) else self.item.fingerprint
 
     def matches(self, words: list[str]) -> bool:
-        return all(w in self.haystack for w in words)
+        """Every word is in the row's text; ``agent:KIND`` names one kind of agent exactly."""
+        return all(
+            self.agent_kind == w[len(AGENT_WORD) :] if w.startswith(AGENT_WORD) else w in self.haystack
+            for w in words
+        )
 
 
 class PendingQueue:
