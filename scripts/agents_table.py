@@ -5,8 +5,9 @@
 
 tests/agents/results.json is written by the agents tests (``./dev test -m agents``,
 tests/agents/conftest.py): one row per (agent, interception point, fail mode) a passing
-test proved. The table is a grid: a row per interception point and fail mode, a column
-per agent, each cell the test that proves it (or "—": not proved for that agent). The
+test proved. The table is a grid: a row per fail mode, a column
+per agent, each cell the interception point the passing test went through (or "—": not
+proved for that agent), and under it the tests that prove each row. The
 versions are the pinned ones (scripts/install-agents.sh). tests/test_agents_doc.py runs
 ``--check``.
 """
@@ -47,23 +48,26 @@ def versions() -> dict[str, str]:
 
 
 def table(rows: dict[str, dict[str, str]], pinned: dict[str, str]) -> str:
-    keys: list[tuple[str, str]] = []
-    for row in rows.values():
-        key = (row["point"], row["mode"])
-        if key not in keys:
-            keys.append(key)
-    keys.sort()
-    cells = {(r["agent"], r["point"], r["mode"]): r["test"] for r in rows.values()}
-    head = "| interception point | fail mode closed | " + " | ".join(TITLES[a] for a in AGENTS) + " |"
-    rule = "|---|---|" + "---|" * len(AGENTS)
-    version = "| *version* | | " + " | ".join(f"`{pinned[a]}`" if pinned[a] else "" for a in AGENTS) + " |"
+    modes = sorted({row["mode"] for row in rows.values()})
+    cells = {(r["agent"], r["mode"]): r for r in rows.values()}
+    head = "| fail mode closed | " + " | ".join(TITLES[a] for a in AGENTS) + " |"
+    rule = "|---|" + "---|" * len(AGENTS)
+    version = (
+        "| *pinned version* | " + " | ".join(f"`{pinned[a]}`" if pinned[a] else "" for a in AGENTS) + " |"
+    )
     lines = [head, rule, version]
-    for point, mode in keys:
+    for mode in modes:
         marks = []
         for agent in AGENTS:
-            test = cells.get((agent, point, mode))
-            marks.append(f"✓ `{test}`" if test else "—")
-        lines.append(f"| {point} | {mode} | " + " | ".join(marks) + " |")
+            row = cells.get((agent, mode))
+            marks.append(f"✓ {row['point']}" if row else "—")
+        lines.append(f"| {mode} | " + " | ".join(marks) + " |")
+    lines.append("")
+    lines.append("Proved by (tests/agents/):")
+    lines.append("")
+    for mode in modes:
+        tests = sorted({r["test"] for r in rows.values() if r["mode"] == mode})
+        lines.append(f"- {mode}: " + ", ".join(f"`{t}`" for t in tests))
     return "\n".join(lines)
 
 

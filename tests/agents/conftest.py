@@ -18,6 +18,7 @@ _passed: dict[str, dict[str, str]] = {}
 _failed: set[str] = set()
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
@@ -34,11 +35,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     mark = item.get_closest_marker("proves")
     if mark is None or report.when != "call":
         return
-    agent = mark.kwargs["agent"]
-    if agent == "*":  # the agent the test ran with
-        agent = getattr(item, "callspec", None) and item.callspec.params.get("agent")
-        agent = getattr(agent, "name", agent)
-    row = {**mark.kwargs, "agent": str(agent)}
+    agent, point = mark.kwargs["agent"], mark.kwargs["point"]
+    if agent == "*":  # the agent the test ran with, and that agent's interception point
+        driver = item.funcargs.get("agent")
+        agent = getattr(driver, "name", agent)
+        point = getattr(driver, "points", {}).get(point, point)
+    row = {**mark.kwargs, "agent": str(agent), "point": str(point)}
     key = f"{row['agent']} | {row['point']} | {row['mode']}"
     if report.passed and key not in _failed:
         _passed[key] = {**row, "test": item.originalname}

@@ -34,7 +34,7 @@ def doctor(agent, state_dir) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.mark.proves(agent="*", point="hook doctor", mode="fresh install: passes, names what stays open")
+@pytest.mark.proves(agent="*", point="install", mode="fresh install: doctor passes, names what stays open")
 def test_doctor_passes_on_a_fresh_install(agent):
     with running_daemon("approval_timeout_s = 60\n") as d:
         agent.install(d.state_dir, timeout_s=30)

@@ -64,7 +64,7 @@ def marker_script(agent: str, ws: Path, escalate: str = NETWORK, name: str = "ra
     return marker, token, [[call(tool, args)], [say("Finished.")]]
 
 
-@pytest.mark.proves(agent="*", point="shell hook", mode="approve: runs sandboxed, output to the model")
+@pytest.mark.proves(agent="*", point="shell", mode="approve: runs sandboxed, output to the model")
 def test_an_approved_command_runs_and_the_model_gets_its_output(agent, daemon, request):
     ws = workspace()
     agent.install(daemon.state_dir, timeout_s=45)
@@ -80,7 +80,7 @@ def test_an_approved_command_runs_and_the_model_gets_its_output(agent, daemon, r
     assert any(token in t for t in model.tool_results()), run.describe()
 
 
-@pytest.mark.proves(agent="*", point="shell hook", mode="deny: not run, the reason reaches the model")
+@pytest.mark.proves(agent="*", point="shell", mode="deny: not run, the reason reaches the model")
 def test_a_denied_command_does_not_run_and_the_model_gets_the_reason(agent, daemon):
     ws = workspace()
     agent.install(daemon.state_dir, timeout_s=45)
@@ -97,7 +97,7 @@ def test_a_denied_command_does_not_run_and_the_model_gets_the_reason(agent, daem
     assert "not on a Tuesday" in told and token not in told, run.describe()
 
 
-@pytest.mark.proves(agent="*", point="shell hook", mode="daemon down: denied")
+@pytest.mark.proves(agent="*", point="shell", mode="daemon down: denied")
 def test_with_no_daemon_nothing_runs(agent):
     ws = workspace()
     agent.install(short_tmp() / "no-daemon", timeout_s=10)
@@ -109,7 +109,7 @@ def test_with_no_daemon_nothing_runs(agent):
     assert "unreachable" in told and token not in told, run.describe()
 
 
-@pytest.mark.proves(agent="*", point="shell hook", mode="daemon stalled: denied at the hook's deadline")
+@pytest.mark.proves(agent="*", point="shell", mode="daemon stalled: denied at the hook's deadline")
 def test_a_stalled_daemon_is_a_deny_within_the_hook_deadline(agent):
     ws = workspace()
     marker, token, script = marker_script(agent.name, ws, escalate="")
@@ -132,7 +132,7 @@ CRASHING_PYTHON = "#!/bin/sh\ncat >/dev/null\necho 'Traceback: boom' >&2\nexit 1
 @pytest.mark.parametrize(
     "python", [pytest.param(None, id="missing-interpreter"), pytest.param(CRASHING_PYTHON, id="crash")]
 )
-@pytest.mark.proves(agent="*", point="shell hook", mode="hook missing or crashing: blocked")
+@pytest.mark.proves(agent="*", point="shell", mode="hook missing or crashing: blocked")
 def test_a_broken_install_blocks(agent, daemon, python):
     ws = workspace()
     interpreter = ws.parent / "python3"
@@ -148,7 +148,7 @@ def test_a_broken_install_blocks(agent, daemon, python):
     assert told and token not in told[0], run.describe()
 
 
-@pytest.mark.proves(agent="*", point="edit hook", mode="edit: the operator sees the diff, then it is written")
+@pytest.mark.proves(agent="*", point="edit", mode="edit: the operator sees the diff, then it is written")
 def test_an_edit_reaches_the_operator_with_its_diff(agent, daemon):
     ws = workspace()
     agent.install(daemon.state_dir, timeout_s=45)
@@ -164,9 +164,7 @@ def test_an_edit_reaches_the_operator_with_its_diff(agent, daemon):
     assert target.read_text() == "#!/bin/sh\necho checked\n", run.describe()
 
 
-@pytest.mark.proves(
-    agent="*", point="shell hook", mode="rewritten into the sandbox: .git/hooks stays unwritten"
-)
+@pytest.mark.proves(agent="*", point="shell", mode="rewritten into the sandbox: .git/hooks stays unwritten")
 def test_a_command_runs_in_the_sandbox_unasked_and_cannot_write_git_hooks(agent, daemon):
     ws = workspace()
     agent.install(daemon.state_dir, timeout_s=20)

@@ -23,7 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from support.fake_models import FakeModel, Step, call
 
@@ -146,6 +146,11 @@ class Codex:
     name = "codex"
     shell_tool = "Bash"
     edit_tool = "apply_patch"
+    points: ClassVar[dict[str, str]] = {
+        "shell": "PreToolUse hook, Bash (hooks.json, trusted)",
+        "edit": "PreToolUse hook, apply_patch",
+        "install": "hook install + doctor (app-server trust)",
+    }
 
     def __init__(self, binary: Path) -> None:
         self.binary = binary
@@ -199,6 +204,11 @@ class Gemini:
     name = "gemini"
     shell_tool = "run_shell_command"
     edit_tool = "write_file"
+    points: ClassVar[dict[str, str]] = {
+        "shell": "BeforeTool hook, run_shell_command",
+        "edit": "BeforeTool hook, write_file",
+        "install": "hook install + doctor (settings.json)",
+    }
 
     def __init__(self, binary: Path) -> None:
         self.binary = binary
@@ -238,6 +248,11 @@ class OpenCode:
     name = "opencode"
     shell_tool = "bash"
     edit_tool = "write"
+    points: ClassVar[dict[str, str]] = {
+        "shell": "plugin tool.execute.before, bash",
+        "edit": "plugin tool.execute.before, write",
+        "install": "hook install + doctor (plugin file)",
+    }
 
     def __init__(self, binary: Path) -> None:
         self.binary = binary
@@ -286,6 +301,11 @@ class Copilot:
     name = "copilot"
     shell_tool = "bash"
     edit_tool = "create"
+    points: ClassVar[dict[str, str]] = {
+        "shell": "preToolUse hook, bash",
+        "edit": "preToolUse hook, create",
+        "install": "hook install + doctor (hooks/agent-console.json)",
+    }
 
     def __init__(self, binary: Path) -> None:
         self.binary = binary

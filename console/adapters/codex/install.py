@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,40 +117,50 @@ def hooks_list(codex: str, home: Path, cwd: Path) -> list[dict[str, Any]]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        text=True,
         env=env,
         cwd=str(cwd),
     )
     try:
         assert proc.stdin is not None
         assert proc.stdout is not None
-        proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
         proc.stdin.flush()
-        import selectors
-        import time
-
-        end = time.monotonic() + APP_SERVER_TIMEOUT_S
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            while time.monotonic() < end:
-                if not sel.select(max(0.0, end - time.monotonic())):
-                    break
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(msg, dict) and msg.get("id") == 2:
-                    if "error" in msg:
-                        raise SettingsError(f"codex app-server refused hooks/list: {msg['error']}")
-                    data = msg["result"]["data"]
-                    return [h for entry in data for h in entry.get("hooks", [])]
+        for msg in _messages(proc.stdout.fileno(), APP_SERVER_TIMEOUT_S):
+            if msg.get("id") == 2:
+                if "error" in msg:
+                    raise SettingsError(f"codex app-server refused hooks/list: {msg['error']}")
+                data = msg["result"]["data"]
+                return [h for entry in data for h in entry.get("hooks", [])]
         raise SettingsError(f"codex app-server did not list its hooks within {APP_SERVER_TIMEOUT_S:g} s")
     finally:
         proc.kill()
         proc.wait()
+
+
+def _messages(fd: int, timeout_s: float) -> Iterator[dict[str, Any]]:
+    """The JSON objects written one a line on ``fd`` until it closes or ``timeout_s`` ends
+    (read from the descriptor itself: a buffered reader hides lines from select)."""
+    import select
+    import time
+
+    end = time.monotonic() + timeout_s
+    buf = b""
+    while True:
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict):
+                yield msg
 
 
 def ours(hooks: list[dict[str, Any]]) -> list[dict[str, Any]]:
