@@ -1,5 +1,6 @@
-"""`agent-console hook claude-code|install|doctor`: the Claude Code hook, installed so it
-cannot fail open, and a check of what Claude Code would do with it."""
+"""`agent-console hook AGENT|install|doctor`: each agent's hook, installed so it cannot
+fail open, and a check of what the agent would do with it (docs/claude-code.md,
+docs/agents.md)."""
 
 from __future__ import annotations
 
@@ -195,7 +196,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("hook", help="hooks for existing agents (Claude Code): the hook, install, doctor")
+    p = sub.add_parser(
+        "hook",
+        help="hooks for existing agents (Claude Code, Codex, Copilot CLI, Gemini CLI, OpenCode): "
+        "the hook, install, doctor",
+    )
     hsub = p.add_subparsers(dest="hook_command", metavar="ACTION", required=True)
     q = hsub.add_parser(
         "claude-code",
