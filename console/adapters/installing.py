@@ -16,6 +16,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -146,10 +147,37 @@ def run_command(
     return Ran(proc.returncode, proc.stdout, proc.stderr[-2000:], time.monotonic() - started)
 
 
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    executable: str
+    state_dir: str | None
+    timeout_s: float | None
+    blocks_on_failure: bool
+    isolated: bool
+
+
+def parse_command(command: str) -> ParsedCommand:
+    """The parts of an installed hook command the doctor checks."""
+    blocks = bool(re.search(r"\|\|\s*exit\s+2\s*;?\s*$", command))
+    main = re.split(r"\|\||;|&&|\|", command, maxsplit=1)[0]
+    try:
+        words = shlex.split(main)
+    except ValueError:
+        words = main.split()
+    state_dir = timeout = None
+    for i, word in enumerate(words):
+        if word == "--state-dir" and i + 1 < len(words):
+            state_dir = words[i + 1]
+        if word == "--timeout" and i + 1 < len(words):
+            try:
+                timeout = float(words[i + 1])
+            except ValueError:
+                timeout = None
+    return ParsedCommand(words[0] if words else "", state_dir, timeout, blocks, "-I" in words[1:3])
+
+
 def command_checks(where: str, command: str, agent: str) -> list[Check]:
     """Risks in the hook's command line itself (path, isolation, the blocking tail)."""
-    from console.adapters.claude_code.install import parse_command
-
     out: list[Check] = []
     cmd = parse_command(command)
     if not cmd.executable.startswith("/"):
@@ -178,8 +206,6 @@ def command_checks(where: str, command: str, agent: str) -> list[Check]:
 
 
 def timeout_checks(where: str, command: str, agent_timeout_s: float | None, agent_name: str) -> list[Check]:
-    from console.adapters.claude_code.install import parse_command
-
     hook_timeout = parse_command(command).timeout_s or 55.0
     if agent_timeout_s is None:
         return []
@@ -235,8 +261,6 @@ def installed_in_groups(settings: dict[str, Any], event: str, agent: str) -> lis
 
 def matches(matcher: str, tool: str) -> bool:
     """A hook matcher: empty or ``*`` is every tool, else a regular expression."""
-    import re
-
     if matcher in ("", "*"):
         return True
     try:

@@ -185,7 +185,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             )
         )
     for hook in inst.installed_hooks(files):
-        parsed = inst.parse_command(hook.command)
+        parsed = installing.parse_command(hook.command)
         target = Path(parsed.state_dir or loc.state_dir) / "operator.token"
         run = inst.run_command(hook.command, inst.sample_input(Path.cwd(), target), hook.timeout)
         what = f"ran {hook.file}'s hook on a Read of {target} ({run.seconds:.1f} s): {run.verdict()}"

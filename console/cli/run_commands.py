@@ -17,7 +17,9 @@ from console.cli.common import EXIT_INVALID, CLIError, add_state_dir
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    argv = [a for a in args.command if a != "--"] if args.command[:1] == ["--"] else list(args.command)
+    from console.cli.exec_commands import strip_dashes
+
+    argv = strip_dashes(args.command)
     if not argv:
         raise CLIError(
             "nothing to run: give the agent after --, e.g. agent-console run --acp -- claude-code-acp"

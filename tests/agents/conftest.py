@@ -18,16 +18,6 @@ _passed: dict[str, dict[str, str]] = {}
 _failed: set[str] = set()
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if Path(str(item.fspath)).parent == here:
-            item.add_marker(pytest.mark.agents)
-            item.add_marker(pytest.mark.programs)
-            item.add_marker(pytest.mark.system)
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     outcome = yield

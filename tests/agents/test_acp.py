@@ -13,7 +13,7 @@ from support.claude_code import Operator
 from support.daemon import running_daemon, short_tmp, workspace
 from support.fake_anthropic import fake_anthropic, text, tool_use
 
-pytestmark = [pytest.mark.needs_bwrap]
+pytestmark = [pytest.mark.agents, pytest.mark.needs_bwrap]
 AGENT = "acp:claude-code-acp"
 NETWORK = "# agent-console: network\n"
 

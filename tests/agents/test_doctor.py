@@ -11,6 +11,7 @@ import pytest
 from support.agents import AgentUnavailable, Codex, Copilot, Gemini, OpenCode, find_agent
 from support.daemon import running_daemon, short_tmp
 
+pytestmark = [pytest.mark.agents]
 DRIVERS = {"codex": Codex, "copilot": Copilot, "gemini": Gemini, "opencode": OpenCode}
 
 

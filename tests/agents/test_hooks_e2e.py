@@ -29,7 +29,7 @@ from support.claude_code import Operator
 from support.daemon import running_daemon, short_tmp, workspace
 from support.fake_models import call, fake_model, say
 
-pytestmark = [pytest.mark.needs_bwrap]
+pytestmark = [pytest.mark.agents, pytest.mark.needs_bwrap]
 # Each test's @pytest.mark.proves(agent="*", ...) row is recorded for the agent it ran with.
 
 DRIVERS = {"codex": Codex, "copilot": Copilot, "gemini": Gemini, "opencode": OpenCode}

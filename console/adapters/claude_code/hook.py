@@ -60,7 +60,6 @@ READ_TOOLS = ("Read", "Glob", "Grep", "NotebookRead", "LS")
 SUPERVISED_TOOLS = ("Bash", *WRITE_TOOLS, *READ_TOOLS)
 MCP_PREFIX = "mcp__"  # mcp__<server>__<tool>: a tool an MCP server runs
 DEFAULT_TIMEOUT_S = 55.0  # below Claude Code's default 60 s hook timeout
-ANSWER_GRACE_S = gate.ANSWER_GRACE_S
 AGENT = "claude-code"
 
 
@@ -212,7 +211,7 @@ def decide(
     """Claude Code's answer for one hook call, or None for "no answer" (not ours to judge).
 
     ``started`` (a ``time.monotonic()`` value, default now) is when the hook began: the
-    whole call ends by ``started + timeout_s + ANSWER_GRACE_S``.
+    whole call ends by ``started + timeout_s + gate.ANSWER_GRACE_S``.
     """
     started = time.monotonic() if started is None else started
     deadline = gate.deadline_for(started, timeout_s)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from console.adapters import installing
-from console.adapters.installing import Check, SettingsError
+from console.adapters.installing import Check, SettingsError, matches, parse_command
 
 MARGIN_S = 10
 CLAUDE_DEFAULT_HOOK_TIMEOUT_S = 60.0
@@ -206,44 +205,6 @@ def attention_checks(files: Iterable[tuple[Path, dict[str, Any]]]) -> list[Check
                     )
                 )
     return out
-
-
-def matches(matcher: str, tool: str) -> bool:
-    """Claude Code's matcher: empty or ``*`` is every tool, else a regular expression."""
-    if matcher in ("", "*"):
-        return True
-    try:
-        return re.fullmatch(matcher, tool) is not None
-    except re.error:
-        return matcher == tool
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedCommand:
-    executable: str
-    state_dir: str | None
-    timeout_s: float | None
-    blocks_on_failure: bool
-    isolated: bool
-
-
-def parse_command(command: str) -> ParsedCommand:
-    blocks = bool(re.search(r"\|\|\s*exit\s+2\s*;?\s*$", command))
-    main = re.split(r"\|\||;|&&|\|", command, maxsplit=1)[0]
-    try:
-        words = shlex.split(main)
-    except ValueError:
-        words = main.split()
-    state_dir = timeout = None
-    for i, word in enumerate(words):
-        if word == "--state-dir" and i + 1 < len(words):
-            state_dir = words[i + 1]
-        if word == "--timeout" and i + 1 < len(words):
-            try:
-                timeout = float(words[i + 1])
-            except ValueError:
-                timeout = None
-    return ParsedCommand(words[0] if words else "", state_dir, timeout, blocks, "-I" in words[1:3])
 
 
 def check_hook(hook: Installed, approval_timeout_s: float | None) -> list[Check]:

@@ -342,7 +342,7 @@ def doctor(*, state_dir: Path, home: str | None, binary: str | None, approval: f
         checks += installing.command_checks(str(path), command, AGENT)
         checks += installing.timeout_checks(str(path), command, timeout, "Codex")
         for tool in ("Bash", "apply_patch", "mcp__server__tool"):
-            if not _matches(matcher, tool):
+            if not installing.matches(matcher, tool):
                 checks.append(Check("risk", f"{path}: the matcher {matcher!r} leaves {tool} unsupervised"))
     checks += trust_checks(find_codex(binary), where, Path.cwd())
     for _, command, timeout in found:
@@ -358,12 +358,3 @@ def doctor(*, state_dir: Path, home: str | None, binary: str | None, approval: f
         )
     checks.append(Check("open", OPEN_MODES))
     return checks
-
-
-def _matches(matcher: str, tool: str) -> bool:
-    if matcher in ("", "*"):
-        return True
-    try:
-        return re.fullmatch(matcher, tool) is not None
-    except re.error:
-        return matcher == tool
