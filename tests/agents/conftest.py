@@ -1,9 +1,11 @@
 """The agents' end-to-end tests: each proves one (agent, interception point, fail mode).
 
-A test names what it proves with ``@proves(agent, point, mode)`` (tests/support/agents.py); when it passes, that row
-goes to tests/agents/results.json (rows of tests that did not run this time are kept),
-from which scripts/agents_table.py writes the table of docs/agents.md
-(tests/test_agents_doc.py checks that the two agree).
+A test names what it proves with ``@pytest.mark.proves(agent=, point=, mode=)``: ``agent="*"``
+is the driver the test ran with (its ``agent`` fixture), and a ``point`` that names one of
+the driver's ``points`` (shell, edit, install) is that agent's interception point. When
+the test passes, its row goes to tests/agents/results.json (rows of tests that did not run
+this time are kept; a row whose test failed is dropped), from which scripts/agents_table.py
+writes the table of docs/agents.md (tests/test_agents_doc.py checks that the two agree).
 """
 
 from __future__ import annotations

@@ -401,10 +401,3 @@ def tool_rows(daemon: Any, prefix: str) -> list[dict[str, Any]]:
     with daemon.operator() as op:
         rows = op.call("history.query", {"kinds": ["request"], "limit": 200})["rows"]
     return [r for r in rows if prefix in json.dumps(r)]
-
-
-def proves(agent: str, point: str, mode: str) -> Any:
-    """The row of docs/agents.md a test proves (tests/agents/conftest.py records it)."""
-    import pytest
-
-    return pytest.mark.proves(agent=agent, point=point, mode=mode)
