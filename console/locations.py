@@ -51,6 +51,9 @@ class Locations:
     def __repr__(self) -> str:
         return f"Locations(state_dir={self.state_dir!r}, runtime_dir={self.runtime_dir!r})"
 
+    def __reduce__(self) -> tuple[type[Locations], tuple[Path, Path]]:
+        return (Locations, (self.state_dir, self.runtime_dir))  # copy and pickle by the constructor
+
     @property
     def database(self) -> Path:
         return self.state_dir / "history.sqlite3"
