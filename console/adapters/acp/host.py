@@ -25,8 +25,9 @@ and sends the person's prompts. Then it answers what the agent asks of its clien
 Everything is recorded in the daemon's history as the agent identity of this host, the
 ACP session id as each request's session. Nothing the host cannot map is allowed: an
 unknown request is a JSON-RPC error, a permission the daemon cannot be asked is a reject.
-The host is a client process of the daemon like a hook, so it can be started inside the
-confinement of ``agent-console run`` unchanged.
+The host is a client process of the daemon like a hook; how the agent itself is started
+is its ``spawn`` (a plain child by default), so a confined launch of the agent, with its
+stdio as pipes, plugs in without changing the rest.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,12 +101,16 @@ class Host:
         state_dir: str | None,
         say: Callable[[str], None] | None = None,
         env: dict[str, str] | None = None,
+        spawn: Spawn | None = None,
     ) -> None:
+        """``spawn`` starts the agent with its stdin and stdout as pipes (default: a plain
+        child process); a confined launch (the agent in the daemon's sandbox) passes its own."""
         self.argv = argv
         self.workspace = workspace
         self.state_dir = state_dir
         self.say = say or _print
         self.env = env
+        self.spawn = spawn or _spawn
         self.proc: asyncio.subprocess.Process | None = None
         self._ids = 0
         self._waiting: dict[int, asyncio.Future[Any]] = {}
@@ -458,14 +463,7 @@ class Host:
     # ------------------------------------------------------------------ a run
 
     async def run(self, prompts: list[str]) -> int:
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            cwd=self.workspace,
-            env=self.env,
-            limit=MAX_LINE,
-        )
+        self.proc = await self.spawn(self.argv, self.workspace, self.env)
         reader = asyncio.create_task(self._read())
         try:
             await self.request(
@@ -499,6 +497,15 @@ class Host:
             reader.cancel()
             for task in list(self._tasks):
                 task.cancel()
+
+
+Spawn = Callable[[list[str], str, "dict[str, str] | None"], Awaitable[asyncio.subprocess.Process]]
+
+
+async def _spawn(argv: list[str], cwd: str, env: dict[str, str] | None) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=cwd, env=env, limit=MAX_LINE
+    )
 
 
 def _print(text: str) -> None:
