@@ -2,7 +2,7 @@
 
 Claude Code's Notification hook says it waits (for a permission, or for the next
 prompt), UserPromptSubmit and every supervised tool call say it works again, Stop says
-it is done (console/adapters/claude_code/attention.py turns them into ``agent.attention``).
+it is done (console/adapters/attention.py turns them into ``agent.attention``).
 The table keeps one entry per (daemon-issued agent identity, the agent's own session id):
 the identity is the key's first half, so no agent can name another one's entry, and the
 session id (Claude Code's, untrusted) only tells one agent's sessions apart.

@@ -219,7 +219,7 @@ def decide(
         hook = calls.load_input(hook_text)
         event = hook.get("hook_event_name", "PreToolUse")
         if event in ("Notification", "Stop", "UserPromptSubmit"):  # attention: informs, never answers
-            from console.adapters.claude_code import attention
+            from console.adapters import attention
 
             attention.report(hook, state_dir=state_dir)
             return None

@@ -56,7 +56,7 @@ MARKER = "hook claude-code"
 # -p mode) and PermissionRequest when Claude Code would show its dialog (interactive).
 EVENTS = ("PreToolUse", "PermissionRequest")
 # The events that only inform the console who waits for the person (attention, see
-# console/adapters/claude_code/attention.py). Their command has no `` || exit 2``: it
+# console/adapters/attention.py). Their command has no `` || exit 2``: it
 # gates nothing, and exit 2 would do harm — from Stop it makes Claude Code continue
 # instead of stopping, from UserPromptSubmit it erases the person's prompt. A broken
 # install there costs a badge, never a tool run unsupervised.

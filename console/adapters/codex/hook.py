@@ -38,6 +38,9 @@ CLIENT = "codex-hook"
 DEFAULT_TIMEOUT_S = 55.0
 MCP_PREFIX = "mcp__"
 SUPERVISED = ("Bash", "apply_patch")
+# UserPromptSubmit (working), Stop (done), PermissionRequest (Codex asks the person:
+# waiting); see console/adapters/attention.py.
+ATTENTION_EVENTS = ("UserPromptSubmit", "Stop", "PermissionRequest")
 UNSANDBOXED = "ask the operator to run it for you (Codex has no per-call flag for it)"
 
 
@@ -100,7 +103,13 @@ def decide(
     deadline = gate.deadline_for(started, timeout_s)
     try:
         hook = calls.load_input(hook_text)
-        if hook.get("hook_event_name", "PreToolUse") != "PreToolUse":
+        event = hook.get("hook_event_name", "PreToolUse")
+        if event in ATTENTION_EVENTS:  # informs who waits for the person; never answers
+            from console.adapters import attention
+
+            attention.report(hook, state_dir=state_dir, client=CLIENT, permission_waits=True)
+            return None
+        if event != "PreToolUse":
             return None
         operations = operations_for(hook, state_dir)
     except HookInputError as exc:

@@ -53,25 +53,31 @@ def find_codex(explicit: str | None = None) -> str | None:
     return explicit or shutil.which("codex")
 
 
-def merge(settings: dict[str, Any], command: str, timeout: int) -> dict[str, Any]:
-    """``settings`` (hooks.json) with our PreToolUse hook in place of any earlier one."""
-    out: dict[str, Any] = json.loads(json.dumps(settings))
-    hooks = out.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise SettingsError("hooks.json's hooks is not an object")
-    groups = hooks.setdefault(EVENT, [])
-    if not isinstance(groups, list):
-        raise SettingsError(f"hooks.json's hooks.{EVENT} is not a list")
-    kept = []
-    for group in groups:
-        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-            rest = [h for h in group["hooks"] if not installing.is_ours(_command(h), AGENT)]
-            if not rest and group["hooks"]:
-                continue
-            group = {**group, "hooks": rest}
-        kept.append(group)
-    kept.append({"matcher": MATCHER, "hooks": [{"type": "command", "command": command, "timeout": timeout}]})
-    hooks[EVENT] = kept
+# The events that only inform the console who waits for the person (console/adapters/
+# attention.py): their command has no blocking tail (exit 2 from Stop would make Codex go
+# on, from PermissionRequest deny the call) and a short timeout; they gate nothing.
+ATTENTION_EVENTS = ("UserPromptSubmit", "Stop", "PermissionRequest")
+ATTENTION_TIMEOUT_S = 10
+
+
+def attention_command(state_dir: Path, python: str | None = None) -> str:
+    import shlex
+    import sys
+
+    python = python or sys.executable
+    return f"{shlex.quote(python)} -I -m console hook {AGENT} --state-dir {shlex.quote(str(state_dir))}"
+
+
+def merge(
+    settings: dict[str, Any], command: str, timeout: int, attention: str | None = None
+) -> dict[str, Any]:
+    """``settings`` (hooks.json) with our PreToolUse hook (and, given ``attention``, our
+    attention hooks) in place of any earlier ones."""
+    group = {"matcher": MATCHER, "hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+    out = installing.merge_group(settings, EVENT, group, AGENT, "hooks.json")
+    for event in ATTENTION_EVENTS if attention is not None else ():
+        hook = {"type": "command", "command": attention, "timeout": ATTENTION_TIMEOUT_S}
+        out = installing.merge_group(out, event, {"hooks": [hook]}, AGENT, "hooks.json")
     return out
 
 
@@ -164,9 +170,8 @@ def _messages(fd: int, timeout_s: float) -> Iterator[dict[str, Any]]:
 
 
 def ours(hooks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        h for h in hooks if h.get("eventName") == "preToolUse" and installing.is_ours(h.get("command"), AGENT)
-    ]
+    """Every agent-console hook Codex lists (the gate and the attention hooks)."""
+    return [h for h in hooks if installing.is_ours(h.get("command"), AGENT)]
 
 
 def with_trust(config_text: str, trust: dict[str, str]) -> str:
@@ -303,7 +308,8 @@ def install(
     path = where / "hooks.json"
     command = installing.hook_command(AGENT, state_dir, timeout_s, python)
     timeout = installing.agent_timeout_for(timeout_s)
-    backup = installing.write_json(path, merge(installing.read_json(path), command, timeout))
+    merged = merge(installing.read_json(path), command, timeout, attention_command(state_dir, python))
+    backup = installing.write_json(path, merged)
     lines = [f"installed the agent-console PreToolUse hook in {path}"]
     if backup is not None:
         lines.append(f"  the previous file is kept as {backup}")
@@ -311,6 +317,8 @@ def install(
         f"  command  {command}",
         f"  matcher  {MATCHER}",
         f"  timeout  {timeout} s (Codex's), --timeout {installing.seconds(timeout_s)} s (the hook's)",
+        f"  and the {', '.join(ATTENTION_EVENTS)} hooks (who waits for you; they only inform), "
+        f"timeout {ATTENTION_TIMEOUT_S} s",
     ]
     codex = find_codex(binary)
     if codex is None:
