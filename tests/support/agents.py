@@ -150,6 +150,7 @@ class Codex:
         "shell": "PreToolUse hook, Bash (hooks.json, trusted)",
         "edit": "PreToolUse hook, apply_patch",
         "install": "hook install + doctor (app-server trust)",
+        "attention": "UserPromptSubmit, Stop hooks",
     }
 
     def __init__(self, binary: Path) -> None:
@@ -208,6 +209,7 @@ class Gemini:
         "shell": "BeforeTool hook, run_shell_command",
         "edit": "BeforeTool hook, write_file",
         "install": "hook install + doctor (settings.json)",
+        "attention": "BeforeAgent, AfterAgent hooks",
     }
 
     def __init__(self, binary: Path) -> None:

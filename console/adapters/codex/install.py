@@ -65,7 +65,9 @@ def attention_command(state_dir: Path, python: str | None = None) -> str:
     import sys
 
     python = python or sys.executable
-    return f"{shlex.quote(python)} -I -m console hook {AGENT} --state-dir {shlex.quote(str(state_dir))}"
+    # `|| exit 0`: a broken install costs the "who waits" mark, never the agent's turn (a
+    # failing BeforeAgent stops Gemini CLI's prompt; exit 2 from Codex's Stop makes it go on).
+    return f"{shlex.quote(python)} -I -m console hook {AGENT} --state-dir {shlex.quote(str(state_dir))} || exit 0"
 
 
 def merge(

@@ -39,6 +39,9 @@ SHELL = "run_shell_command"
 WRITES = ("write_file", "replace")
 # Gemini's reading tools as Claude Code's, for the same checks (claude_code/reads.py).
 READS = {"read_file": "Read", "glob": "Glob", "grep_search": "Grep", "list_directory": "LS"}
+# Gemini CLI's events that only tell who waits for the person, as the Claude Code events
+# console/adapters/attention.py reads: a prompt starts work, the agent's answer ends it.
+ATTENTION_EVENTS = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "Notification": "Notification"}
 UNSANDBOXED = "ask the operator to run it for you (Gemini CLI has no per-call flag for it)"
 
 
@@ -140,7 +143,14 @@ def decide(
     deadline = gate.deadline_for(started, timeout_s)
     try:
         hook = calls.load_input(hook_text)
-        if hook.get("hook_event_name", "BeforeTool") != "BeforeTool":
+        event = hook.get("hook_event_name", "BeforeTool")
+        if event in ATTENTION_EVENTS:  # informs who waits for the person; never answers
+            from console.adapters import attention
+
+            said = {**hook, "hook_event_name": ATTENTION_EVENTS[event]}
+            attention.report(said, state_dir=state_dir, client=CLIENT)
+            return None
+        if event != "BeforeTool":
             return None
         operation = operation_for(hook, state_dir, dict(os.environ))
     except HookInputError as exc:

@@ -30,6 +30,22 @@ OPEN_MODES = (
 )
 
 
+# The events that only inform the console who waits for the person: no blocking tail (they
+# gate nothing), a short timeout (milliseconds).
+ATTENTION_EVENTS = ("BeforeAgent", "AfterAgent", "Notification")
+ATTENTION_TIMEOUT_MS = 10_000
+
+
+def attention_command(state_dir: Path, python: str | None = None) -> str:
+    import shlex
+    import sys
+
+    python = python or sys.executable
+    # `|| exit 0`: a broken install costs the "who waits" mark, never the agent's turn (a
+    # failing BeforeAgent stops Gemini CLI's prompt; exit 2 from Codex's Stop makes it go on).
+    return f"{shlex.quote(python)} -I -m console hook {AGENT} --state-dir {shlex.quote(str(state_dir))} || exit 0"
+
+
 def settings_path(home: str | None) -> Path:
     return (
         Path(home).expanduser().absolute() / "settings.json"
@@ -46,6 +62,13 @@ def install(
     timeout_ms = installing.agent_timeout_for(timeout_s) * 1000
     group = {"matcher": MATCHER, "hooks": [{"type": "command", "command": command, "timeout": timeout_ms}]}
     merged = installing.merge_group(installing.read_json(path), EVENT, group, AGENT, str(path))
+    informs = {
+        "type": "command",
+        "command": attention_command(state_dir, python),
+        "timeout": ATTENTION_TIMEOUT_MS,
+    }
+    for event in ATTENTION_EVENTS:
+        merged = installing.merge_group(merged, event, {"matcher": "*", "hooks": [informs]}, AGENT, str(path))
     backup = installing.write_json(path, merged)
     lines = [f"installed the agent-console BeforeTool hook in {path}"]
     if backup is not None:
@@ -54,6 +77,7 @@ def install(
         f"  command  {command}",
         f"  matcher  {MATCHER}",
         f"  timeout  {timeout_ms} ms (Gemini CLI's), --timeout {installing.seconds(timeout_s)} s (the hook's)",
+        f"  and the {', '.join(ATTENTION_EVENTS)} hooks (who waits for you; they only inform)",
     ]
     return lines
 
