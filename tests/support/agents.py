@@ -254,6 +254,7 @@ class OpenCode:
         "shell": "plugin tool.execute.before, bash",
         "edit": "plugin tool.execute.before, write",
         "install": "hook install + doctor (plugin file)",
+        "attention": "plugin chat.message, session.idle",
     }
 
     def __init__(self, binary: Path) -> None:

@@ -22,7 +22,6 @@ fail-open risk it sees; the CLI's ``hook doctor`` also runs the command.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shlex
 import subprocess
@@ -36,7 +35,7 @@ from typing import Any
 from console.adapters import installing
 from console.adapters.installing import Check, SettingsError, matches, parse_command
 
-MARGIN_S = 10
+MARGIN_S = installing.MARGIN_S
 CLAUDE_DEFAULT_HOOK_TIMEOUT_S = 60.0
 # Every tool the hook supervises or guards (Read/Glob/Grep are checked for private state).
 MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Glob|Grep|NotebookRead|LS|mcp__.*"
@@ -81,11 +80,10 @@ def attention_command(state_dir: Path, python: str | None = None) -> str:
 
 def hook_timeout_for(timeout_s: float) -> int:
     """Claude Code's ``timeout`` for a hook run with ``--timeout timeout_s``."""
-    return math.ceil(timeout_s) + MARGIN_S
+    return installing.agent_timeout_for(timeout_s)
 
 
-def _seconds(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+_seconds = installing.seconds
 
 
 def settings_path(scope: str, project_dir: Path | None = None) -> Path:

@@ -35,6 +35,9 @@ AGENT = "opencode"
 CLIENT = "opencode-hook"
 DEFAULT_TIMEOUT_S = 55.0
 WRITES = ("write", "edit")
+# What the plugin reports of OpenCode's own events, in the Claude Code events' names that
+# console/adapters/attention.py reads: a prompt (working), idle (done), a permission (waiting).
+ATTENTION_EVENTS = ("UserPromptSubmit", "Stop", "Notification")
 READS = {"read": "Read", "glob": "Glob", "grep": "Grep", "list": "LS"}
 UNSANDBOXED = "ask the operator to run it for you (OpenCode has no per-call flag for it)"
 # OpenCode's own timeout for the rewritten command stays this far above the sandbox's.
@@ -141,6 +144,11 @@ def decide(
     deadline = gate.deadline_for(started, timeout_s)
     try:
         hook = calls.load_input(hook_text)
+        if hook.get("hook_event_name") in ATTENTION_EVENTS:  # informs who waits; never a decision
+            from console.adapters import attention
+
+            attention.report(hook, state_dir=state_dir, client=CLIENT)
+            return {"decision": "none"}
         operation = operation_for(hook, state_dir)
     except HookInputError as exc:
         return _deny(f"agent-console could not read the call: {exc}")

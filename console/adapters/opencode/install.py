@@ -78,7 +78,21 @@ function ask(call) {
   });
 }
 
+// Who waits for the person: a prompt (working), the session idle (done), a permission
+// asked (waiting). These only inform: a failure is ignored, never a block.
+const WAITS = new Set(["permission.asked", "permission.updated"]);
+
 export const AgentConsole = async ({ directory, worktree }) => ({
+  "chat.message": async (input) => {
+    await ask({ hook_event_name: "UserPromptSubmit", session_id: input.sessionID, cwd: directory }).catch(() => {});
+  },
+  event: async ({ event }) => {
+    const said = event.type === "session.idle" ? "Stop" : WAITS.has(event.type) ? "Notification" : null;
+    if (!said) return;
+    const session = (event.properties && event.properties.sessionID) || "";
+    await ask({ hook_event_name: said, session_id: session, cwd: directory, notification_type: "permission_prompt" })
+      .catch(() => {});
+  },
   "tool.execute.before": async (input, output) => {
     const answer = await ask({
       hook_event_name: "tool.execute.before",
