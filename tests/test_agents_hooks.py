@@ -337,3 +337,12 @@ def test_the_hook_process_imports_no_protocol_types_or_ui():
         "console.client",
     }
     assert not heavy & imported, heavy & imported
+
+
+def test_copilot_hook_inputs_name_no_event_so_their_fields_tell_it():
+    assert copilot_hook.attention_event({"sessionId": "s", "prompt": "hi"}) == "UserPromptSubmit"
+    assert copilot_hook.attention_event({"sessionId": "s", "stopReason": "end_turn"}) == "Stop"
+    assert copilot_hook.attention_event({"toolName": "bash", "prompt": "x", "toolArgs": {}}) is None
+    out = io.StringIO()  # an attention call answers nothing: it never decides a tool
+    assert copilot_hook.run_hook(io.StringIO('{"sessionId": "s", "prompt": "p"}'), out, state_dir=None) == 0
+    assert out.getvalue() == ""

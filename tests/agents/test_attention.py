@@ -1,7 +1,7 @@
 """Who waits for you, for Codex and Gemini CLI as for Claude Code: the hooks that
 `agent-console hook install` adds for a prompt and the agent's answer (Codex:
 UserPromptSubmit, Stop; Gemini CLI: BeforeAgent, AfterAgent; OpenCode: its plugin's
-chat.message and session.idle) mark the agent working, then
+chat.message and session.idle; Copilot CLI: userPromptSubmitted, agentStop) mark the agent working, then
 done, and `agent-console agents --agent KIND` lists it with its kind."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import json
 import warnings
 
 import pytest
-from support.agents import AgentUnavailable, Codex, Gemini, OpenCode, find_agent, shell_call
+from support.agents import AgentUnavailable, Codex, Copilot, Gemini, OpenCode, find_agent, shell_call
 from support.daemon import running_daemon, workspace
 from support.fake_models import call, fake_model, say
 
 pytestmark = [pytest.mark.agents, pytest.mark.needs_bwrap]
 
 
-DRIVERS = {"codex": Codex, "gemini": Gemini, "opencode": OpenCode}
+DRIVERS = {"codex": Codex, "copilot": Copilot, "gemini": Gemini, "opencode": OpenCode}
 
 
 @pytest.fixture(scope="module", params=sorted(DRIVERS))

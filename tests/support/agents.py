@@ -308,6 +308,7 @@ class Copilot:
         "shell": "preToolUse hook, bash",
         "edit": "preToolUse hook, create",
         "install": "hook install + doctor (hooks/agent-console.json)",
+        "attention": "userPromptSubmitted, agentStop hooks",
     }
 
     def __init__(self, binary: Path) -> None:

@@ -39,6 +39,19 @@ UNSANDBOXED = "ask the operator to run it for you (Copilot CLI has no per-call f
 MAX_EDIT_FILE_BYTES = 1 << 20
 
 
+def attention_event(hook: dict[str, Any]) -> str | None:
+    """Copilot CLI names no event in a hook's input: a prompt (``userPromptSubmitted``) has
+    ``prompt``, the end of the agent's turn (``agentStop``) ``stopReason``; a tool call has
+    ``toolName``. The Claude Code event each amounts to (console/adapters/attention.py)."""
+    if "toolName" in hook:
+        return None
+    if "stopReason" in hook:
+        return "Stop"
+    if "prompt" in hook:
+        return "UserPromptSubmit"
+    return None
+
+
 def _reads_input(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if tool == "view" and isinstance(args.get("path"), str):
@@ -130,6 +143,15 @@ def decide(
     deadline = gate.deadline_for(started, timeout_s)
     try:
         hook = calls.load_input(hook_text)
+        said = attention_event(hook)
+        if said is not None:  # informs who waits for the person; never answers
+            from console.adapters import attention
+
+            session = calls.text_or_empty(hook, "sessionId")
+            attention.report(
+                {"hook_event_name": said, "session_id": session}, state_dir=state_dir, client=CLIENT
+            )
+            return None
         operation = operation_for(hook, state_dir, dict(os.environ))
     except HookInputError as exc:
         return _deny(f"agent-console could not read the hook input: {exc}")

@@ -29,6 +29,20 @@ OPEN_MODES = (
 )
 
 
+# A prompt (working) and the end of the agent's turn (done) only inform the console who
+# waits for the person: `|| exit 0`, a short timeout; they gate nothing.
+ATTENTION_EVENTS = ("userPromptSubmitted", "agentStop")
+ATTENTION_TIMEOUT_S = 10
+
+
+def attention_command(state_dir: Path, python: str | None = None) -> str:
+    import shlex
+    import sys
+
+    python = python or sys.executable
+    return f"{shlex.quote(python)} -I -m console hook {AGENT} --state-dir {shlex.quote(str(state_dir))} || exit 0"
+
+
 def hooks_dir(home: str | None) -> Path:
     base = home or os.environ.get("COPILOT_HOME") or str(Path.home() / ".copilot")
     return Path(base).expanduser().absolute() / "hooks"
@@ -40,9 +54,17 @@ def install(
     path = hooks_dir(home) / FILE
     command = installing.hook_command(AGENT, state_dir, timeout_s, python)
     timeout = installing.agent_timeout_for(timeout_s)
+    informs = {
+        "type": "command",
+        "bash": attention_command(state_dir, python),
+        "timeoutSec": ATTENTION_TIMEOUT_S,
+    }
     config = {
         "version": 1,
-        "hooks": {"preToolUse": [{"type": "command", "bash": command, "timeoutSec": timeout}]},
+        "hooks": {
+            "preToolUse": [{"type": "command", "bash": command, "timeoutSec": timeout}],
+            **{event: [informs] for event in ATTENTION_EVENTS},
+        },
     }
     backup = installing.write_json(path, config)
     lines = [f"installed the agent-console preToolUse hook as {path}"]
@@ -51,6 +73,7 @@ def install(
     lines += [
         f"  command  {command}",
         f"  timeout  {timeout} s (Copilot CLI's), --timeout {installing.seconds(timeout_s)} s (the hook's)",
+        f"  and the {', '.join(ATTENTION_EVENTS)} hooks (who waits for you; they only inform)",
     ]
     return lines
 
