@@ -344,5 +344,6 @@ def test_copilot_hook_inputs_name_no_event_so_their_fields_tell_it():
     assert copilot_hook.attention_event({"sessionId": "s", "stopReason": "end_turn"}) == "Stop"
     assert copilot_hook.attention_event({"toolName": "bash", "prompt": "x", "toolArgs": {}}) is None
     out = io.StringIO()  # an attention call answers nothing: it never decides a tool
-    assert copilot_hook.run_hook(io.StringIO('{"sessionId": "s", "prompt": "p"}'), out, state_dir=None) == 0
+    call = io.StringIO('{"sessionId": "s", "prompt": "p"}')
+    assert copilot_hook.run_hook(call, out, state_dir=str(short_tmp() / "none")) == 0
     assert out.getvalue() == ""
