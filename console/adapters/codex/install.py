@@ -231,7 +231,7 @@ def trust_checks(codex: str | None, home: Path, cwd: Path) -> list[Check]:
         return [
             Check(
                 "risk",
-                "codex is not on PATH (give --codex PATH): cannot ask Codex whether it trusts the hook; an "
+                "codex is not on PATH (give --binary PATH): cannot ask Codex whether it trusts the hook; an "
                 "untrusted hook is skipped without a word",
             )
         ]
@@ -324,11 +324,10 @@ def install(
     ]
     codex = find_codex(binary)
     if codex is None:
-        lines.append(
-            "  NOT TRUSTED: codex is not on PATH (give --codex PATH); until Codex trusts the hook it skips it: "
-            "run this again with --codex, or trust it in Codex (/hooks)"
+        raise SettingsError(
+            f"wrote {path}, but codex is not on PATH to ask it to trust the hook, and until Codex trusts "
+            "it Codex skips it: run this again with --binary PATH/TO/codex (or trust it in Codex: /hooks)"
         )
-        return lines
     after = trust(codex, where, Path.cwd())
     states = sorted({str(h.get("trustStatus")) for h in after})
     lines.append(f"  trust    written to {where / 'config.toml'}; Codex now says: {', '.join(states)}")
