@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 ENV_HOME = "AGENT_CONSOLE_HOME"
@@ -25,10 +23,36 @@ class UnsafeLocation(RuntimeError):
     """A directory or file that must be private is not; the message says how to fix it."""
 
 
-@dataclass(frozen=True)
 class Locations:
+    """The state and runtime directories. A plain class, not a dataclass: every hook
+    process reads it, and importing :mod:`dataclasses` would cost each tool call more
+    than the rest of this module."""
+
+    __slots__ = ("runtime_dir", "state_dir")
+
+    def __init__(self, state_dir: Path, runtime_dir: Path) -> None:
+        object.__setattr__(self, "state_dir", state_dir)
+        object.__setattr__(self, "runtime_dir", runtime_dir)
+
     state_dir: Path
     runtime_dir: Path
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Locations is read-only")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Locations):
+            return NotImplemented
+        return (self.state_dir, self.runtime_dir) == (other.state_dir, other.runtime_dir)
+
+    def __hash__(self) -> int:
+        return hash((self.state_dir, self.runtime_dir))
+
+    def __repr__(self) -> str:
+        return f"Locations(state_dir={self.state_dir!r}, runtime_dir={self.runtime_dir!r})"
+
+    def __reduce__(self) -> tuple[type[Locations], tuple[Path, Path]]:
+        return (Locations, (self.state_dir, self.runtime_dir))  # copy and pickle by the constructor
 
     @property
     def database(self) -> Path:
@@ -144,6 +168,8 @@ def read_token(path: Path) -> str:
 
 def create_token(path: Path) -> str:
     """Create the operator token if it does not exist; return it."""
+    import secrets  # here: every hook process reads this module, and only the daemon makes tokens
+
     token = secrets.token_hex(32)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

@@ -66,7 +66,10 @@ def fresh_daemon(request: pytest.FixtureRequest) -> Iterator[DaemonProcess]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark `system` every test that needs root, bubblewrap or external programs."""
     for item in items:
-        if item.get_closest_marker("claude_code") is not None:
+        if (
+            item.get_closest_marker("claude_code") is not None
+            or item.get_closest_marker("agents") is not None
+        ):
             item.add_marker(pytest.mark.programs)
         if any(item.get_closest_marker(name) is not None for name in SYSTEM_MARKERS):
             item.add_marker(pytest.mark.system)

@@ -13,7 +13,7 @@ from support.daemon import short_tmp, wait_for, workspace
 from support.fake_daemon import HELLO, fake_daemon
 from support.hook import hook_cli, hook_input
 
-from console.adapters.claude_code import operation_for, run_hook
+from console.adapters.claude_code.hook import operation_for, run_hook
 
 
 def run(daemon, payload, timeout="20", env=None):
@@ -142,7 +142,7 @@ def test_unreachable_daemon_denies(tmp_path):
 
 
 def test_a_bug_inside_is_still_a_deny(monkeypatch):
-    import console.adapters.claude_code as cc
+    import console.adapters.claude_code.hook as cc
 
     def boom(*a, **k):
         raise ZeroDivisionError

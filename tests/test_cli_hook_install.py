@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from console.adapters.claude_code_install import MARGIN_S, MATCHER
+from console.adapters.claude_code.install import MARGIN_S, MATCHER
 
 DAEMON_POLICY = "approval_timeout_s = 120\n"
 

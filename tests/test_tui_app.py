@@ -437,3 +437,25 @@ async def test_requests_decided_elsewhere_or_timed_out_leave_the_queue(daemon, w
         await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
         await pilot.press("slash", *f"{tag2} source:timeout", "enter")
         await until(pilot, lambda: [r["request_id"] for r in app.screen.view.rows] == [rid2])
+
+
+async def test_the_queue_filter_shows_one_kind_of_agent(daemon, ws, clock):
+    """Every agent's requests share one queue; `agent:KIND` in the filter shows one kind."""
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        codex_op, codex_tag = tagged(ws, tool="codex:Bash", session_id="codex-session")
+        gemini_op, gemini_tag = tagged(ws, tool="gemini:run_shell_command", session_id="gemini-session")
+        codex, gemini = Agent(daemon, codex_op), Agent(daemon, gemini_op)
+        codex_rid = await pending_with(pilot, app, codex_tag)
+        gemini_rid = await pending_with(pilot, app, gemini_tag)
+        await pilot.press("slash", *"agent:gemini")
+        await until(pilot, lambda: [e.request_id for e in app.pending] == [gemini_rid])
+        assert gemini_tag in screen_text(app) and codex_tag not in screen_text(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.pending.index_of(codex_rid) is not None)
+        for rid in (codex_rid, gemini_rid):
+            app.views["queue"].select_request(rid)
+            await until(pilot, lambda rid=rid: app.views["queue"].detail.request_id == rid)
+            await pilot.press("d")
+        assert (await codex.answer())["verdict"] == "deny"
+        assert (await gemini.answer())["verdict"] == "deny"

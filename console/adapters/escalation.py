@@ -21,7 +21,6 @@ the tool output tells the model the exact line to add.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
 
 PREFIX = "# agent-console:"
 MAX_WRITE_DIRS = 16
@@ -32,14 +31,23 @@ class EscalationError(ValueError):
     """An escalation line that cannot be read; the message says how to write it."""
 
 
-@dataclass(slots=True)
 class Escalation:
-    network: bool = False
-    write_dirs: list[str] = field(default_factory=list)
+    """What a command's leading lines ask for (a plain class: this is on every hook's path,
+    where importing :mod:`dataclasses` costs more than the rest of the module)."""
+
+    __slots__ = ("network", "write_dirs")
+
+    def __init__(self) -> None:
+        self.network = False
+        self.write_dirs: list[str] = []
 
 
-def parse(command: str, cwd: str) -> Escalation:
-    """The escalations asked for by the command's leading ``# agent-console:`` lines."""
+def parse(command: str, cwd: str, unsandboxed: str = "") -> Escalation:
+    """The escalations asked for by the command's leading ``# agent-console:`` lines.
+
+    ``unsandboxed`` says how this agent asks to run outside the sandbox (Claude Code's
+    ``dangerouslyDisableSandbox`` when empty), for the error message."""
+    unsandboxed = unsandboxed or f"set {UNSANDBOXED_INPUT}: true on the Bash call"
     wanted = Escalation()
     for line in command.split("\n"):
         stripped = line.strip()
@@ -64,7 +72,7 @@ def parse(command: str, cwd: str) -> Escalation:
             else:
                 raise EscalationError(
                     f"{PREFIX!r} knows `network` and `write DIR`, not {word[:40]!r}; to run outside the "
-                    f"sandbox set {UNSANDBOXED_INPUT}: true on the Bash call"
+                    f"sandbox {unsandboxed}"
                 )
     if len(wanted.write_dirs) > MAX_WRITE_DIRS:
         raise EscalationError(f"at most {MAX_WRITE_DIRS} `write` directories in one command")

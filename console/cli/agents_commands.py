@@ -22,6 +22,8 @@ def attention_list(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_agents(args: argparse.Namespace) -> int:
     result = attention_list(args)
     agents = result.get("agents", [])
+    if args.agent:
+        agents = [a for a in agents if a.get("agent_kind") == args.agent]
     if args.json:
         print_json(agents)
         return 0
@@ -34,13 +36,14 @@ def cmd_agents(args: argparse.Namespace) -> int:
         if waiting
         else "no agent waits for you"
     )
-    print(f"{'AGENT':<18} {'STATE':<16} {'SINCE':>6}  {'PROCESS':<16} {'CLAUDE SESSION':<38} MESSAGE")
+    print(f"{'AGENT':<18} {'KIND':<12} {'STATE':<16} {'SINCE':>6}  {'PROCESS':<16} {'SESSION':<38} MESSAGE")
     for a in agents:
         process = f"{a.get('root_pid') or '-'} {inert(str(a.get('root_comm') or ''))}".strip()
         if not a.get("agent_alive", True):
             process += " (gone)"
         print(
-            f"{a['agent_id']:<18} {a['state_text']:<16} {age(a['since']):>6}  {process[:16]:<16} "
+            f"{a['agent_id']:<18} {inert(str(a.get('agent_kind') or '-'))[:12]:<12} {a['state_text']:<16} "
+            f"{age(a['since']):>6}  {process[:16]:<16} "
             f"{inert(a['session_id'])[:38] or '-':<38} {inert(a.get('message') or '')[:100]}"
         )
     return 0
@@ -56,4 +59,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_state_dir(p)
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--agent",
+        metavar="KIND",
+        help="only one kind of agent: claude-code, codex, copilot, gemini, opencode, acp",
+    )
     p.set_defaults(func=cmd_agents)

@@ -54,7 +54,7 @@ def _query(args: argparse.Namespace) -> dict[str, Any]:
         "kinds": list(KIND_GROUPS[getattr(args, "kind", "all") or "all"]),
         "limit": args.limit,
     }
-    for name in ("verdict", "source", "tool", "search"):
+    for name in ("verdict", "source", "tool", "agent", "search"):
         value = getattr(args, name)
         if value:
             q[name] = value
@@ -358,6 +358,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--verdict", choices=VERDICTS)
     p.add_argument("--source", choices=SOURCES)
     p.add_argument("--tool", help="producer name, e.g. claude-code:Bash")
+    p.add_argument(
+        "--agent",
+        metavar="KIND",
+        help="one kind of agent: claude-code, codex, copilot, gemini, opencode, acp",
+    )
     p.add_argument("--session", help="the agent's session id")
     p.add_argument("--since", type=parse_time, metavar="T", help="ISO time or a duration ago (2h, 7d)")
     p.add_argument("--until", type=parse_time, metavar="T")

@@ -1,5 +1,6 @@
-"""`agent-console hook claude-code|install|doctor`: the Claude Code hook, installed so it
-cannot fail open, and a check of what Claude Code would do with it."""
+"""`agent-console hook AGENT|install|doctor`: each agent's hook, installed so it cannot
+fail open, and a check of what the agent would do with it (docs/claude-code.md,
+docs/agents.md)."""
 
 from __future__ import annotations
 
@@ -13,34 +14,16 @@ from typing import Any
 from console.cli.common import EXIT_INVALID, CLIError, add_state_dir, locations
 
 
-def _process_started() -> float:
-    """When this process began, on the ``time.monotonic()`` clock (best effort).
+def cmd_agent_hook(args: argparse.Namespace) -> int:
+    """``agent-console hook AGENT``: the same lean entry ``python -m console hook AGENT`` runs."""
+    from console.adapters import hookmain
 
-    The hook's deadline counts from Claude Code starting it, interpreter start-up
-    included, not from when this code first runs.
-    """
-    now = time.monotonic()
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        ticks = int(fields[19])
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return now
-    return now - age if 0 <= age < 60 else now
-
-
-def cmd_claude_code(args: argparse.Namespace) -> int:
-    started = _process_started()
-    from console.adapters.claude_code import run_hook
-
-    return run_hook(
-        sys.stdin,
-        sys.stdout,
-        state_dir=getattr(args, "state_dir", None),
-        timeout_s=args.timeout,
-        started=started,
-    )
+    argv = [args.hook_command]
+    if getattr(args, "state_dir", None):
+        argv += ["--state-dir", str(args.state_dir)]
+    if args.timeout is not None:
+        argv += ["--timeout", repr(float(args.timeout))]
+    return hookmain.main(argv)
 
 
 def _approval_timeout(args: argparse.Namespace) -> float | None:
@@ -65,21 +48,45 @@ def _approval_timeout(args: argparse.Namespace) -> float | None:
 
 
 def _settings_file(args: argparse.Namespace) -> Path:
-    from console.adapters.claude_code_install import settings_path
+    from console.adapters.claude_code.install import settings_path
 
     if args.settings:
         return Path(args.settings).expanduser().absolute()
     return settings_path("project" if args.project else "user")
 
 
+def _agent_module(agent: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"console.adapters.{agent.replace('-', '_')}.install")
+
+
 def cmd_install(args: argparse.Namespace) -> int:
-    from console.adapters import claude_code_install as inst
+    from console.adapters import installing
+    from console.adapters.claude_code import install as inst
+    from console.adapters.installing import SettingsError
 
     loc = locations(args)
     approval = _approval_timeout(args)
     timeout_s = args.timeout if args.timeout is not None else (approval or 300.0)
     if timeout_s <= 0 or timeout_s > 86400:
         raise CLIError("--timeout: use a number of seconds between 0 and 86400", EXIT_INVALID)
+    if args.agent != "claude-code":
+        try:
+            lines = _agent_module(args.agent).install(
+                state_dir=loc.state_dir, timeout_s=timeout_s, home=args.config_dir, binary=args.binary
+            )
+        except SettingsError as exc:
+            raise CLIError(str(exc), EXIT_INVALID) from None
+        except OSError as exc:
+            raise CLIError(
+                f"cannot install the {args.agent} hook: {exc.strerror or exc}", EXIT_INVALID
+            ) from None
+        print("\n".join(lines))
+        if approval is None:
+            print("  note: no daemon answers now; until one runs, every supervised call is denied")
+        print(f"check it any time: agent-console hook doctor {args.agent}")
+        return 0
     path = _settings_file(args)
     command = inst.hook_command(loc.state_dir, timeout_s)
     hook_timeout = inst.hook_timeout_for(timeout_s)
@@ -88,7 +95,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             inst.read_settings(path), command, hook_timeout, attention=inst.attention_command(loc.state_dir)
         )
         backup = inst.write_settings(path, merged)
-    except inst.SettingsError as exc:
+    except installing.SettingsError as exc:
         raise CLIError(str(exc), EXIT_INVALID) from None
     except OSError as exc:
         raise CLIError(f"cannot write {path}: {exc.strerror or exc}", EXIT_INVALID) from None
@@ -102,9 +109,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         f"  and the {', '.join(inst.ATTENTION_EVENTS)} hooks (who waits for you; they only inform, "
         f"so no '|| exit 2'), timeout {inst.ATTENTION_TIMEOUT_S} s"
     )
-    root = inst.source_checkout(sys.executable)
+    root = installing.source_checkout(sys.executable)
     if root is not None:
-        print(f"  note: {inst.checkout_warning('the hook', root)}")
+        print(f"  note: {installing.checkout_warning('the hook', root)}")
     if approval is None:
         print("  note: no daemon answers now; until one runs, every supervised call is denied")
     elif timeout_s > approval:
@@ -128,40 +135,7 @@ def _doctor_files(args: argparse.Namespace) -> list[Path]:
     ]
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from console.adapters import claude_code_install as inst
-
-    loc = locations(args)
-    files: list[tuple[Path, dict[str, Any]]] = []
-    checks: list[inst.Check] = []
-    for path in _doctor_files(args):
-        try:
-            settings = inst.read_settings(path)
-        except inst.SettingsError as exc:
-            checks.append(inst.Check("risk", str(exc)))
-            continue
-        if path.exists():
-            files.append((path, settings))
-    if args.settings and not files and not checks:
-        raise CLIError(f"no settings file at {', '.join(args.settings)}", EXIT_INVALID)
-    approval = _approval_timeout(args)
-    checks.extend(inst.diagnose(files, approval))
-    if approval is None:
-        checks.append(
-            inst.Check(
-                "problem",
-                f"no daemon answers for {loc.state_dir}: every supervised call is denied until one runs "
-                "(start one: agent-console daemon start)",
-            )
-        )
-    for hook in inst.installed_hooks(files):
-        parsed = inst.parse_command(hook.command)
-        target = Path(parsed.state_dir or loc.state_dir) / "operator.token"
-        run = inst.run_command(hook.command, inst.sample_input(Path.cwd(), target), hook.timeout)
-        what = f"ran {hook.file}'s hook on a Read of {target} ({run.seconds:.1f} s): {run.verdict()}"
-        checks.append(inst.Check("ok" if run.blocks else "risk", what))
-    print("agent-console hook doctor")
-    print("  settings read: " + (", ".join(str(p) for p, _ in files) or "none"))
+def _report(checks: list[Any]) -> int:
     risks = sum(check.level == "risk" for check in checks)
     problems = sum(check.level == "problem" for check in checks)
     for check in checks:
@@ -172,8 +146,65 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if risks or problems else 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from console.adapters import installing
+    from console.adapters.claude_code import install as inst
+
+    loc = locations(args)
+    if args.agent != "claude-code":
+        approval = _approval_timeout(args)
+        found: list[installing.Check] = _agent_module(args.agent).doctor(
+            state_dir=loc.state_dir, home=args.config_dir, binary=args.binary, approval=approval
+        )
+        if approval is None:
+            found.append(
+                installing.Check(
+                    "problem",
+                    f"no daemon answers for {loc.state_dir}: every supervised call is denied until one runs "
+                    "(start one: agent-console daemon start)",
+                )
+            )
+        print(f"agent-console hook doctor {args.agent}")
+        return _report(found)
+    files: list[tuple[Path, dict[str, Any]]] = []
+    checks: list[installing.Check] = []
+    for path in _doctor_files(args):
+        try:
+            settings = inst.read_settings(path)
+        except installing.SettingsError as exc:
+            checks.append(installing.Check("risk", str(exc)))
+            continue
+        if path.exists():
+            files.append((path, settings))
+    if args.settings and not files and not checks:
+        raise CLIError(f"no settings file at {', '.join(args.settings)}", EXIT_INVALID)
+    approval = _approval_timeout(args)
+    checks.extend(inst.diagnose(files, approval))
+    if approval is None:
+        checks.append(
+            installing.Check(
+                "problem",
+                f"no daemon answers for {loc.state_dir}: every supervised call is denied until one runs "
+                "(start one: agent-console daemon start)",
+            )
+        )
+    for hook in inst.installed_hooks(files):
+        parsed = installing.parse_command(hook.command)
+        target = Path(parsed.state_dir or loc.state_dir) / "operator.token"
+        run = inst.run_command(hook.command, inst.sample_input(Path.cwd(), target), hook.timeout)
+        what = f"ran {hook.file}'s hook on a Read of {target} ({run.seconds:.1f} s): {run.verdict()}"
+        checks.append(installing.Check("ok" if run.blocks else "risk", what))
+    print("agent-console hook doctor")
+    print("  settings read: " + (", ".join(str(p) for p, _ in files) or "none"))
+    return _report(checks)
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("hook", help="hooks for existing agents (Claude Code): the hook, install, doctor")
+    p = sub.add_parser(
+        "hook",
+        help="hooks for existing agents (Claude Code, Codex, Copilot CLI, Gemini CLI, OpenCode): "
+        "the hook, install, doctor",
+    )
     hsub = p.add_subparsers(dest="hook_command", metavar="ACTION", required=True)
     q = hsub.add_parser(
         "claude-code",
@@ -196,7 +227,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="deny if the operator has not decided within S seconds of the hook starting "
         "(keep it below Claude Code's hook timeout; default 55)",
     )
-    q.set_defaults(func=cmd_claude_code)
+    q.set_defaults(func=cmd_agent_hook)
+    for agent, what in HOOK_AGENTS.items():
+        q = hsub.add_parser(agent, help=f"{what} hook: reads the call on stdin, prints the decision")
+        add_state_dir(q)
+        q.add_argument(
+            "--timeout", type=float, metavar="S", help="deny if undecided within S seconds (default 55)"
+        )
+        q.set_defaults(func=cmd_agent_hook)
 
     q = hsub.add_parser(
         "install",
@@ -206,7 +244,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "<file>.agent-console.bak). The command is the absolute path of this Python, run isolated, with "
         "' || exit 2' so a missing or broken install blocks, and Claude Code's timeout is --timeout + 10 s.",
     )
-    q.add_argument("agent", choices=["claude-code"])
+    q.add_argument("agent", choices=["claude-code", *HOOK_AGENTS])
     add_state_dir(q)
     where = q.add_mutually_exclusive_group()
     where.add_argument("--user", action="store_true", help="~/.claude/settings.json (the default)")
@@ -218,6 +256,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="the hook's --timeout (default: the daemon's approval_timeout_s, else 300)",
     )
+    _agent_options(q)
     q.set_defaults(func=cmd_install)
 
     q = hsub.add_parser(
@@ -229,6 +268,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "would, on a sample PreToolUse call. Exit 0 when nothing is wrong, 1 when a fail-open risk or "
         "another problem (no daemon: everything is denied) is found.",
     )
+    q.add_argument("agent", nargs="?", default="claude-code", choices=["claude-code", *HOOK_AGENTS])
     add_state_dir(q)
-    q.add_argument("--settings", metavar="FILE", action="append", help="check this file (repeatable)")
+    q.add_argument(
+        "--settings", metavar="FILE", action="append", help="check this file (repeatable; Claude Code)"
+    )
+    _agent_options(q)
     q.set_defaults(func=cmd_doctor)
+
+
+# The agents besides Claude Code whose hooks agent-console installs (docs/agents.md).
+HOOK_AGENTS = {"codex": "Codex", "copilot": "Copilot CLI", "gemini": "Gemini CLI", "opencode": "OpenCode"}
+
+
+def _agent_options(q: argparse.ArgumentParser) -> None:
+    q.add_argument(
+        "--config-dir",
+        metavar="DIR",
+        help="the agent's configuration directory (Codex: $CODEX_HOME or ~/.codex; Gemini: ~/.gemini; "
+        "Copilot: $COPILOT_HOME or ~/.copilot; OpenCode: ~/.config/opencode)",
+    )
+    q.add_argument(
+        "--binary", metavar="PATH", help="the agent's CLI (Codex: to ask it to trust the hook; default: PATH)"
+    )

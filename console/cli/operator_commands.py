@@ -74,10 +74,18 @@ def _all_pending(args: argparse.Namespace) -> list[dict[str, Any]]:
             params["after"] = page["next"]
 
 
+def agent_kind(tool: str) -> str:
+    """The kind of agent a request came from: its tool's part before the first ':'."""
+    return tool.split(":", 1)[0] if ":" in tool else ""
+
+
 def cmd_pending(args: argparse.Namespace) -> int:
     rows = _all_pending(args)
+    if args.agent:
+        rows = [r for r in rows if agent_kind(r["operation"]["tool"]) == args.agent]
     with connect(args, "operator") as client:
-        tripwires = tripwire_commands.open_items(client)
+        # A tripwire belongs to no agent's queue: shown only when not filtering by agent.
+        tripwires = [] if args.agent else tripwire_commands.open_items(client)
     if args.json:
         print_json(rows + [{"kind": "tripwire", **t} for t in tripwires])
         return 0
@@ -241,6 +249,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("pending", help="list the requests waiting for a decision")
     add_state_dir(p)
     p.add_argument("--json", action="store_true", help="print the full requests as JSON")
+    p.add_argument(
+        "--agent",
+        metavar="KIND",
+        help="only one kind of agent's: claude-code, codex, copilot, gemini, opencode, acp",
+    )
     p.set_defaults(func=cmd_pending)
 
     target_help = "a request id (r-…), or a fingerprint or unique prefix of one"

@@ -6,11 +6,18 @@ hidden, the console's state absent but for the agent socket (so its hook keeps a
 and the network only through the egress broker, with its model API allowed. The session
 is the daemon's like any other (it shows in the console's panes); this terminal is
 attached to it until the agent exits, or detached with Ctrl-].
+
+With ``--acp`` the agent speaks the Agent Client Protocol on stdio and the console is its
+client (console/adapters/acp/host.py): every permission it asks for is a request in the
+console's inbox, its terminals run in the daemon's sandbox and its file writes are write
+requests. Prompts come from ``--prompt`` (each in turn), else one per line of standard
+input; the agent's messages go to standard output.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 
@@ -23,6 +30,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         raise CLIError("nothing to run: agent-console run [--workspace DIR] -- claude [ARGS...]", 2)
     workspace = os.path.abspath(args.workspace or os.getcwd())
+    if args.acp:
+        from console.adapters.acp.host import Host
+
+        prompts = list(args.prompt or []) or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+        host = Host(command, workspace, state_dir=getattr(args, "state_dir", None))
+        return asyncio.run(host.run(prompts))
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     cols, rows = os.get_terminal_size() if sys.stdout.isatty() else (120, 40)
     params = {
@@ -63,5 +76,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--agent", default="", help="the agent profile to use (default: by the program's name)")
     p.add_argument("--title", default="")
     p.add_argument("--detach", action="store_true", help="start it and print its session id")
+    p.add_argument(
+        "--acp",
+        action="store_true",
+        help="the program speaks ACP (JSON-RPC on stdio): host it with the console as its client (docs/agents.md)",
+    )
+    p.add_argument(
+        "--prompt", action="append", metavar="TEXT", help="with --acp, a prompt to send (repeatable)"
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD")
     p.set_defaults(func=cmd_run)

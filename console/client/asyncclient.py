@@ -48,7 +48,10 @@ class AsyncClient:
         *,
         role: str = "agent",
         client: str = "python",
+        identity: dict[str, str] | None = None,
     ) -> AsyncClient:
+        """Connect and say hello. ``identity`` (agent role): ``{"agent_id", "agent_secret"}``
+        of an identity an earlier connection was given, to act as that same agent."""
         path, token = socket_for(role, state_dir)
         try:
             sock = await dial.unix_async(str(path), CONNECT_WAIT_S)
@@ -64,9 +67,10 @@ class AsyncClient:
         check_peer(writer.get_extra_info("socket"))
         self = cls(reader, writer, role)
         try:
-            self.hello = await self.call(
-                "hello", {"token": token, "client": client} if token else {"client": client}
-            )
+            params: dict[str, Any] = {"token": token, "client": client} if token else {"client": client}
+            if identity and not token:
+                params.update(identity)
+            self.hello = await self.call("hello", params)
         except BaseException:
             await self.close()
             raise

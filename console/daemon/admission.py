@@ -65,7 +65,9 @@ def admitted(ctx: CallContext, op: Any) -> Iterator[str]:
         return
     if op.session_id:
         agent.label = op.session_id[:256]  # the agent's name for its session: display only
-    daemon.attention.activity(agent.id, op.session_id)  # a tool call: that session works (again)
+    daemon.attention.activity(
+        agent.id, op.session_id, tool=op.tool
+    )  # a tool call: that session works (again)
     if agent.in_flight >= quotas.MAX_IN_FLIGHT_REQUESTS:
         raise quotas.refuse(
             daemon,
@@ -108,7 +110,7 @@ def admitted(ctx: CallContext, op: Any) -> Iterator[str]:
     try:
         yield agent.id
     finally:
-        daemon.attention.activity(agent.id, op.session_id)  # answered: the agent goes on
+        daemon.attention.activity(agent.id, op.session_id, tool=op.tool)  # answered: the agent goes on
         agent.in_flight -= 1
         agent.in_flight_bytes -= size
         _InFlight.all -= 1

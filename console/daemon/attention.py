@@ -2,7 +2,7 @@
 
 Claude Code's Notification hook says it waits (for a permission, or for the next
 prompt), UserPromptSubmit and every supervised tool call say it works again, Stop says
-it is done (console/adapters/claude_code_attention.py turns them into ``agent.attention``).
+it is done (console/adapters/attention.py turns them into ``agent.attention``).
 The table keeps one entry per (daemon-issued agent identity, the agent's own session id):
 the identity is the key's first half, so no agent can name another one's entry, and the
 session id (Claude Code's, untrusted) only tells one agent's sessions apart.
@@ -76,6 +76,8 @@ class AttentionTable:
         self.clock = clock
         self._entries: OrderedDict[tuple[str, str], Entry] = OrderedDict()
         self.transitions = 0  # every real transition since the daemon started
+        # Agent id -> the kind of agent its requests say it is (their tools' ``<kind>:``).
+        self._kinds: dict[str, str] = {}
         # Agent id -> extra facts for the wire form (label, root pid...); set by the daemon.
         self.describe = describe  # an agent id -> how the console names it
 
@@ -121,11 +123,16 @@ class AttentionTable:
         )
         return entry, True
 
-    def activity(self, agent: str, session: str, kind: str = "tool") -> None:
+    def activity(self, agent: str, session: str, kind: str = "tool", tool: str = "") -> None:
         """The agent acts (a supervised tool call): an entry it has is ``working`` again.
+        ``tool`` (``<agent kind>:<name>``) tells what kind of agent it is.
 
         Creates no entry: an agent that never reported attention has none.
         """
+        if ":" in tool:
+            if agent not in self._kinds and len(self._kinds) >= MAX_ENTRIES:
+                self._kinds.pop(next(iter(self._kinds)))
+            self._kinds[agent] = tool.split(":", 1)[0][:64]
         entry = self._entries.get((agent, session[:MAX_SESSION_CHARS]))
         if entry is not None and entry.state is not AttentionState.WORKING:
             self.report(agent, session, AttentionState.WORKING, kind=kind)
@@ -145,7 +152,11 @@ class AttentionTable:
         return sum(1 for e in self._entries.values() if e.state is AttentionState.WAITING)
 
     def wire(self, entry: Entry) -> dict[str, Any]:
-        return {**entry.to_wire(), **self.describe(entry.agent)}
+        return {
+            **entry.to_wire(),
+            "agent_kind": self._kinds.get(entry.agent, ""),
+            **self.describe(entry.agent),
+        }
 
     def status(self) -> dict[str, Any]:
         return {"waiting": self.waiting(), "entries": len(self._entries), "transitions": self.transitions}

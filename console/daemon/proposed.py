@@ -16,7 +16,9 @@ import os
 import stat
 from typing import Any
 
-FILE_TOOLS = ("claude-code:Write", "claude-code:Edit", "claude-code:MultiEdit")
+# Every agent's file writes have this shape (console/adapters/calls.py write_operation):
+# ``true PATH sha256:D`` (``true`` resolved to its path), a workspace_write scoped to
+# PATH, and the content as stdin.
 MAX_DIFF_INPUT_BYTES = 256 * 1024  # each side; beyond it, sizes and the digest only
 MAX_DIFF_LINES = 2000
 
@@ -24,7 +26,7 @@ MAX_DIFF_LINES = 2000
 def proposed_change(op: Any) -> dict[str, Any] | None:
     """``{"path", "diff", "new_file", "old_bytes", "new_bytes", "note"}`` or None when the
     operation proposes no file content."""
-    if op.tool not in FILE_TOOLS or len(op.args) != 2 or not op.stdin:
+    if not is_file_write(op):
         return None
     path, digest = op.args
     if digest != "sha256:" + hashlib.sha256(op.stdin).hexdigest():
@@ -63,6 +65,16 @@ def proposed_change(op: Any) -> dict[str, Any] | None:
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
     return change
+
+
+def is_file_write(op: Any) -> bool:
+    """Whether ``op`` proposes a file's new content, whichever agent sent it."""
+    if len(op.args) != 2 or not op.stdin:
+        return False
+    path, digest = op.args
+    if not str(digest).startswith("sha256:"):
+        return False
+    return any(c.kind.value == "workspace_write" and c.scope == path for c in op.capabilities)
 
 
 def _current(path: str) -> tuple[bytes | None, str]:

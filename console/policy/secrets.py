@@ -3,7 +3,7 @@
 Two places enforce it: the sandbox hides these paths from every command it runs (on top
 of the home directories it covers anyway, so a policy ``readable`` that shows part of a
 home never shows a secret in it; console/sandbox/plan.py), and the Claude Code hook
-refuses a Read, Glob, Grep or LS that reaches one (console/adapters/claude_code_reads.py).
+refuses a Read, Glob, Grep or LS that reaches one (console/adapters/claude_code/reads.py).
 The console's own state and runtime directories belong to the set too; they are the
 caller's to add (their place depends on ``--state-dir``).
 

@@ -10,19 +10,29 @@ process may exit or be replaced between two reads, and every reader returns None
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 # A parent chain longer than this is not a real process tree (pid_max is 2**22).
 MAX_DEPTH = 256
 
 
-class ProcStat(NamedTuple):
-    pid: int
-    ppid: int
-    session: int
-    start_ticks: int  # since boot, in clock ticks: with the pid, names one process
-    comm: str
-    tty: int = 0  # the controlling terminal (tty_nr); 0: none
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class ProcStat(NamedTuple):
+        pid: int
+        ppid: int
+        session: int
+        start_ticks: int  # since boot, in clock ticks: with the pid, names one process
+        comm: str
+        tty: int = 0  # the controlling terminal (tty_nr); 0: none
+
+else:
+    # The same tuple without typing.NamedTuple: every hook process reads this module, and
+    # importing typing would cost each tool call more than the module's own work.
+    from collections import namedtuple
+
+    ProcStat = namedtuple("ProcStat", "pid ppid session start_ticks comm tty", defaults=(0,))
 
 
 def proc_stat(pid: int) -> ProcStat | None:
@@ -143,5 +153,40 @@ def agent_process_pid(start: int | None = None) -> int | None:
         if st.comm not in SHELLS:
             # The daemon accepts only what may_name allows (identity.by_process);
             # anything else names no agent at all.
+            launcher = _launcher(chain, index)
+            if launcher is not None:
+                return launcher
             return st.pid if may_name(chain, index) else None
+    return None
+
+
+# The runtime that launches an agent CLI's program (Codex, Copilot CLI, OpenCode: a Node
+# script that starts the native binary; Gemini CLI: Node relaunching itself).
+LAUNCHERS = frozenset({"node"})
+
+
+def _launcher(chain: list[ProcStat], index: int) -> int | None:
+    """The launcher of the agent program ``chain[index]``, when the agent was started as the
+    leader of a session of its own without a terminal (``setsid gemini -p``): ``node``,
+    the program's parent, leading its session.
+
+    The hook of such an agent runs in the program's session and could name the program,
+    but its shell tool runs commands in sessions of their own, across which the program
+    (not a session leader) may not be named: the hook and the ``exec`` it issues would be
+    two identities and no ticket could be redeemed. Both name the launcher instead, which
+    :func:`may_name` allows from either side. (Two agents that one ``node`` supervisor
+    leading a terminal-less session starts without ``setsid`` are then one identity;
+    started with ``setsid`` each leads its own.)"""
+    program = chain[index]
+    if index + 1 >= len(chain):
+        return None
+    parent = chain[index + 1]
+    if (
+        parent.pid == program.ppid
+        and parent.pid == program.session
+        and parent.tty == 0
+        and parent.comm in LAUNCHERS
+        and may_name(chain, index + 1)
+    ):
+        return parent.pid
     return None

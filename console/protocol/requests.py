@@ -216,6 +216,8 @@ class HistoryQuery(MethodParams, frozen=True, kw_only=True):
     verdict: Annotated[str, Meta(max_length=16)] | None = None
     source: Annotated[str, Meta(max_length=32)] | None = None
     tool: Annotated[str, Meta(max_length=128)] | None = None
+    # the agent kind (claude-code, codex, copilot, gemini, opencode, acp): tools ``<agent>:…``
+    agent: Annotated[str, Meta(max_length=64)] | None = None
     session_id: Annotated[str, Meta(max_length=MAX_SESSION_CHARS)] | None = None
     fingerprint: Fingerprint | None = None
     request_id: RequestId | None = None

@@ -41,6 +41,7 @@ class HistoryQuery:
     verdict: str | None = ""
     source: str | None = ""
     tool: str | None = ""
+    agent: str | None = ""  # the agent kind: requests whose tool is ``<agent>:…``
     session_id: str | None = ""
     fingerprint: str | None = ""
     request_id: str | None = ""
@@ -56,7 +57,16 @@ class HistoryQuery:
         if isinstance(kinds, str) or not all(isinstance(k, str) and k for k in kinds):
             raise ValueError("kinds must be a tuple of non-empty event kind names")
         object.__setattr__(self, "kinds", tuple(kinds))
-        for name in ("verdict", "source", "tool", "session_id", "fingerprint", "request_id", "search"):
+        for name in (
+            "verdict",
+            "source",
+            "tool",
+            "agent",
+            "session_id",
+            "fingerprint",
+            "request_id",
+            "search",
+        ):
             value = getattr(self, name)
             if value is None:
                 object.__setattr__(self, name, "")
@@ -157,6 +167,9 @@ def build(q: HistoryQuery, *, ascending: bool, limit: int, select: str = _SELECT
         if value:
             prefix = "" if column == driver else "+"
             where.append(f"{prefix}e.{column} = {param(value)}")
+    if q.agent:
+        # ``<agent>:`` up to ``<agent>;`` (':' + 1): every tool of that agent, by the tool index.
+        where.append(f"e.tool >= {param(q.agent + ':')} AND e.tool < {param(q.agent + ';')}")
     if kinds:
         prefix = "" if driver == "kind" else "+"
         if len(kinds) == 1:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from support.daemon import short_tmp, workspace
 
-from console.adapters.claude_code_install import hook_command, run_command
+from console.adapters.claude_code.install import hook_command, run_command
 
 
 def bash_call(ws: Path, command: str = "rm -rf ./*") -> dict:

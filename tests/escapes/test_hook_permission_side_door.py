@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from support.daemon import running_daemon, short_tmp, workspace
 from support.hook import hook_cli, hook_input
 
-from console.adapters.claude_code import decide
+from console.adapters.claude_code.hook import decide
 from console.client import Client, RPCError
 from console.protocol.jsonrpc import INVALID_PARAMS
 

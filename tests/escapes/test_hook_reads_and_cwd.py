@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support.daemon import short_tmp, wait_for, workspace
 
-from console.adapters.claude_code_install import hook_command, run_command
+from console.adapters.claude_code.install import hook_command, run_command
 
 
 def call(cwd: Path, tool: str, tool_input: dict) -> dict:

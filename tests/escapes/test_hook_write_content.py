@@ -12,7 +12,7 @@ import pytest
 from support.daemon import workspace
 from support.hook import hook_cli, hook_input
 
-from console.adapters.claude_code import operation_for
+from console.adapters.claude_code.hook import operation_for
 
 
 def call(ws, tool, tool_input):

@@ -111,7 +111,8 @@ class FakeAnthropic:
 
 def is_conversation(body: dict[str, Any]) -> bool:
     tools = body.get("tools") or []
-    return any(isinstance(t, dict) and t.get("name") == "Bash" for t in tools)
+    # claude-code-acp offers its Bash as an MCP tool of its own (mcp__acp__Bash).
+    return any(isinstance(t, dict) and t.get("name") in ("Bash", "mcp__acp__Bash") for t in tools)
 
 
 def result_text(block: dict[str, Any]) -> str:

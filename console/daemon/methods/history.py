@@ -150,6 +150,7 @@ async def query(ctx: CallContext, args: HistoryQueryParams) -> HistoryQueryResul
         verdict=args.verdict,
         source=args.source,
         tool=args.tool,
+        agent=args.agent,
         session_id=args.session_id,
         fingerprint=args.fingerprint,
         request_id=args.request_id,

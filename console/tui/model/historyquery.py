@@ -1,6 +1,6 @@
 """The history search line: free text plus ``key:value`` filters, turned into query params.
 
-    pip install verdict:deny source:timeout tool:claude-code:Bash session:agent-1 since:2h
+    pip install verdict:deny source:timeout tool:claude-code:Bash agent:codex session:agent-1 since:2h
 
 What you type is what is queried: the verdict and source keys rewrite their token in
 the line rather than keeping hidden state. Free text is sent as the daemon's ``search``
@@ -18,6 +18,7 @@ from console.tui.model.timefmt import parse_since
 
 _KEYS = {
     "tool": "tool",
+    "agent": "agent",
     "session": "session_id",
     "verdict": "verdict",
     "source": "source",
@@ -106,6 +107,7 @@ def _example(key: str) -> str:
         "until": "2026-11-30",
         "kind": "decision",
         "tool": "claude-code:Bash",
+        "agent": "codex",
         "session": "agent-1",
         "fp": "9e1c",
         "id": "r-5f2c9a01be",

@@ -26,6 +26,7 @@ from console.tui.model.words import request_words
 
 QueueItem = PendingItem | TripwireEntry
 
+AGENT_WORD = "agent:"  # a filter word for one kind of agent: agent:codex
 TIER_SHIFT = 48  # rank = tier << TIER_SHIFT | arrival number
 TRIPWIRE_TIER, ESCALATED_TIER, ORDINARY_TIER = 0, 1, 2
 
@@ -37,7 +38,7 @@ def queue_key(host: str, request_id: str) -> str:
 
 
 class Entry:
-    __slots__ = ("badges", "haystack", "host", "item", "key", "number", "rank", "request_id")
+    __slots__ = ("agent_kind", "badges", "haystack", "host", "item", "key", "number", "rank", "request_id")
 
     def __init__(self, number: int, item: QueueItem, host: str = "") -> None:
         self.number = number
@@ -54,6 +55,8 @@ class Entry:
             tool, fingerprint = item.operation.tool, item.fingerprint
         words = "" if isinstance(item, TripwireEntry) else request_words(item) or ""
         self.rank = tier << TIER_SHIFT | number
+        # The kind of agent (claude-code, codex, …): the tool's part before its first ':'.
+        self.agent_kind = tool.split(":", 1)[0].casefold() if ":" in tool else ""
         self.haystack = " ".join(
             (
                 item.command,
@@ -73,7 +76,11 @@ class Entry:
         return "" if isinstance(self.item, TripwireEntry) else self.item.fingerprint
 
     def matches(self, words: list[str]) -> bool:
-        return all(w in self.haystack for w in words)
+        """Every word is in the row's text; ``agent:KIND`` names one kind of agent exactly."""
+        return all(
+            self.agent_kind == w[len(AGENT_WORD) :] if w.startswith(AGENT_WORD) else w in self.haystack
+            for w in words
+        )
 
 
 class PendingQueue:

@@ -21,22 +21,28 @@ fail-open risk it sees; the CLI's ``hook doctor`` also runs the command.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import os
-import re
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-MARGIN_S = 10
+from console.adapters import installing
+from console.adapters.installing import (
+    Check,
+    SettingsError,
+    checkout_warning,
+    matches,
+    parse_command,
+    source_checkout,
+)
+
+MARGIN_S = installing.MARGIN_S
 CLAUDE_DEFAULT_HOOK_TIMEOUT_S = 60.0
 # Every tool the hook supervises or guards (Read/Glob/Grep are checked for private state).
 MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Glob|Grep|NotebookRead|LS|mcp__.*"
@@ -56,17 +62,13 @@ MARKER = "hook claude-code"
 # -p mode) and PermissionRequest when Claude Code would show its dialog (interactive).
 EVENTS = ("PreToolUse", "PermissionRequest")
 # The events that only inform the console who waits for the person (attention, see
-# console/adapters/claude_code_attention.py). Their command has no `` || exit 2``: it
+# console/adapters/attention.py). Their command has no `` || exit 2``: it
 # gates nothing, and exit 2 would do harm — from Stop it makes Claude Code continue
 # instead of stopping, from UserPromptSubmit it erases the person's prompt. A broken
 # install there costs a badge, never a tool run unsupervised.
 ATTENTION_EVENTS = ("Notification", "Stop", "UserPromptSubmit")
-# The hook gives up on the daemon after 3 s (claude_code_attention.DEADLINE_S).
+# The hook gives up on the daemon after 3 s (attention.DEADLINE_S).
 ATTENTION_TIMEOUT_S = 10
-
-
-class SettingsError(ValueError):
-    """A settings file that cannot be read or changed; the message names it."""
 
 
 def hook_command(state_dir: Path, timeout_s: float, python: str | None = None) -> str:
@@ -85,11 +87,10 @@ def attention_command(state_dir: Path, python: str | None = None) -> str:
 
 def hook_timeout_for(timeout_s: float) -> int:
     """Claude Code's ``timeout`` for a hook run with ``--timeout timeout_s``."""
-    return math.ceil(timeout_s) + MARGIN_S
+    return installing.agent_timeout_for(timeout_s)
 
 
-def _seconds(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+_seconds = installing.seconds
 
 
 def settings_path(scope: str, project_dir: Path | None = None) -> Path:
@@ -100,23 +101,7 @@ def settings_path(scope: str, project_dir: Path | None = None) -> Path:
 
 def read_settings(path: Path) -> dict[str, Any]:
     """The settings object at ``path`` ({} when there is no file)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(
-            f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}); fix it first"
-        ) from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path} does not hold a JSON object")
-    return data
+    return installing.read_json(path)
 
 
 def is_ours(hook: Any) -> bool:
@@ -158,42 +143,11 @@ def merge(
 
 def write_settings(path: Path, settings: dict[str, Any]) -> Path | None:
     """Write atomically (a temporary file renamed over it); returns the backup of the old file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    if path.exists():
-        backup = path.with_name(path.name + ".agent-console.bak")
-        backup.write_bytes(path.read_bytes())
-        mode = path.stat().st_mode & 0o777
-    else:
-        mode = 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(settings, f, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return backup
+    return installing.write_json(path, settings)
 
 
 # ---------------------------------------------------------------------------------------
 # Diagnosis
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One thing the doctor looked at: ``level`` is ok, note, warn (it works, and will
-    stop working: every call then blocked), risk (Claude Code could run a tool
-    unsupervised) or problem (fail-closed, but nothing is allowed)."""
-
-    level: str
-    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,73 +210,6 @@ def attention_checks(files: Iterable[tuple[Path, dict[str, Any]]]) -> list[Check
                     )
                 )
     return out
-
-
-def matches(matcher: str, tool: str) -> bool:
-    """Claude Code's matcher: empty or ``*`` is every tool, else a regular expression."""
-    if matcher in ("", "*"):
-        return True
-    try:
-        return re.fullmatch(matcher, tool) is not None
-    except re.error:
-        return matcher == tool
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedCommand:
-    executable: str
-    state_dir: str | None
-    timeout_s: float | None
-    blocks_on_failure: bool
-    isolated: bool
-
-
-def parse_command(command: str) -> ParsedCommand:
-    blocks = bool(re.search(r"\|\|\s*exit\s+2\s*;?\s*$", command))
-    main = re.split(r"\|\||;|&&|\|", command, maxsplit=1)[0]
-    try:
-        words = shlex.split(main)
-    except ValueError:
-        words = main.split()
-    state_dir = timeout = None
-    for i, word in enumerate(words):
-        if word == "--state-dir" and i + 1 < len(words):
-            state_dir = words[i + 1]
-        if word == "--timeout" and i + 1 < len(words):
-            try:
-                timeout = float(words[i + 1])
-            except ValueError:
-                timeout = None
-    return ParsedCommand(words[0] if words else "", state_dir, timeout, blocks, "-I" in words[1:3])
-
-
-def source_checkout(python: str) -> Path | None:
-    """The source checkout ``python`` runs agent-console from (an editable install, a
-    clone's ``.venv``), or None when it runs an installed copy (a wheel: pipx, uv tool)."""
-    try:
-        found = subprocess.run(
-            [python, "-I", "-c", "import console; print(console.__file__)"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if found.returncode != 0 or not found.stdout.strip():
-        return None
-    package = Path(found.stdout.strip()).parent
-    if any(part in ("site-packages", "dist-packages") for part in package.parts):
-        return None
-    root = package.parent
-    return root if (root / "pyproject.toml").is_file() else None
-
-
-def checkout_warning(who: str, root: Path) -> str:
-    return (
-        f"{who} runs agent-console from a source checkout ({root}): moving or deleting it "
-        "blocks every tool call. For daily use install it (pipx install agent-console, or uv tool "
-        "install agent-console, from a wheel) and run hook install again with that copy"
-    )
 
 
 def check_hook(hook: Installed, approval_timeout_s: float | None) -> list[Check]:

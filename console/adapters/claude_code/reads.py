@@ -27,14 +27,11 @@ import pwd
 import re
 from typing import Any
 
+from console.adapters.calls import Refused, check_private, private_roots
 from console.policy import secrets
 
 SEARCH_TOOLS = ("Glob", "Grep", "LS")
 _PROC_PROCESS = re.compile(r"/proc/(?:[0-9]+|self|thread-self)(?:/|$)")
-
-
-class Refused(Exception):
-    """The hook itself refuses the call (no daemon needed); the message says why."""
 
 
 def _real(path: str) -> str:
@@ -51,21 +48,6 @@ def homes(env: dict[str, str]) -> tuple[str, ...]:
     out = {os.path.normpath(h) for h in found if h.startswith("/")}
     out |= {_real(h) for h in out}
     return tuple(sorted(h for h in out if h != "/"))
-
-
-def private_roots(state_dir: str | None) -> list[str]:
-    from console.locations import locate
-
-    loc = locate(state_dir)
-    return [_real(str(p)) for p in (loc.state_dir, loc.runtime_dir, loc.token)]
-
-
-def check_private(path: str, state_dir: str | None) -> None:
-    """Refuse a path inside agent-console's state or runtime directory."""
-    real = _real(path)
-    for root in private_roots(state_dir):
-        if secrets.within(real, root):
-            raise Refused(f"{path} belongs to agent-console's private state; the agent may not touch it")
 
 
 def _check_proc(path: str) -> None:

@@ -1,4 +1,7 @@
-"""Claude Code's Notification, Stop and UserPromptSubmit hooks: tell the console who waits.
+"""Agents' Notification, Stop and UserPromptSubmit hooks: tell the console who waits.
+
+Claude Code sends all three; Codex sends UserPromptSubmit and Stop in the same shape, and
+its PermissionRequest (it would ask the person) is ``waiting`` for it.
 
 - ``Notification`` (a permission dialog, or idle at the prompt): ``waiting`` — the
   console shows "waiting for you" and notifies once. ``auth_success`` is no reason to
@@ -18,7 +21,10 @@ alone.
 from __future__ import annotations
 
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import Any
 
 EVENTS = ("Notification", "Stop", "UserPromptSubmit")
 DEADLINE_S = 3.0
@@ -33,10 +39,19 @@ def _text(hook: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def params_for(hook: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``agent.attention`` params for one hook call, or None when it says nothing."""
+def params_for(hook: dict[str, Any], *, permission_waits: bool = False) -> dict[str, Any] | None:
+    """The ``agent.attention`` params for one hook call, or None when it says nothing.
+    ``permission_waits``: a PermissionRequest event means the agent asks the person."""
     event = hook.get("hook_event_name")
     session = _text(hook, "session_id")[:MAX_SESSION_CHARS].replace("\x00", "")
+    if event == "PermissionRequest" and permission_waits:
+        tool = _text(hook, "tool_name")[:64]
+        return {
+            "state": "waiting",
+            "session_id": session,
+            "message": f"asks to use {tool}",
+            "kind": "permission_prompt",
+        }
     if event == "Notification":
         kind = _text(hook, "notification_type").lower()[:64]
         if kind in IGNORED_NOTIFICATIONS:
@@ -52,24 +67,29 @@ def params_for(hook: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def report(hook: dict[str, Any], *, state_dir: str | None, deadline_s: float = DEADLINE_S) -> bool:
+def report(
+    hook: dict[str, Any],
+    *,
+    state_dir: str | None,
+    client: str = "claude-code-hook",
+    permission_waits: bool = False,
+    deadline_s: float = DEADLINE_S,
+) -> bool:
     """Send the hook's state to the daemon; True when the daemon took it. Never raises."""
     try:
-        params = params_for(hook)
+        params = params_for(hook, permission_waits=permission_waits)
         if params is None:
             return False
-        from console.client import Client
+        from console.adapters.hookwire import HookClient
         from console.protocol.procs import agent_process_pid
 
-        with Client.connect(
+        with HookClient.connect(
             state_dir,
-            role="agent",
-            client="claude-code-hook",
+            client=client,
             deadline=time.monotonic() + deadline_s,
-            agent_pid=agent_process_pid(),  # the claude process: the same identity as its tool calls
-            per_call=True,
-        ) as client:
-            client.call("agent.attention", params)
+            agent_pid=agent_process_pid(),  # the agent process: the same identity as its tool calls
+        ) as conn:
+            conn.call("agent.attention", params)
         return True
     except BaseException:  # daemon down, stalled, refused, or a bug: the person's session goes on
         return False

@@ -1,0 +1,1 @@
+"""ACP agents (Agent Client Protocol): the console as their client."""

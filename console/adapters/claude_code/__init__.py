@@ -1,0 +1,1 @@
+"""Claude Code: its PreToolUse/PermissionRequest hook, install and doctor, and its reads."""

@@ -1,0 +1,1 @@
+"""Codex (`@openai/codex`): its PreToolUse hook, the apply_patch reader, install and doctor."""

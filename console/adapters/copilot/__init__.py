@@ -1,0 +1,1 @@
+"""Copilot CLI (`@github/copilot`): its preToolUse hook, install and doctor."""

@@ -1,0 +1,1 @@
+"""Gemini CLI (`@google/gemini-cli`): its BeforeTool hook, install and doctor."""
