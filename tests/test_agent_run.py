@@ -257,9 +257,9 @@ def test_the_policy_path_replaces_the_operators(place):
 def test_run_refuses_a_home_as_its_workspace_and_names_the_way_out(daemon, place):
     _, home, _, _, _ = place
     r = daemon.cli("run", "--detach", "--workspace", str(home), "--", "/bin/true")
-    assert r.returncode == 2 and "cannot be a confined session's workspace (workspace_is_home)" in r.stderr, (
-        r.stderr
-    )
+    assert r.returncode == 2, r.stderr
+    assert "a home directory (or one containing homes) cannot be a workspace" in r.stderr, r.stderr
+    assert "name the project directory inside it" in r.stderr and "(workspace_is_home)" in r.stderr
 
 
 def test_a_program_that_ends_before_the_terminal_is_attached_still_ends_the_command(daemon, place):

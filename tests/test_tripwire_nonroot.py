@@ -36,7 +36,7 @@ with running_daemon(f'tripwire = "pause"\nwatch = {json.dumps([str(ws)])}\n') as
     for run in range(runs):
         name = f"post-merge-{run}"
         script = f"sleep 0.3; sh -c 'echo evil > .git/hooks/{name}'; sleep 30"
-        sid = op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(ws)})["session"]["id"]
+        sid = op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(ws), "unconfined": True})["session"]["id"]
         try:
             item = wait_for(
                 lambda: [i for i in op.call("tripwire.list", {"open": True})["items"] if i["session"] == sid],

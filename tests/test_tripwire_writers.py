@@ -45,8 +45,14 @@ def env():
         yield d, ws
 
 
-def new(op, cwd, script):
-    return op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(cwd)})["session"]
+def new(op, cwd, script, *, unconfined=True):
+    """The operator's own session: unconfined, as the tripwire's last line of defence meets
+    it (a confined one cannot write an existing protected path at all: its bind is
+    read-only; it can still create a new protected name, the confined test below)."""
+    return op.call(
+        "sessions.new",
+        {"argv": ["bash", "--norc", "-c", script], "cwd": str(cwd), "unconfined": unconfined},
+    )["session"]
 
 
 def items(op, sid):
@@ -93,6 +99,28 @@ def test_a_short_lived_writer_is_named_and_its_session_stopped(env, trick):
             assert not (ws / ".git" / "hooks" / name).exists(), "kill puts the file back: absent"
 
 
+def test_a_confined_sessions_short_lived_writer_of_a_new_protected_name_is_named(env):
+    """A confined session cannot write .git/hooks (read-only bind) but can create a
+    protected name that does not exist yet; its short-lived writer is named as well."""
+    d, ws = env
+    with d.operator() as op:
+        for run in range(RUNS // 4):
+            name = f".env.confined-{run}"
+            s = new(
+                op,
+                ws,
+                f"sleep 0.3; sh -c 'echo evil > {name}; echo x > .git/hooks/c{run}'; sleep 30",
+                unconfined=False,
+            )
+            try:
+                item = named_and_stopped(op, s, name)
+                assert item["revertable"] is True
+            finally:
+                finish(op, s["id"])
+            assert not (ws / name).exists(), "kill puts the file back: absent"
+            assert not (ws / ".git" / "hooks" / f"c{run}").exists(), "the read-only bind held"
+
+
 def test_git_config_run_by_a_session_is_named(env):
     """git writes .git/config.lock and renames it over .git/config, then exits."""
     d, ws = env
@@ -126,7 +154,9 @@ def test_an_o_tmpfile_linked_into_the_hooks_is_a_write(env):
     d, ws = env
     with d.operator() as op:
         for _ in range(RUNS):
-            s = op.call("sessions.new", {"argv": [sys.executable, "-c", TMPFILE], "cwd": str(ws)})["session"]
+            s = op.call(
+                "sessions.new", {"argv": [sys.executable, "-c", TMPFILE], "cwd": str(ws), "unconfined": True}
+            )["session"]
             try:
                 item = named_and_stopped(op, s, ".git/hooks/pre-commit")
                 # (added; or modified when the watcher's batch also held the last run's revert)

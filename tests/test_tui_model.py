@@ -191,7 +191,15 @@ def test_history_query_line():
         "session_id": "a1",
         "since": 10_000.0 - 7200,
         "search": "pip install",
-        "kinds": ["decision", "file_event", "tripwire", "tripwire_resolved", "connection"],
+        "kinds": [
+            "decision",
+            "file_event",
+            "tripwire",
+            "tripwire_resolved",
+            "tripwire_reverted",
+            "tripwire_thawed",
+            "connection",
+        ],
     }
     assert parse_query("verdict:maybe", 0).errors == ["verdict: 'maybe' is not one of allow, deny"]
     assert parse_query("since:", 0).errors[0].startswith("since: needs a value")
@@ -206,6 +214,8 @@ def test_the_history_summary_names_what_it_shows():
         "file_event",
         "tripwire",
         "tripwire_resolved",
+        "tripwire_reverted",
+        "tripwire_thawed",
         "connection",
     ]
     assert (
