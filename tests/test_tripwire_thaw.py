@@ -45,9 +45,9 @@ def test_a_session_resumed_behind_the_operators_back_is_stopped_again_and_said(m
     script = f"sleep 0.5; echo evil > .git/hooks/pre-commit; while :; do echo y >> {out}; sleep 0.01; done"
     with running_daemon(policy, env=env) as d, d.operator() as op:
         wait_for(lambda: op.call("watch.status")["ok"] and op.call("watch.status")["roots"])
-        session = op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(ws), "unconfined": True})[
-            "session"
-        ]
+        session = op.call(
+            "sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(ws), "unconfined": True}
+        )["session"]
         sid, pid = session["id"], session["pid"]
         try:
             item = wait_for(lambda: op.call("tripwire.list")["items"])[0]
