@@ -669,7 +669,7 @@ def split_chain(script: str) -> Chain:
 def bashlex_commands(script: str) -> tuple[list[tuple[str, str]] | None, str]:
     """(name, text) of every command bashlex finds in ``script``; None when it cannot parse it, and why."""
     try:
-        import bashlex  # type: ignore[import-untyped]
+        import bashlex  # type: ignore[import-untyped]  # bashlex ships no types
     except ImportError:
         return None, "bashlex is not installed"
     try:

@@ -269,7 +269,7 @@ class Connection:
         self._partial_since = None
         self._hold_partial(0)
         with contextlib.suppress(AttributeError, RuntimeError):
-            self.writer.transport.pause_reading()  # type: ignore[attr-defined]
+            self.writer.transport.pause_reading()  # type: ignore[attr-defined]  # a socket's transport reads too
 
     def _hold_partial(self, nbytes: int) -> bool:
         """Account the incomplete frame's bytes against the daemon-wide budget.
@@ -447,7 +447,7 @@ class Connection:
                 if isinstance(m, Request) and not m.is_notification
             ]
             if replies:
-                self.send(replies if is_batch else replies[0])  # type: ignore[arg-type]
+                self.send(replies if is_batch else replies[0])  # type: ignore[arg-type]  # a batch is a list
             return
         task = asyncio.create_task(self._run_messages(messages, is_batch))
         self._tasks.add(task)
@@ -468,7 +468,7 @@ class Connection:
         replies = [r for r in results if r is not None]
         if is_batch:
             if replies:
-                self.send(replies)  # type: ignore[arg-type]
+                self.send(replies)  # type: ignore[arg-type]  # a batch reply is a list
         else:
             for reply in replies:
                 self.send(reply)

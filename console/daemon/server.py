@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from console.locations import UnsafeLocation, check_socket_path
@@ -75,7 +75,7 @@ def prepare_socket_path(path: Path) -> None:
 
 async def listen(
     path: Path,
-    on_connect: Callable[[asyncio.StreamReader, asyncio.StreamWriter, PeerCred], object],
+    on_connect: Callable[[asyncio.StreamReader, asyncio.StreamWriter, PeerCred], Awaitable[None]],
     *,
     read_buffer: int = READ_BUFFER,
 ) -> asyncio.Server:
@@ -102,12 +102,12 @@ async def listen(
             return
         transport = writer.transport
         if isinstance(getattr(transport, "max_size", None), int):  # asyncio's selector transport
-            transport.max_size = RECV_SIZE  # type: ignore[attr-defined]
+            transport.max_size = RECV_SIZE  # type: ignore[attr-defined]  # checked just above
         if peer.uid != my_uid:
             log.warning("refused a connection on %s from uid %d (pid %d)", path.name, peer.uid, peer.pid)
             writer.close()
             return
-        await on_connect(reader, writer, peer)  # type: ignore[misc]
+        await on_connect(reader, writer, peer)
 
     # Connections frame their own input (console/daemon/connection.py) and read in chunks;
     # the limit only bounds what a transport buffers before it pauses reading. asyncio

@@ -285,7 +285,7 @@ class SessionService:
                 cols=cols,
                 rows=rows,
                 owner=owner,
-                mode=op.mode.value,  # type: ignore[arg-type]
+                mode=op.mode.value,  # type: ignore[arg-type]  # the enum's values are the Literal's
                 pass_fds=prepared.pass_fds,
                 sandboxed=prepared.sandboxed,
             )

@@ -294,7 +294,7 @@ class Session:
         return self._screen
 
     def _set(self, **changes: object) -> None:
-        self._info = replace(self._info, **changes)  # type: ignore[arg-type]
+        self._info = replace(self._info, **changes)  # type: ignore[arg-type]  # names checked by replace()
         self.meta_dirty = True
 
     def _set_status(self, status: Status, kind: EventKind = "status", **changes: object) -> None:

@@ -174,7 +174,7 @@ def _check_json(value: Any, depth: int = 0) -> None:
         raise TypeError(f"event body holds a {type(value).__name__}, which is not JSON")
 
 
-class _Canonical(dict):  # type: ignore[type-arg]
+class _Canonical(dict):  # type: ignore[type-arg]  # holds any JSON, like json.loads
     """A body built here together with its canonical text (see :func:`request_event`)."""
 
     __slots__ = ("text",)

@@ -739,14 +739,14 @@ class Store:
             return VerifyReport(
                 ok=True,
                 message=f"OK: {result.checked} events and {grants_checked} grants verified{beyond}",
-                **common,  # type: ignore[arg-type]
+                **common,  # type: ignore[arg-type]  # the fields both reports share
             )
         return VerifyReport(
             ok=False,
             first_bad_seq=finding.first_bad_seq,
             what=finding.what,
             message=finding.message,
-            **common,  # type: ignore[arg-type]
+            **common,  # type: ignore[arg-type]  # the fields both reports share
         )
 
 

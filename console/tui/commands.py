@@ -38,7 +38,7 @@ class Entry:
 class ConsoleCommands(Provider):
     @property
     def console_app(self) -> ConsoleApp:
-        return self.app  # type: ignore[return-value]
+        return self.app  # type: ignore[return-value]  # the provider only runs in ConsoleApp
 
     def entries(self) -> list[Entry]:
         app = self.console_app

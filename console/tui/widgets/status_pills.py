@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import ClassVar, NamedTuple, Protocol
 
 from rich.text import Text
+from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
@@ -167,7 +168,7 @@ class StatusPills(Widget):
                 items = [item for item in items if item[2] not in variants]
         return brand, [(k, label, v) for k, label, v in items]
 
-    def on_click(self, event) -> None:  # type: ignore[no-untyped-def]
+    def on_click(self, event: events.Click) -> None:
         for start, end, key in self._spans:
             if start <= event.x < end:
                 self.post_message(self.Clicked(key))
