@@ -254,6 +254,8 @@ async def test_replay_paints_from_cells_and_drops_program_escapes(manager, tmp_p
 
 async def test_status_idle_running_exited_and_events(manager, tmp_path):
     sid = shell(manager, tmp_path, "echo start; exec cat")
+    # Seen output first: a signal sent before the shell runs is lost in the fork.
+    await until(lambda: "start" in manager.screen_text(sid), what="the shell's output")
     await until(lambda: manager.get(sid).status == "idle", what="idle")
     manager.write(sid, b"wake\r")
     await until(lambda: manager.get(sid).status == "running", what="running again")

@@ -77,7 +77,7 @@ def test_a_session_resumed_behind_the_operators_back_is_stopped_again_and_said(m
             assert again["state"] == "paused" and again["thawed"] == 1
             assert "resumed by someone other than the operator (once), stopped again" in again["summary"]
             before = writes(out)
-            rows = op.call("history.query", {"kinds": ["tripwire_thawed"]})["rows"]
+            rows = wait_for(lambda: op.call("history.query", {"kinds": ["tripwire_thawed"]})["rows"])
             assert [r["session_id"] for r in rows] == [sid]
             # The operator's own answer is not someone else's: resume lets it run for good.
             op.call("tripwire.resolve", {"id": item["id"], "action": "resume", "accept": True})

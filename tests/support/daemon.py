@@ -71,7 +71,7 @@ class DaemonProcess:
     def log_path(self) -> Path:
         return self.state_dir.parent / (self.state_dir.name + ".log")
 
-    def start(self, timeout_s: float = 15.0) -> DaemonProcess:
+    def start(self, timeout_s: float = 45.0) -> DaemonProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [
