@@ -247,7 +247,7 @@ class Daemon:
             resolve_path=lambda path: self.host.resolve(path).path,
             trusted_path=lambda: self._host_path or DEFAULT_TRUSTED_PATH,
         )
-        await self.broker.load()
+        await self.broker.grants.load()
         await self.broker.settle_orphans()
         self.egress = EgressService(str(self.loc.runtime_dir), self.policy, self.store, self.broker)
         await asyncio.wrap_future(
@@ -292,7 +292,7 @@ class Daemon:
                 loop.add_signal_handler(sig, self.request_stop)
             watcher = asyncio.create_task(self.policy.watch())
             verify = asyncio.create_task(self.integrity.run())
-            uses = asyncio.create_task(self.broker.flush_uses_forever())
+            uses = asyncio.create_task(self.broker.grants.flush_uses_forever())
             log.info(
                 "agent-console daemon %s listening in %s (pid %d)",
                 self.version,
@@ -307,7 +307,7 @@ class Daemon:
             for server in servers:
                 server.close()
             await self.broker.shutdown()
-            await self.broker.flush_uses()
+            await self.broker.grants.flush_uses()
             with contextlib.suppress(Exception):
                 await asyncio.wrap_future(
                     self.store.append(daemon_event(at=time.time(), note="stopped", body={"pid": self.pid}))

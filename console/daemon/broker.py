@@ -1,4 +1,5 @@
-"""The approval broker: the pending queue, decisions, grants and fail-closed timeouts.
+"""The approval broker: the pending queue, decisions and fail-closed timeouts; the grants
+it decides with are kept by its :class:`~console.daemon.grants.GrantBook`.
 
 Everything here runs on the daemon's event loop, so a state change between two awaits
 is atomic: a request is taken out of the queue *before* its decision is written, which
@@ -15,9 +16,9 @@ import secrets
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -25,16 +26,17 @@ from console.contract.capabilities import Capability, CapabilityKind
 from console.contract.host import DEFAULT_TRUSTED_PATH
 from console.contract.operation import Operation
 from console.contract.outcome import CONTENT_CHANGED, Denial, DenialSource, NextAction
-from console.daemon.durable import LoopWaiter
+from console.daemon.durable import Durable
 from console.daemon.errors import AlreadyDecided, Conflict, InvalidParams, NotFound, NotStored, ServiceError
 from console.daemon.events import EventHub
+from console.daemon.grants import MIN_PREFIX, GrantBook
 from console.daemon.proposed import proposed_change
 from console.policy import Decision, Effect, Grant, GrantScope, PolicyConfig, Verdict, authorize, evaluate
 from console.policy.diff import NEW_WORKSPACE
 from console.policy.rules import Rule
 from console.policy.rules import covers as rule_covers
 from console.policy.rules import refusal as rule_refusal
-from console.protocol.events import Decided, GrantAdded, GrantsRevoked, GrantsUsed, PendingAdded
+from console.protocol.events import Decided, GrantsUsed, PendingAdded
 from console.protocol.grants import GrantObject
 from console.protocol.pending import AgentIdentity, PendingItem
 from console.protocol.requests import DecideAction
@@ -54,10 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent-console.broker")
 
-T = TypeVar("T")
-
-# A fingerprint prefix shorter than this could name the wrong request by accident.
-MIN_PREFIX = 6
 # How long a decided request id is remembered, to tell a late second operator
 # "already decided" rather than "unknown".
 DECIDED_MEMORY_S = 3600.0
@@ -158,36 +156,6 @@ class Pending:
         }
 
 
-RULES_KEY = ""  # GrantIndex.by_fp's entry for the rules (no fingerprint is empty)
-
-
-@dataclass
-class GrantIndex:
-    """Grants and deny-rules by fingerprint, mirrored from the store."""
-
-    by_fp: dict[str, list[Grant]] = field(default_factory=dict)
-    by_id: dict[str, Grant] = field(default_factory=dict)
-
-    def put(self, grant: Grant) -> None:
-        if grant.scope is GrantScope.RULE:
-            self.by_fp.pop(RULES_KEY, None)  # built again on the next evaluation
-        old = self.by_id.get(grant.id)
-        if old is not None:
-            self.by_fp[old.fingerprint] = [g for g in self.by_fp.get(old.fingerprint, []) if g.id != grant.id]
-        self.by_id[grant.id] = grant
-        self.by_fp.setdefault(grant.fingerprint, []).append(grant)
-
-    def for_fingerprint(self, fp: str) -> list[Grant]:
-        return self.by_fp.get(fp, [])
-
-    def for_operation(self, fp: str) -> list[Grant]:
-        """The grants of ``fp`` and every rule (rules match by words, not fingerprint)."""
-        rules = self.by_fp.get(RULES_KEY)
-        if rules is None:
-            rules = self.by_fp[RULES_KEY] = [g for g in self.by_id.values() if g.scope is GrantScope.RULE]
-        return [*self.by_fp.get(fp, []), *rules] if rules else self.by_fp.get(fp, [])
-
-
 def _denials(
     decision_escalations: list[dict[str, Any]],
     source: DenialSource,
@@ -218,12 +186,12 @@ class Broker:
         self.policy = policy
         self.clock = clock
         self.pending: dict[str, Pending] = {}
-        self.grants = GrantIndex()
+        self._durable = Durable()
+        self.grants = GrantBook(store, events, clock, self._durable)
         self._decided: dict[str, float] = {}
         self.new_request_id = RequestIds(clock())
         self._closing = False
         self._background: set[asyncio.Future[None]] = set()
-        self._uses: dict[str, tuple[int, float, str]] = {}  # grant id -> (uses, last at, last request)
         # The operator's trusted workspaces and the host's path resolver (without them, as
         # in unit tests, the policy's `workspaces` and lexical paths are all there is).
         self.workspaces = workspaces
@@ -231,46 +199,6 @@ class Broker:
         # The PATH the daemon looks executables up on (the sandbox's): a changed binding is
         # judged by the same lookup that made it.
         self.trusted_path = trusted_path
-        self._waiter: LoopWaiter | None = None
-
-    def _durable(self, future: Future[T]) -> asyncio.Future[T]:
-        """Await a store write on the loop, woken once per commit (console/daemon/durable.py)."""
-        loop = asyncio.get_running_loop()
-        waiter = self._waiter
-        if waiter is None or waiter.loop is not loop:
-            waiter = self._waiter = LoopWaiter(loop)
-        return waiter.wait(future)
-
-    async def load(self) -> None:
-        grants = await asyncio.to_thread(self.store.grants, include_inactive=False)
-        for g in grants:
-            self.grants.put(g)
-
-    def _count_use(self, grant_id: str, now: float, rid: str) -> None:
-        """A standing grant's uses are bookkeeping, not authority: they are written in one
-        event per grant and second (:meth:`flush_uses`) instead of one per decision."""
-        entry = self._uses.get(grant_id)
-        if entry is None:
-            self._uses[grant_id] = (1, now, rid)
-        else:
-            self._uses[grant_id] = (entry[0] + 1, now, rid)
-
-    async def flush_uses(self) -> None:
-        uses, self._uses = self._uses, {}
-        if not uses:
-            return
-        futures = [self.store.use_grant(g, at, request_id=rid, count=n) for g, (n, at, rid) in uses.items()]
-        for f in futures:
-            try:
-                await self._durable(f)
-            except StoreUnavailable as exc:
-                log.warning("could not record grant uses: %s", exc)
-        self.events.publish(GrantsUsed(grant_ids=sorted(uses)))
-
-    async def flush_uses_forever(self, interval_s: float = 1.0) -> None:
-        while True:
-            await asyncio.sleep(interval_s)
-            await self.flush_uses()
 
     async def settle_orphans(self) -> int:
         """Record how requests left pending by a daemon that died ended: denied, never run.
@@ -372,7 +300,7 @@ class Broker:
         grant = decision.grant
         if grant is not None and grant.scope is GrantScope.ONCE and grant.effect is Effect.ALLOW:
             # Consumed here, on the loop, before any await: no second request can see it.
-            self.grants.put(replace(grant, uses=grant.uses + 1, last_used_at=now))
+            self.grants.consume_once(grant, now)
         source = Source.GRANT if grant is not None else Source.POLICY
         scope = grant.scope.value if grant is not None else ""
         return await self._answer_without_queue(
@@ -446,10 +374,9 @@ class Broker:
         # Answered as soon as the rows are committed: their search entries follow right
         # after, and every search waits for them (console/store/writer.py).
         futures: list[Future[Any]] = [self.store.append(*events, search_later=True)]
-        if grant is not None and grant.scope is GrantScope.ONCE:
-            futures.append(self.store.use_grant(grant.id, now, request_id=rid))
-        elif grant is not None:
-            self._count_use(grant.id, now, rid)
+        used = self.grants.record_use(grant, now, rid) if grant is not None else None
+        if used is not None:
+            futures.append(used)
         try:
             for f in futures:
                 await self._durable(f)
@@ -569,13 +496,12 @@ class Broker:
         if grant is not None:
             granted = GrantObject.of(grant, first.op.tool, command_line(first.op))
             try:
-                await self._durable(self.store.add_grant(grant, tool=granted.tool, summary=granted.summary))
+                await self.grants.write(grant, granted)
                 if grant.effect is Effect.ALLOW and grant.scope is GrantScope.ALWAYS:
                     await self._trust_new_workspace(first)
             except StoreUnavailable as exc:
                 raise self._fail_closed(items, now, exc) from None
-            self.grants.put(grant)
-            self.events.publish(GrantAdded(grant=granted))
+            self.grants.admit(grant, granted)
 
         verdict = Verdict.ALLOW if action is DecideAction.APPROVE else Verdict.DENY
         reason_code = "operator_approved" if action is DecideAction.APPROVE else (reason or "operator_denied")
@@ -668,7 +594,7 @@ class Broker:
             for p in items
         ]
         try:
-            await self._durable(self.store.add_grant(grant, tool=granted.tool, summary=granted.summary))
+            await self.grants.write(grant, granted)
             await self._durable(
                 self.store.append(
                     *(self._decision_event(a, p.op, p.peer_pid, p.evaluation) for p, a in answers)
@@ -676,8 +602,7 @@ class Broker:
             )
         except StoreUnavailable as exc:
             raise self._fail_closed(items, now, exc) from None
-        self.grants.put(grant)
-        self.events.publish(GrantAdded(grant=granted))
+        self.grants.admit(grant, granted)
         for p, answer in answers:
             self._settle(p, answer)
         return {"decided": [p.id for p, _ in answers], "verdict": Verdict.ALLOW.value, "grant": granted}
@@ -806,42 +731,6 @@ class Broker:
                 queued=True,
             )
         )
-
-    # ------------------------------------------------------------------ grants
-
-    async def add_grant(self, grant: Grant, *, tool: str = "", summary: str = "") -> Grant:
-        await self._durable(self.store.add_grant(grant, tool=tool, summary=summary))
-        self.grants.put(grant)
-        self.events.publish(GrantAdded(grant=GrantObject.of(grant, tool, summary)))
-        return grant
-
-    async def revoke(self, target: str) -> list[str]:
-        """Revoke a grant by id, or every active grant and deny-rule for a fingerprint (prefix)."""
-        now = self.clock()
-        if target in self.grants.by_id:
-            chosen = [self.grants.by_id[target]]
-        elif len(target) < MIN_PREFIX or not all(c in "0123456789abcdef" for c in target):
-            raise InvalidParams(
-                f"target: a grant id (g-…) or at least {MIN_PREFIX} hex digits of a fingerprint",
-            )
-        else:
-            chosen = [
-                g
-                for g in self.grants.by_id.values()
-                if g.fingerprint.startswith(target) and g.revoked_at is None
-            ]
-            if len({g.fingerprint for g in chosen}) > 1:
-                raise Conflict(f"fingerprint prefix {target} matches several operations; give more digits")
-        chosen = [g for g in chosen if g.revoked_at is None]
-        if not chosen:
-            raise NotFound(f"no active grant {target}")
-        revoked = []
-        for g in chosen:
-            if await self._durable(self.store.revoke_grant(g.id, now)):
-                self.grants.put(replace(g, revoked_at=now))
-                revoked.append(g.id)
-        self.events.publish(GrantsRevoked(grant_ids=revoked))
-        return revoked
 
     # ------------------------------------------------------------------ records
 

@@ -70,3 +70,20 @@ def _copy(waiter: asyncio.Future[Any], future: Future[Any]) -> None:
         waiter.set_exception(exc)
     else:
         waiter.set_result(future.result())
+
+
+class Durable:
+    """Awaits store writes on the running loop through one :class:`LoopWaiter` per loop.
+
+    The broker and its grant book share one, so a commit that settles writes of both
+    wakes the loop once."""
+
+    def __init__(self) -> None:
+        self._waiter: LoopWaiter | None = None
+
+    def __call__(self, future: Future[T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter
+        if waiter is None or waiter.loop is not loop:
+            waiter = self._waiter = LoopWaiter(loop)
+        return waiter.wait(future)

@@ -219,12 +219,12 @@ async def grants_add(ctx: CallContext, args: GrantsAdd) -> GrantsAddResult:
         expires_at=now + expires if expires else None,
         note=note,
     )
-    await ctx.services.broker.add_grant(grant, tool=tool, summary=summary)
+    await ctx.services.broker.grants.add(grant, tool=tool, summary=summary)
     return GrantsAddResult(grant=GrantObject.of(grant, tool, summary))
 
 
 async def grants_revoke(ctx: CallContext, args: GrantsRevoke) -> GrantsRevokeResult:
-    return GrantsRevokeResult(revoked=await ctx.services.broker.revoke(args.target))
+    return GrantsRevokeResult(revoked=await ctx.services.broker.grants.revoke(args.target))
 
 
 METHODS = {

@@ -194,7 +194,7 @@ async def accept(ctx: CallContext, args: HistoryAccept) -> HistoryAcceptResult:
     store = ctx.services.store
     accepted = await asyncio.wrap_future(store.accept(through, time.time(), note))
     if accepted:
-        await ctx.services.broker.load()  # the grants created in them now count
+        await ctx.services.broker.grants.load()  # the grants created in them now count
         # Consoles show unaccepted rows from the status: they see the change at once.
         ctx.services.status_changed()
     return HistoryAcceptResult(accepted=list(accepted), unaccepted=list(store.unaccepted_rows))
