@@ -1,4 +1,4 @@
-"""Attention (issue 12): Claude Code's Notification, Stop and UserPromptSubmit hooks mark
+"""Attention: Claude Code's Notification, Stop and UserPromptSubmit hooks mark
 who waits for the person, against a real daemon; the hook runs as Claude Code runs it,
 a child of a stand-in `claude` process (so the daemon issues that process an identity)."""
 

@@ -1,5 +1,5 @@
 """`agent-console sessions capture`: exact text for grapheme clusters, and `-e` with
-colours and attributes like `tmux capture-pane -e` (issue 16, finding 8), from a real
+colours and attributes like `tmux capture-pane -e`, from a real
 session in a real daemon."""
 
 from __future__ import annotations

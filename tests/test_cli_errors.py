@@ -1,4 +1,4 @@
-"""Issue 11 finding 9: no traceback reaches a user, and exit codes mean what the docs say
+"""No traceback reaches a user, and exit codes mean what the docs say
 (0 ok, 1 denied / tampered, 2 bad input, 3 no daemon)."""
 
 from __future__ import annotations

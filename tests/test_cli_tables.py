@@ -1,4 +1,4 @@
-"""CLI tables as a kubectl user expects them (issue 15, finding 14): a header on every
+"""CLI tables as a kubectl user expects them: a header on every
 table, colour and width only on a terminal, plain text when piped."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The CLI tells what the console tells (issue 15, finding 7): the same badges, the same
+"""The CLI tells what the console tells: the same badges, the same
 words for a deny's note, the same exit code for a missing session."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Durable answers stay durable on the faster paths (issue 14).
+"""Durable answers stay durable on the faster paths.
 
 The broker now waits on the history writer through console/daemon/durable.py (one loop
 wake-up per commit instead of one per write), and a request row's body text is made in

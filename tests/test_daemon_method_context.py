@@ -1,4 +1,4 @@
-"""Daemon services wired through narrow interfaces (issue 14): a method gets
+"""Daemon services wired through narrow interfaces: a method gets
 ``CallContext.services`` (console/daemon/ports.py ``Services``), so it runs on a few real
 services without a daemon process; the watcher gets a ``SessionControl`` and the session
 service the watcher's ``SessionWatch`` at construction, never attached afterwards."""

@@ -132,7 +132,7 @@ def test_exec_outcome_lists_the_changes_it_made(setup):
 
 @pytest.mark.parametrize("lane", ["fanotify", "evidence"])
 def test_exec_outcome_leaves_out_what_the_sandbox_could_not_have_written(setup, lane):
-    """Issue 13, finding 9: while the operation runs, another process writes a protected
+    """While the operation runs, another process writes a protected
     file (pinned read-only in the sandbox) and the operation writes its own file. The
     outcome lists the operation's file, not the other's. With the kernel's pid the other
     writer is named (no session's); without it the writer is unknown, and the alert says

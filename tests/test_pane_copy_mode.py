@@ -1,4 +1,4 @@
-"""Copy mode (issue 16): the model's motions, search and exact selections, then the real
+"""Copy mode: the model's motions, search and exact selections, then the real
 console with a real daemon session: prefix [ enters it, the vi and emacs tables move,
 search, select and yank into the clipboard, and the program receives no key meanwhile."""
 

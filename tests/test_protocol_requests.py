@@ -1,4 +1,4 @@
-"""Typed method params (issue 14): one msgspec Struct per method in
+"""Typed method params: one msgspec Struct per method in
 console/protocol/requests.py, read at the socket with the messages the daemon always gave,
 and docs/protocol.md's ``Params of`` lines checked against them."""
 

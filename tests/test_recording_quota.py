@@ -1,4 +1,4 @@
-"""Recording quotas (issue 16, finding 7): a per-session cap marked live, a total kept
+"""Recording quotas: a per-session cap marked live, a total kept
 by pruning the oldest finished recordings, never the one being written."""
 
 from __future__ import annotations

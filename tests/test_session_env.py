@@ -1,4 +1,4 @@
-"""A session's environment is its own terminal's, not the daemon's (issue 16, finding 5).
+"""A session's environment is its own terminal's, not the daemon's.
 
 The daemon here is started the way a script or a tmux pane would start it: TERM=dumb,
 inside tmux, with AGENT_CONSOLE_HOME set. None of that may reach a session.

@@ -1,4 +1,4 @@
-"""Kill reaches what an emptied environment hides (issue 16, finding 6): a double fork
+"""Kill reaches what an emptied environment hides: a double fork
 under ``env -i setsid`` carries no marker and leaves the session's process group, but it
 stays in the session's cgroup, so ``sessions.kill`` ends it. Real daemon, real session."""
 

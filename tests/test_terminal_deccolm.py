@@ -1,6 +1,6 @@
 """DECCOLM is refused, as xterm and tmux do by default: a program's ``CSI ? 40 h`` then
 ``CSI ? 3 h`` must not resize the emulated screen to 132 columns while the PTY and the
-session stay at 80 (issue 16, finding 4). Checked in the emulator, split at every byte
+session stay at 80. Checked in the emulator, split at every byte
 boundary, and in a real session's screen in the daemon."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16, finding 8: the smaller fidelity and tooling gaps, each against the real
+"""The smaller fidelity and tooling gaps, each against the real
 emulator or a real session in a real daemon (back-tab and pending wrap, flags,
 underline colour and kinds, the end of `sessions replay`, "busy" input)."""
 

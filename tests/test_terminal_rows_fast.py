@@ -1,4 +1,4 @@
-"""Row decoding for painting (issue 16, "a pane as fast as tmux").
+"""Row decoding for painting.
 
 `RowRenderer` reads rows of narrow codepoint cells through a fast path (big-integer
 lane operations and one UTF-32 decode instead of a Python loop over the cells). These

@@ -1,5 +1,5 @@
-"""Attach at any moment of a real program's run (issue 16, "snapshots that carry the
-whole terminal state").
+"""Attach at any moment of a real program's run: snapshots carry
+the whole terminal state.
 
 The recordings in tests/data/runs are what vim, vttest, less and an apt-style progress
 display wrote to an 80x24 PTY (scripts/record_terminal_runs.py). At each byte offset a

@@ -1,4 +1,4 @@
-"""Snapshots carry the state a program relies on (issue 16, findings 2 and 3).
+"""Snapshots carry the state a program relies on.
 
 A client that attaches rebuilds the screen from `Screen.snapshot()`. Compared cell by
 cell (text and style) with the screen it was made from, and again after the program

@@ -1,5 +1,5 @@
-"""The tripwire names a session by evidence, not by time or directory (issue 13, findings
-2 and 3), with a real daemon in pause mode, real sessions and real files:
+"""The tripwire names a session by evidence, not by time or directory,
+with a real daemon in pause mode, real sessions and real files:
 
 - an idle session in the same workspace is neither named nor paused;
 - the operator's own write (outside any session) names nobody; without the kernel's pid

@@ -1,4 +1,4 @@
-"""The headless path (issue 13, findings 10 and 1 through the daemon): `pending` shows
+"""The headless path: `pending` shows
 tripwire items, `tripwire list|resume|kill|keep` settles them, `history --kind` shows
 protected changes and tripwires, `daemon status` says how sessions are paused, and
 the daemon's log gets no line per batch of changes. Both pause modes, through a real

@@ -1,6 +1,5 @@
 """The fast lane names the writer by the kernel's pid and stops it before it can go on
-(issue 13: findings 2, 3 and 4, and the "only the writer, 20 of 20" figure), with a
-real daemon in pause mode, real sessions and real files:
+(only the writer, 20 times of 20), with a real daemon in pause mode, real sessions and real files:
 
 - two sessions writing in one workspace: only the one that wrote the hook is paused,
   named "pid from fanotify", and the other keeps writing;

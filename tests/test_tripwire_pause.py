@@ -1,4 +1,4 @@
-"""Pause stops every process of a session (issue 13, finding 1): a job-control child in its
+"""Pause stops every process of a session: a job-control child in its
 own process group and a ``setsid -f`` child both stop writing, and resume continues them,
 with cgroup freeze and with the forced process-walk fallback. Sessions' cgroups are
 removed when they end and the daemon's parent when it stops."""

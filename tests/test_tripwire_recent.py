@@ -1,4 +1,4 @@
-"""Protected events are not evicted by ordinary ones (issue 13, finding 5): the watch
+"""Protected events are not evicted by ordinary ones: the watch
 service keeps them in their own bounded list. A real watcher over a real directory; the
 ordinary ring is made small (500) so that 1,500 ordinary files prove the principle in a
 few seconds (the daemon's ring holds 10,000, the protected list 2,000)."""

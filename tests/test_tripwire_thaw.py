@@ -1,4 +1,4 @@
-"""A paused session stays paused until the operator answers (issue 27, item 5): someone
+"""A paused session stays paused until the operator answers: someone
 who writes 0 to its ``cgroup.freeze`` (or, in walk mode, sends SIGCONT) is caught, the
 session is stopped again and the item says "resumed by someone other than the operator";
 the history keeps it. The pause mode is said as it is everywhere: the session's status

@@ -1,5 +1,5 @@
 """Unknown is not nobody: every writer of a protected path is named, or the sessions live
-in the workspace are stopped as suspects (issue 27, item 1), with a real daemon in pause
+in the workspace are stopped as suspects, with a real daemon in pause
 mode, real sessions and real files, each trick 20 times where it races:
 
 - short-lived writers that exit before the daemon reads them (``sh -c 'echo … >

@@ -1,4 +1,4 @@
-"""Copy says where the text went (issue 15, finding 15), against a real tmux server."""
+"""Copy says where the text went, against a real tmux server."""
 
 from __future__ import annotations
 

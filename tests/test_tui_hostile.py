@@ -1,4 +1,4 @@
-"""Every hostile string of issue 4, sent by an agent through the real daemon into the real console.
+"""Every hostile string below (CASES), sent by an agent through the real daemon into the real console.
 
 What is checked is the frame itself — the bytes the console would write to the terminal:
 nothing but Textual's own colour and cursor sequences may be in it, the tricks must show

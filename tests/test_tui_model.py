@@ -207,7 +207,7 @@ def test_history_query_line():
 
 
 def test_the_history_summary_names_what_it_shows():
-    """Issue 15, finding 5: "everything" is everything, and a filter says what it keeps."""
+    """The "everything" filter is everything, and a filter says what it keeps."""
     everything = parse_query("", 0)
     assert everything.params["kinds"] == [
         "decision",

@@ -1,4 +1,4 @@
-"""Outcomes in the console (issue 5): what an executed operation did, as the history entry shows it.
+"""Outcomes in the console: what an executed operation did, as the history entry shows it.
 
 Operations are run by the real `agent-console exec` in the daemon's real bubblewrap
 sandbox; the console reads the outcome back from the history. The sandbox probe's

@@ -1,4 +1,4 @@
-"""The header's state is reactive (issue 14): what the status pills show is one table held
+"""The header's state is reactive: what the status pills show is one table held
 by a reactive on the app, every view's bar watches it, and a daemon event the console
 cannot read is told to the operator instead of only logged.
 

@@ -148,7 +148,7 @@ def test_queue_in_the_high_contrast_theme(snap_compare):
     assert snap_compare(make(theme="high-contrast"), terminal_size=SIZE, run_before=loaded)
 
 
-# Issue 15: the risky details, a history entry, and the narrow and wide layouts.
+# The risky details, a history entry, and the narrow and wide layouts.
 
 
 def evaluated_item(request_id: str, **fields) -> dict:

@@ -1,4 +1,4 @@
-"""Issue 15's findings about what the console tells the operator, and where the approve
+"""What the console tells the operator, and where the approve
 key lands: each renders or drives the real console (Pilot) against a real daemon."""
 
 from __future__ import annotations

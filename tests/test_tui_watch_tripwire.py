@@ -246,7 +246,7 @@ async def test_keep_paused_and_an_item_already_there_when_the_console_starts(env
 
 
 async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, clock):
-    """Issue 15, finding 12: keep paused is no dead end, and a paused pane is not a live one."""
+    """Keep paused is no dead end, and a paused pane is not a live one."""
     from support.tui_sessions import open_pane, show_sessions
 
     d, ws = env
@@ -298,7 +298,7 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
 
 
 async def test_the_header_says_when_pause_falls_back_to_a_process_walk(clock):
-    """Issue 13: the console shows the pause mode when it is the weaker one; a daemon
+    """The console shows the pause mode when it is the weaker one; a daemon
     with cgroups says nothing (every other test here)."""
     ws = workspace()
     policy = f'tripwire = "pause"\nwatch = {json.dumps([str(ws)])}\n'

@@ -1,4 +1,4 @@
-"""A flood of protected changes is one item, not thousands (issue 13, finding 7), with a
+"""A flood of protected changes is one item, not thousands, with a
 real daemon, a real watcher and real files:
 
 - 3,000 files created under `.git/hooks/flood/` become a few events whose counts add up

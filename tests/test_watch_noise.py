@@ -1,4 +1,4 @@
-"""Noise is reported quietly (issue 13, finding 8), with a real daemon in pause mode, real
+"""Noise is reported quietly, with a real daemon in pause mode, real
 sessions and real files:
 
 - `git init` in a watched workspace gives no tripwire and no loud protected event (its

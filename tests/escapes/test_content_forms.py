@@ -1,4 +1,4 @@
-"""Forms that used to run a script with nothing bound (issue 10, finding 4), against the
+"""Forms that used to run a script with nothing bound, against the
 real daemon: each binds the file that runs, what cannot be bound is shown and refuses a
 standing grant, and an unreadable script is a problem, not a traceback."""
 

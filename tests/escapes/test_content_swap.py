@@ -1,4 +1,4 @@
-"""The agent edits a script after the operator saw it (issue 10, finding 3).
+"""The agent edits a script after the operator saw it.
 
 Before: `exec -- ./build.sh` waited in the queue, the script was edited, the operator
 approved "always", and the edited script ran while the grant was stored for the old

@@ -1,4 +1,4 @@
-"""Issue 11, finding 8: a history that start-up cannot launder.
+"""A history that start-up cannot launder.
 
 The attacker knows the hashing rule and can write the state directory while the daemon
 is down: it appends correctly chained rows (here, an "always" grant for a command the

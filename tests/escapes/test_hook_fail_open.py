@@ -1,4 +1,4 @@
-"""Issue 11 finding 7 / issue 12 item 1-2: the Claude Code hook must not fail open.
+"""The Claude Code hook must not fail open.
 
 Claude Code runs the hook's command through the shell and runs the tool unless the hook
 exits 0 with a decision or exits 2, or when the hook outlives its timeout. Each test

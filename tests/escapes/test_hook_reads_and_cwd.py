@@ -1,4 +1,4 @@
-"""Issue 11 finding 6: the hook shows the wrong place, and reads are unsupervised.
+"""The hook shows the wrong place, and reads are unsupervised.
 
 - With Claude's cwd outside the project, the operator saw `rm -rf ./*` with cwd `.` in
   the project.

@@ -1,4 +1,4 @@
-"""A sandboxed run cannot leave a protected name behind (issue 27, item 3): an
+"""A sandboxed run cannot leave a protected name behind: an
 auto-allowed `agent-console exec` that plants triggers the operator's own tools run later
 is refused: protected, and the workspace is left without them. Real daemon, real bwrap,
 real files; the operator's `git status` really runs afterwards.
