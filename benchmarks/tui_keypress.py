@@ -7,7 +7,8 @@ waiting); the console connects, loads the whole queue, and the cursor is moved w
 the down key. Two clocks stop after each press: the first frame painted after the key
 (the queue's cursor moved) and the frame that shows the newly selected request's detail.
 The reference is the same measurement in the same run with only 10 requests pending, so
-the ratio says what a long queue costs. Target (issue 4): median <= 16 ms.
+the ratio says what a long queue costs. Target: the detail's median <= 16 ms with 10,000
+pending (the cursor is painted in the same frame as the detail).
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ async def run(pending: int, count: int) -> None:
         f"{pct(big_cursor, 90):6.2f}   detail {median(big_detail):6.2f} / {pct(big_detail, 90):6.2f}   "
         f"({median(big_cursor) / median(ref_cursor):.2f}x reference)"
     )
-    print(f"  target median <= 16 ms: {'met' if median(big_cursor) <= 16 else 'NOT met'}")
+    print(f"  target: detail median <= 16 ms: {'met' if median(big_detail) <= 16 else 'NOT met'}")
 
 
 def main() -> None:

@@ -34,7 +34,6 @@ from console.tui.render.watch_text import answered
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt, OptionPrompt, TextPrompt
 from console.tui.settings.bindings import bindings
-from console.tui.widgets.line_list import LineList
 from console.tui.widgets.queue_view import QueueView
 from console.tui.widgets.request_detail import RequestDetail
 
@@ -83,7 +82,14 @@ class QueueScreen(ConsoleScreen):
     def on_mount(self) -> None:
         self.guard = TypeAheadGuard(self.app.config.guard_idle_s, clock=self.app.monotonic)
         self.query_one(QueueView).focus()
+        # Watched rather than heard from (LineList.Highlighted arrives after the cursor's
+        # frame): the detail of the row the operator moved to is painted in that frame.
+        self.watch(self.view, "cursor", self._cursor_moved, init=False)
         self.pending_changed(0)
+
+    def _cursor_moved(self) -> None:
+        if not self._detail_pending:  # a burst of arrivals draws it once, after the rows
+            self._show_current()
 
     # ------------------------------------------------------------ parts
 
@@ -308,9 +314,6 @@ class QueueScreen(ConsoleScreen):
 
     # ------------------------------------------------------------ events
 
-    def on_line_list_highlighted(self, event: LineList.Highlighted) -> None:
-        # The cursor moves in this frame; the detail follows in the next.
-        self._schedule_detail()
 
     def on_request_detail_shown(self, event: RequestDetail.Shown) -> None:
         if self.guard is not None:
