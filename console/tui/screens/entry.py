@@ -11,6 +11,7 @@ from textual.binding import BindingType
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.tui.screens.base import ConsoleScreen
+from console.tui.screens.grant_prompt import grant_from_record
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.entry_view import EntryView
 
@@ -49,8 +50,6 @@ class EntryScreen(ConsoleScreen):
         self.query_one(EntryView).jump_outcome()
 
     def action_grant(self) -> None:
-        from console.tui.screens.history import grant_from_record
-
         if self.detail is not None:
             record = self.detail.get("decision") or self.detail.get("request")
             if record is not None:
