@@ -17,20 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from textual.screen import Screen
 
 from console.contract.inert import inert
 from console.protocol.sessions import SessionObject
+from console.tui.link import DaemonLink
 from console.tui.model import layout_file
 from console.tui.panes.pane_area import DOWN, RIGHT, Layout, Node, PaneArea, PaneFrame, Split
 from console.tui.panes.pane_link import Connect, PaneLink, connector
 from console.tui.panes.state import PaneState
 from console.tui.panes.terminal_pane import TerminalPane
-
-if TYPE_CHECKING:
-    from console.tui.app import ConsoleApp
+from console.tui.settings.config import Config
 
 Say = Callable[[str, str], None]
 
@@ -38,7 +37,8 @@ Say = Callable[[str, str], None]
 class PaneWorkspace:
     """Panes in a split tree on ``screen``, attached to daemon sessions, saved to a file.
 
-    ``listed`` gives the sessions the screen knows (a restore skips the ones gone or
+    ``config`` says whether and where the layout is saved, ``link`` is the daemon link
+    whose host the panes attach on; ``listed`` gives the sessions the screen knows (a restore skips the ones gone or
     ended), ``changed`` runs when a pane was attached or detached (the list marks
     attached sessions), ``say`` writes the screen's status line and ``no_pane`` moves
     the focus away when the last pane closes.
@@ -48,12 +48,16 @@ class PaneWorkspace:
         self,
         screen: Screen[Any],
         *,
+        config: Config,
+        link: DaemonLink,
         listed: Callable[[], Sequence[SessionObject]],
         changed: Callable[[], None],
         say: Say,
         no_pane: Callable[[], None],
     ) -> None:
         self.screen = screen
+        self.config = config
+        self.link = link
         self.layout = Layout()
         self.connect: Connect | None = None  # how panes reach the daemon (tests replace it)
         self._listed = listed
@@ -67,10 +71,6 @@ class PaneWorkspace:
         self._open_after_restore: str | None = None
         self._save_failed = False
         self._save_blocked = False
-
-    @property
-    def _app(self) -> ConsoleApp:
-        return cast("ConsoleApp", self.screen.app)
 
     # ------------------------------------------------------------ what is there
 
@@ -106,15 +106,14 @@ class PaneWorkspace:
     def _connector(self) -> Connect:
         if self.connect is None:
             # A pane on a host over SSH connects through that host's link (docs/remote.md).
-            link = self._app.link
-            self.connect = link.pane_connect or connector(link.state_dir)
+            self.connect = self.link.pane_connect or connector(self.link.state_dir)
         return self.connect
 
     # ------------------------------------------------------------ focus
 
     def focus_changed(self) -> None:
         """The screen's focus moved: a pane that took it is the current one."""
-        if not self._app.is_running:  # quitting: widgets going away move the focus about
+        if not self.screen.app.is_running:  # quitting: widgets going away move the focus about
             return
         pane = self.focused_pane()
         if pane is not None:
@@ -272,7 +271,7 @@ class PaneWorkspace:
 
     def layout_path(self) -> Path | None:
         """Beside the config file in use; None when restoring is off (or no config path)."""
-        config = self._app.config
+        config = self.config
         if not config.restore_layout or config.path is None:
             return None
         return layout_file.layout_path(config.path)
@@ -299,7 +298,7 @@ class PaneWorkspace:
         return layout_file.Document(root, index(zoomed), index(focus or self.current_state()))
 
     def save(self, *, quitting: bool = False) -> None:
-        if self._restoring or self._save_blocked or (not quitting and not self._app.is_running):
+        if self._restoring or self._save_blocked or (not quitting and not self.screen.app.is_running):
             return
         path = self.layout_path()
         if path is None:

@@ -20,7 +20,7 @@ from console.tui.screens.prompts import ConfirmPrompt
 
 def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
     """Ask, then add a standing allow grant for the fingerprint of a past decision."""
-    app = screen.app
+    link = screen.services.link
     fingerprint = str(row.get("fingerprint", ""))
     if len(fingerprint) != 64:
         screen.notify("this row has no fingerprint to grant", severity="warning", markup=False)
@@ -33,7 +33,7 @@ def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
 
     async def add() -> None:
         try:
-            result = await app.link.call(
+            result = await link.call(
                 "grants.add",
                 {
                     "fingerprint": fingerprint,
@@ -54,4 +54,4 @@ def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
         if yes:
             screen.run_worker(add(), group="grant-add")
 
-    app.push_screen(ConfirmPrompt("Turn into a standing grant?", text, yes="Grant"), answered)
+    screen.app.push_screen(ConfirmPrompt("Turn into a standing grant?", text, yes="Grant"), answered)

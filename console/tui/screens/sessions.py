@@ -38,7 +38,7 @@ from console.tui.panes.pane_link import Connect
 from console.tui.panes.state import PaneState
 from console.tui.panes.terminal_pane import TerminalPane
 from console.tui.panes.workspace import PaneWorkspace
-from console.tui.screens.base import ConsoleScreen
+from console.tui.screens.base import ConsoleScreen, Services
 from console.tui.screens.prompts import ConfirmPrompt, TextPrompt
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.column_header import ColumnHeader
@@ -60,11 +60,13 @@ class SessionsScreen(ConsoleScreen):
     ESCAPE_TO_MINIMIZE = False  # escape belongs to the program in a zoomed pane
     CSS_PATH = "sessions.tcss"
 
-    def __init__(self) -> None:
-        super().__init__(id="sessions")
+    def __init__(self, services: Services) -> None:
+        super().__init__(services, id="sessions")
         self.sessions: list[SessionObject] = []
         self.workspace = PaneWorkspace(
             self,
+            config=services.config,
+            link=services.link,
             listed=lambda: self.sessions,
             changed=self._show_list,
             say=self.say,
@@ -79,7 +81,7 @@ class SessionsScreen(ConsoleScreen):
     def compose_body(self) -> ComposeResult:
         with Vertical(id="sessions-top"):
             yield ColumnHeader(COLUMNS, "sessions-list", id="sessions-header")
-            yield SessionsView(clock=self.app.clock, id="sessions-list")
+            yield SessionsView(clock=self.services.clock, id="sessions-list")
         yield PaneArea(self.workspace.layout, id="panes")
 
     @property
@@ -135,7 +137,7 @@ class SessionsScreen(ConsoleScreen):
     @work(group="sessions-load", exclusive=True)
     async def _load(self) -> None:
         try:
-            result = await self.app.link.call("sessions.list")
+            result = await self.services.link.call("sessions.list")
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"sessions unavailable: {inert(str(exc))[:200]}", "error")
             return
@@ -148,7 +150,7 @@ class SessionsScreen(ConsoleScreen):
         if self.is_mounted:
             self.view.set_rows(self.sessions, attached)
         waiting = sum(1 for s in self.sessions if s.status_text == "awaiting approval")
-        self.app.pills.set(
+        self.services.pills.set(
             "sessions",
             f"{waiting} session{'s' if waiting != 1 else ''} awaiting approval" if waiting else "",
             "warning",
@@ -289,7 +291,7 @@ class SessionsScreen(ConsoleScreen):
             "unconfined": unconfined,
         }
         try:
-            result = await self.app.link.call("sessions.new", params)
+            result = await self.services.link.call("sessions.new", params)
         except (RPCError, DaemonUnreachable) as exc:
             hint = "" if unconfined else f" (start the line with {UNCONFINED_MARK} to run it unconfined)"
             self.say(
@@ -327,10 +329,12 @@ class SessionsScreen(ConsoleScreen):
     async def _resume(self, sid: str) -> None:
         """Resume answers the session's open tripwire items, as `r` in the queue does."""
         try:
-            listed = as_result(TripwireListResult, await self.app.link.call("tripwire.list", {"open": True}))
+            listed = as_result(
+                TripwireListResult, await self.services.link.call("tripwire.list", {"open": True})
+            )
             mine = [i for i in listed.items if i.session == sid]
             for item in mine:
-                await self.app.link.call(
+                await self.services.link.call(
                     "tripwire.resolve", {"id": item.id, "action": "resume", "accept": True}
                 )
         except (RPCError, DaemonUnreachable) as exc:
@@ -392,7 +396,7 @@ class SessionsScreen(ConsoleScreen):
     @work(group="sessions-call")
     async def _call(self, method: str, params: dict[str, Any], done: str) -> None:
         try:
-            await self.app.link.call(method, params)
+            await self.services.link.call(method, params)
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"{method.split('.')[-1]} {params.get('session')}: {inert(str(exc))[:200]}", "error")
             return
