@@ -59,6 +59,7 @@ from console.tui.model.unaccepted import (
 from console.tui.model.watch_model import TripwireEntry
 from console.tui.model.words import shown_command
 from console.tui.registry import views
+from console.tui.screens.base import Services
 from console.tui.screens.help import HelpScreen
 from console.tui.settings.actions import ActionSpec
 from console.tui.settings.bindings import bindings
@@ -151,7 +152,19 @@ class ConsoleApp(App[None]):
         self.watch_monitor = WatchMonitor(self)
         self.keymap_name = settings.keymap
         self.keys_in_force: dict[str, str] = dict(settings.keys)
-        self.views: dict[str, Screen[None]] = {name: view.factory() for name, view in views().items()}
+        self.services = Services(
+            config=self.config,
+            links=self.links,
+            link=self.link,
+            pending=self.pending,
+            pills=self.pills,
+            watch_monitor=self.watch_monitor,
+            clock=clock,
+            monotonic=monotonic,
+        )
+        self.views: dict[str, Screen[None]] = {
+            name: view.factory(self.services) for name, view in views().items()
+        }
         self._arrivals: list[PendingItem] = []
         self._notify_timer: Timer | None = None
         self._history_told: set[tuple[int, int]] = set()  # unaccepted ranges already said
@@ -180,11 +193,11 @@ class ConsoleApp(App[None]):
 
     @property
     def multi_host(self) -> bool:
-        return len(self.links) > 1
+        return self.services.multi_host
 
     def link_for(self, host: str) -> DaemonLink:
         """The link of ``host`` (as an entry carries it)."""
-        return self.links.get(host, self.link)
+        return self.services.link_for(host)
 
     # ------------------------------------------------------------ daemon messages
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from textual.screen import Screen
 
+from console.tui.screens.base import Services
 from console.tui.screens.grants import GrantsScreen
 from console.tui.screens.history import HistoryScreen
 from console.tui.screens.queue import QueueScreen
@@ -29,13 +30,13 @@ from console.tui.screens.watch import WatchScreen
 class View:
     name: str
     title: str
-    factory: Callable[[], Screen[None]]
+    factory: Callable[[Services], Screen[None]]
 
 
 VIEWS: dict[str, View] = {}
 
 
-def register(name: str, title: str, factory: Callable[[], Screen[None]]) -> None:
+def register(name: str, title: str, factory: Callable[[Services], Screen[None]]) -> None:
     VIEWS[name] = View(name, title, factory)
 
 

@@ -10,7 +10,8 @@ from textual.binding import BindingType
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.tui.screens.base import ConsoleScreen
+from console.tui.screens.base import ConsoleScreen, Services
+from console.tui.screens.grant_prompt import grant_from_record
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.entry_view import EntryView
 
@@ -20,13 +21,15 @@ class EntryScreen(ConsoleScreen):
     BINDINGS: ClassVar[list[BindingType]] = [*bindings("entry")]
     CSS_PATH = "entry.tcss"
 
-    def __init__(self, request_id: str) -> None:
-        super().__init__()
+    def __init__(self, services: Services, request_id: str) -> None:
+        super().__init__(services)
         self.request_id = request_id
         self.detail: dict[str, Any] | None = None
 
     def compose_body(self) -> ComposeResult:
-        yield EntryView(max_chars=self.app.config.max_chars, max_lines=self.app.config.max_lines, id="entry")
+        yield EntryView(
+            max_chars=self.services.config.max_chars, max_lines=self.services.config.max_lines, id="entry"
+        )
 
     def on_mount(self) -> None:
         self.query_one(EntryView).focus()
@@ -35,7 +38,7 @@ class EntryScreen(ConsoleScreen):
     @work(group="entry", exclusive=True)
     async def _load(self) -> None:
         try:
-            self.detail = await self.app.link.call("history.detail", {"request_id": self.request_id})
+            self.detail = await self.services.link.call("history.detail", {"request_id": self.request_id})
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"{self.request_id}: {inert(str(exc))}", "error")
             return
@@ -49,8 +52,6 @@ class EntryScreen(ConsoleScreen):
         self.query_one(EntryView).jump_outcome()
 
     def action_grant(self) -> None:
-        from console.tui.screens.history import grant_from_record
-
         if self.detail is not None:
             record = self.detail.get("decision") or self.detail.get("request")
             if record is not None:

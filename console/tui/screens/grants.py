@@ -14,7 +14,7 @@ from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.results import GrantsListResult, GrantsRevokeResult, as_result
 from console.tui.link import DaemonLink
-from console.tui.screens.base import ConsoleScreen
+from console.tui.screens.base import ConsoleScreen, Services
 from console.tui.screens.prompts import ConfirmPrompt
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.column_header import ColumnHeader
@@ -26,14 +26,14 @@ class GrantsScreen(ConsoleScreen):
     BINDINGS: ClassVar[list[BindingType]] = bindings("grants")
     CSS_PATH = "grants.tcss"
 
-    def __init__(self) -> None:
-        super().__init__(id="grants")
+    def __init__(self, services: Services) -> None:
+        super().__init__(services, id="grants")
         self.include_inactive = False
         self._live: Timer | None = None
 
     def compose_body(self) -> ComposeResult:
         yield ColumnHeader(COLUMNS, "grants-list", id="grants-header")
-        yield GrantsView(clock=self.app.clock, id="grants-list")
+        yield GrantsView(clock=self.services.clock, id="grants-list")
 
     def on_mount(self) -> None:
         self.query_one(GrantsView).focus()
@@ -48,7 +48,7 @@ class GrantsScreen(ConsoleScreen):
     @work(group="grants-load", exclusive=True)
     async def _load(self, include_inactive: bool) -> None:
         try:
-            result = await self.app.link.call("grants.list", {"include_inactive": include_inactive})
+            result = await self.services.link.call("grants.list", {"include_inactive": include_inactive})
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"grants unavailable: {inert(str(exc))}", "error")
             view = self.query_one(GrantsView)
@@ -105,7 +105,7 @@ class GrantsScreen(ConsoleScreen):
     @work(group="grants-revoke")
     async def _revoke(self, gid: str) -> None:
         try:
-            result = await self.app.link.call("grants.revoke", {"target": gid})
+            result = await self.services.link.call("grants.revoke", {"target": gid})
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"revoke {gid}: {inert(str(exc))}", "error")
             return

@@ -7,10 +7,8 @@ the rows themselves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -20,12 +18,11 @@ from textual.widgets import Input
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.history import SOURCES, TRIPWIRE_KINDS, VERDICTS
-from console.protocol.results import GrantsAddResult, as_result
 from console.tui.link import DaemonLink
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
-from console.tui.screens.base import ConsoleScreen
+from console.tui.screens.base import ConsoleScreen, Services
 from console.tui.screens.entry import EntryScreen
-from console.tui.screens.prompts import ConfirmPrompt
+from console.tui.screens.grant_prompt import grant_from_record
 from console.tui.screens.watch import RecordScreen
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.history_view import HistoryView
@@ -42,8 +39,8 @@ class HistoryScreen(ConsoleScreen):
     BINDINGS: ClassVar[list[BindingType]] = bindings("history")
     CSS_PATH = "history.tcss"
 
-    def __init__(self) -> None:
-        super().__init__(id="history")
+    def __init__(self, services: Services) -> None:
+        super().__init__(services, id="history")
         self._debounce: Timer | None = None
         self._params: dict[str, Any] = {}
         self._generation = 0
@@ -91,7 +88,7 @@ class HistoryScreen(ConsoleScreen):
             self.view.focus()
 
     def run_query(self) -> None:
-        parsed = parse_query(self.search_box.value, self.app.clock())
+        parsed = parse_query(self.search_box.value, self.services.clock())
         if parsed.errors:
             self.summary("; ".join(parsed.errors), "error")
             return
@@ -103,9 +100,9 @@ class HistoryScreen(ConsoleScreen):
 
     @work(group="history-query", exclusive=True)
     async def _fetch_first(self, generation: int, params: dict[str, Any], described: str) -> None:
-        started = self.app.monotonic()
+        started = self.services.monotonic()
         try:
-            page = await self.app.link.call("history.query", {**params, "limit": PAGE})
+            page = await self.services.link.call("history.query", {**params, "limit": PAGE})
         except (RPCError, DaemonUnreachable) as exc:
             self.summary(f"history unavailable: {inert(str(exc))}", "error")
             self.view.empty_message = "The history could not be read."
@@ -115,13 +112,13 @@ class HistoryScreen(ConsoleScreen):
             return
         self.view.empty_message = "Nothing matches." if set(params) - {"kinds"} else "Nothing recorded yet."
         self.view.set_rows(page.get("rows", []), page.get("older"))
-        self.last_query_ms = (self.app.monotonic() - started) * 1000
+        self.last_query_ms = (self.services.monotonic() - started) * 1000
         self._count(generation, params, described)
 
     @work(group="history-count", exclusive=True)
     async def _count(self, generation: int, params: dict[str, Any], described: str) -> None:
         try:
-            result = await self.app.link.call("history.query", {**params, "limit": 1, "count": True})
+            result = await self.services.link.call("history.query", {**params, "limit": 1, "count": True})
         except (RPCError, DaemonUnreachable):
             return
         if generation != self._generation:
@@ -136,7 +133,9 @@ class HistoryScreen(ConsoleScreen):
     @work(group="history-more", exclusive=True)
     async def _fetch_more(self, generation: int, params: dict[str, Any], older: int) -> None:
         try:
-            page = await self.app.link.call("history.query", {**params, "limit": PAGE, "before_seq": older})
+            page = await self.services.link.call(
+                "history.query", {**params, "limit": PAGE, "before_seq": older}
+            )
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"could not load more: {inert(str(exc))}", "error")
             self.view.fetching = False
@@ -171,7 +170,9 @@ class HistoryScreen(ConsoleScreen):
     @work(group="history-newer", exclusive=True)
     async def _fetch_newer(self, generation: int, params: dict[str, Any], newest: int) -> None:
         try:
-            page = await self.app.link.call("history.query", {**params, "limit": PAGE, "after_seq": newest})
+            page = await self.services.link.call(
+                "history.query", {**params, "limit": PAGE, "after_seq": newest}
+            )
         except (RPCError, DaemonUnreachable):
             return
         if generation == self._generation and self.view.rows and self.view.rows[0].get("seq") == newest:
@@ -183,10 +184,12 @@ class HistoryScreen(ConsoleScreen):
         row = self.view.selected()
         watcher_kinds = ("file_event", *TRIPWIRE_KINDS)
         if row is not None and row.get("kind") in watcher_kinds and not row.get("request_id"):
-            self.app.push_screen(RecordScreen(row))  # a change by a session or nobody: no request
+            self.app.push_screen(
+                RecordScreen(self.services, row)
+            )  # a change by a session or nobody: no request
             return
         if row is not None and row.get("request_id"):
-            self.app.push_screen(EntryScreen(str(row["request_id"])))
+            self.app.push_screen(EntryScreen(self.services, str(row["request_id"])))
 
     def action_search(self) -> None:
         # Focus now, not on the next idle: keys typed right after "/" belong to the box.
@@ -221,42 +224,3 @@ class HistoryScreen(ConsoleScreen):
         if row is None:
             return
         grant_from_record(self, row)
-
-
-def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
-    """Ask, then add a standing allow grant for the fingerprint of a past decision."""
-    app = screen.app
-    fingerprint = str(row.get("fingerprint", ""))
-    if len(fingerprint) != 64:
-        screen.notify("this row has no fingerprint to grant", severity="warning", markup=False)
-        return
-    command = inert(str(row.get("command", "")))
-    shown = command if len(command) <= 300 else command[:299] + "…"
-    text = Text("Every request with this exact fingerprint will be allowed without asking:\n\n")
-    text.append(shown, "bold")
-    text.append(f"\n\nfingerprint {fingerprint[:16]}…   tool {inert(str(row.get('tool', '')))[:60]}")
-
-    async def add() -> None:
-        try:
-            result = await app.link.call(
-                "grants.add",
-                {
-                    "fingerprint": fingerprint,
-                    "scope": "always",
-                    "effect": "allow",
-                    "tool": str(row.get("tool", ""))[:128],
-                    "summary": str(row.get("command", ""))[:4096],
-                    "note": f"from history {row.get('request_id', '')}",
-                },
-            )
-        except (RPCError, DaemonUnreachable) as exc:
-            screen.notify(f"grant not added: {inert(str(exc))}", severity="error", markup=False)
-            return
-        added = as_result(GrantsAddResult, result).grant
-        screen.notify(f"grant {added.id} added: always allow {shown[:60]}", markup=False)
-
-    def answered(yes: bool | None) -> None:
-        if yes:
-            screen.run_worker(add(), group="grant-add")
-
-    app.push_screen(ConfirmPrompt("Turn into a standing grant?", text, yes="Grant"), answered)

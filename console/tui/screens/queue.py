@@ -31,7 +31,7 @@ from console.tui.model.timefmt import parse_duration
 from console.tui.model.watch_model import ANSWERS, TripwireEntry, sessions_of
 from console.tui.model.words import shown_command
 from console.tui.render.watch_text import answered
-from console.tui.screens.base import ConsoleScreen
+from console.tui.screens.base import ConsoleScreen, Services
 from console.tui.screens.prompts import ConfirmPrompt, OptionPrompt, TextPrompt
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.queue_view import QueueView
@@ -53,8 +53,8 @@ class QueueScreen(ConsoleScreen):
     BINDINGS: ClassVar[list[BindingType]] = bindings("queue")
     CSS_PATH = "queue.tcss"
 
-    def __init__(self) -> None:
-        super().__init__(id="queue")
+    def __init__(self, services: Services) -> None:
+        super().__init__(services, id="queue")
         self.guard: TypeAheadGuard | None = None
         self._previous: OrderedDict[tuple[str, str, str], list[dict[str, Any]]] = OrderedDict()
         self._shown_key: str | None = None
@@ -65,7 +65,7 @@ class QueueScreen(ConsoleScreen):
         self._changes_timer: Timer | None = None
 
     def compose_body(self) -> ComposeResult:
-        cfg = self.app.config
+        cfg = self.services.config
         with Vertical(id="queue-pane"):
             yield Input(
                 placeholder="filter: words in the command, tool, session, fingerprint; NET, PROTECTED…",
@@ -73,14 +73,17 @@ class QueueScreen(ConsoleScreen):
                 select_on_focus=False,
             )
             yield QueueView(
-                self.app.pending, clock=self.app.clock, id="queue-list", host_column=self.app.multi_host
+                self.services.pending,
+                clock=self.services.clock,
+                id="queue-list",
+                host_column=self.services.multi_host,
             )
         yield RequestDetail(
-            max_chars=cfg.max_chars, max_lines=cfg.max_lines, clock=self.app.clock, id="detail"
+            max_chars=cfg.max_chars, max_lines=cfg.max_lines, clock=self.services.clock, id="detail"
         )
 
     def on_mount(self) -> None:
-        self.guard = TypeAheadGuard(self.app.config.guard_idle_s, clock=self.app.monotonic)
+        self.guard = TypeAheadGuard(self.services.config.guard_idle_s, clock=self.services.monotonic)
         self.query_one(QueueView).focus()
         # Watched rather than heard from (LineList.Highlighted arrives after the cursor's
         # frame): the detail of the row the operator moved to is painted in that frame.
@@ -107,9 +110,9 @@ class QueueScreen(ConsoleScreen):
 
     def current(self) -> Entry | None:
         view = self.view
-        if not len(self.app.pending):
+        if not len(self.services.pending):
             return None
-        return self.app.pending.entry(min(view.cursor, len(self.app.pending) - 1))
+        return self.services.pending.entry(min(view.cursor, len(self.services.pending) - 1))
 
     # ------------------------------------------------------------ model changes (called by the app)
 
@@ -118,7 +121,7 @@ class QueueScreen(ConsoleScreen):
         if not self.is_mounted:
             return
         view = self.view
-        model = self.app.pending
+        model = self.services.pending
         if self._shown_key is not None:
             index = model.index_of(self._shown_key)
             if index is not None and index != view.cursor:
@@ -134,12 +137,12 @@ class QueueScreen(ConsoleScreen):
 
     def select_request(self, key: str) -> bool:
         """Put the cursor on the request of ``key`` (its queue key: the id, with its host)."""
-        index = self.app.pending.index_of(key)
+        index = self.services.pending.index_of(key)
         if index is None:
-            self.app.pending.set_filter("")
+            self.services.pending.set_filter("")
             self.query_one("#queue-filter", Input).value = ""
             self.view.rows_changed(0)
-            index = self.app.pending.index_of(key)
+            index = self.services.pending.index_of(key)
         if index is None:
             return False
         self.view.cursor = index
@@ -187,7 +190,7 @@ class QueueScreen(ConsoleScreen):
     @work(group="changes", exclusive=True)
     async def _load_changes(self, host: str, request_id: str, session_id: str) -> None:
         try:
-            result = await self.app.link_for(host).call(
+            result = await self.services.link_for(host).call(
                 "watch.recent", {"agent_session": session_id, "limit": 200}
             )
         except (DaemonUnreachable, RPCError):
@@ -277,13 +280,13 @@ class QueueScreen(ConsoleScreen):
         try:
             result = as_result(
                 TripwireResolveResult,
-                await self.app.link_for(entry.host).call(
+                await self.services.link_for(entry.host).call(
                     "tripwire.resolve", {"id": entry.request_id, "action": answer, **(extra or {})}
                 ),
             )
         except RPCError as exc:
             if exc.code == NOT_FOUND:
-                self.app.watch_monitor.resolved(entry.request_id, entry.host)
+                self.services.watch_monitor.resolved(entry.request_id, entry.host)
                 self.say(f"{entry.request_id}: already answered elsewhere", "warning")
             else:
                 self.say(f"{ANSWERS[answer]} {entry.request_id}: {inert(exc.message)}", "error")
@@ -291,7 +294,7 @@ class QueueScreen(ConsoleScreen):
         except DaemonUnreachable as exc:
             self.say(f"{answer} {entry.request_id}: not sent — {inert(str(exc))}", "error")
             return
-        self.app.watch_monitor.resolved(entry.request_id, entry.host)
+        self.services.watch_monitor.resolved(entry.request_id, entry.host)
         said = answered(answer, item)
         if result.item.reverted:
             said += f"; {inert(item.tripwire.display_path)} reverted ({inert(result.item.reverted)[:80]})"
@@ -301,7 +304,7 @@ class QueueScreen(ConsoleScreen):
     async def _load_previous(self, key: tuple[str, str, str], request_id: str) -> None:
         host, tool, executable = key
         try:
-            result = await self.app.link_for(host).call(
+            result = await self.services.link_for(host).call(
                 "history.previous", {"tool": tool, "executable": executable, "limit": 20}
             )
         except (DaemonUnreachable, RPCError):
@@ -331,11 +334,11 @@ class QueueScreen(ConsoleScreen):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "queue-filter":
-            self.app.pending.set_filter(event.value)
+            self.services.pending.set_filter(event.value)
             self.view.cursor = 0
             self.view.rows_changed(0)
             self._show_current()
-            shown, total = len(self.app.pending), self.app.pending.total
+            shown, total = len(self.services.pending), self.services.pending.total
             self.say(f"filter: {shown} of {total} shown" if event.value.strip() else "")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -351,7 +354,7 @@ class QueueScreen(ConsoleScreen):
         decision must never land on a request the operator has not seen.
         """
         key = self.detail.key
-        entry = self.app.pending.get(key) if key else None
+        entry = self.services.pending.get(key) if key else None
         if entry is None:
             self.say("nothing to decide: no pending request is shown", "warning")
         return entry
@@ -372,7 +375,7 @@ class QueueScreen(ConsoleScreen):
     def marked_entries(self) -> list[Entry]:
         """The marked rows still pending (a decided one loses its mark)."""
         view = self.view
-        found = [e for key in list(view.marked) if (e := self.app.pending.get(key)) is not None]
+        found = [e for key in list(view.marked) if (e := self.services.pending.get(key)) is not None]
         view.marked.intersection_update(e.key for e in found)
         return found
 
@@ -383,7 +386,7 @@ class QueueScreen(ConsoleScreen):
         view = self.view
         view.marked.symmetric_difference_update({entry.key})
         view.rows_changed(0)
-        if view.cursor < len(self.app.pending) - 1:
+        if view.cursor < len(self.services.pending) - 1:
             view.cursor += 1
         n = len(self.marked_entries())
         self.say(
@@ -596,7 +599,7 @@ class QueueScreen(ConsoleScreen):
             entry.item.command if isinstance(entry.item, TripwireEntry) else shown_command(entry.item)
         )[:80]
         try:
-            result = await self.app.link_for(entry.host).call("decide", params)
+            result = await self.services.link_for(entry.host).call("decide", params)
         except RPCError as exc:
             self.say(f"{action} {entry.request_id}: {inert(exc.message)}", "error")
             return

@@ -7,7 +7,8 @@ attached over its own connection (see :mod:`console.tui.panes.pane_link`), split
 side by side or stacked, zoomed, closed. Closing a pane detaches: the session keeps
 running in the daemon, and attaching again shows it as it is.
 
-The layout (splits, zoom, focus, which session is in which pane) is saved beside the
+The panes and their saved layout are a :class:`~console.tui.panes.workspace.PaneWorkspace`:
+the layout (splits, zoom, focus, which session is in which pane) is saved beside the
 config file whenever it changes and at quit, and rebuilt when the view first has the
 session list (see :mod:`console.tui.model.layout_file`), unless ``[sessions] restore_layout``
 is false.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shlex
-from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -33,12 +33,12 @@ from console.protocol.events import SessionChanged
 from console.protocol.results import SessionsListResult, SessionsNewResult, TripwireListResult, as_result
 from console.protocol.sessions import SessionObject
 from console.tui.link import DaemonLink
-from console.tui.model import layout_file
-from console.tui.panes.pane_area import DOWN, RIGHT, Layout, Node, PaneArea, PaneFrame, Split
-from console.tui.panes.pane_link import Connect, PaneLink, connector
+from console.tui.panes.pane_area import Layout, PaneArea
+from console.tui.panes.pane_link import Connect
 from console.tui.panes.state import PaneState
 from console.tui.panes.terminal_pane import TerminalPane
-from console.tui.screens.base import ConsoleScreen
+from console.tui.panes.workspace import PaneWorkspace
+from console.tui.screens.base import ConsoleScreen, Services
 from console.tui.screens.prompts import ConfirmPrompt, TextPrompt
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.column_header import ColumnHeader
@@ -60,37 +60,53 @@ class SessionsScreen(ConsoleScreen):
     ESCAPE_TO_MINIMIZE = False  # escape belongs to the program in a zoomed pane
     CSS_PATH = "sessions.tcss"
 
-    def __init__(self) -> None:
-        super().__init__(id="sessions")
-        self.layout_tree = Layout()
-        self.connect: Connect | None = None  # how panes reach the daemon (tests replace it)
+    def __init__(self, services: Services) -> None:
+        super().__init__(services, id="sessions")
         self.sessions: list[SessionObject] = []
+        self.workspace = PaneWorkspace(
+            self,
+            config=services.config,
+            link=services.link,
+            listed=lambda: self.sessions,
+            changed=self._show_list,
+            say=self.say,
+            no_pane=self._focus_list,
+        )
         self._live: Timer | None = None
         self._poll: Timer | None = None
-        self._last_pane: PaneState | None = None
         self._started = False
-        # Until the saved layout was read (at the first session list), nothing is saved over it.
-        self._restoring = True
-        self._start_after_restore: str | None = None
-        self._save_failed = False
-        self._restore_started = False
-        self._save_blocked = False
 
     # ------------------------------------------------------------ parts
 
     def compose_body(self) -> ComposeResult:
         with Vertical(id="sessions-top"):
             yield ColumnHeader(COLUMNS, "sessions-list", id="sessions-header")
-            yield SessionsView(clock=self.app.clock, id="sessions-list")
-        yield PaneArea(self.layout_tree, id="panes")
+            yield SessionsView(clock=self.services.clock, id="sessions-list")
+        yield PaneArea(self.workspace.layout, id="panes")
 
     @property
     def view(self) -> SessionsView:
         return self.query_one(SessionsView)
 
+    def _focus_list(self) -> None:
+        self.view.focus()
+
     @property
     def area(self) -> PaneArea:
-        return self.query_one(PaneArea)
+        return self.workspace.area
+
+    @property
+    def layout_tree(self) -> Layout:
+        return self.workspace.layout
+
+    @property
+    def connect(self) -> Connect | None:
+        """How panes reach the daemon (tests replace it)."""
+        return self.workspace.connect
+
+    @connect.setter
+    def connect(self, connect: Connect | None) -> None:
+        self.workspace.connect = connect
 
     def on_mount(self) -> None:
         self.view.focus()
@@ -98,14 +114,11 @@ class SessionsScreen(ConsoleScreen):
         start = getattr(self.app, "start_session", None)
         if start and not self._started:
             self._started = True
-            if self.layout_path() is not None:  # after the saved panes (focused if among them)
-                self._start_after_restore = str(start)
-            else:
-                self.call_after_refresh(self.open_pane, str(start))
+            self.workspace.open_at_start(str(start))
 
     def on_unmount(self) -> None:
         """Quitting saves the layout as it stands (the focus is not saved as it moves)."""
-        self._save_layout(quitting=True)
+        self.workspace.save(quitting=True)
 
     def on_screen_resume(self) -> None:
         self.reload()
@@ -116,12 +129,6 @@ class SessionsScreen(ConsoleScreen):
             self._poll.stop()
             self._poll = None
 
-    def _connector(self) -> Connect:
-        if self.connect is None:
-            # A pane on a host over SSH connects through that host's link (docs/remote.md).
-            self.connect = self.app.link.pane_connect or connector(self.app.link.state_dir)
-        return self.connect
-
     # ------------------------------------------------------------ the list
 
     def reload(self) -> None:
@@ -130,23 +137,20 @@ class SessionsScreen(ConsoleScreen):
     @work(group="sessions-load", exclusive=True)
     async def _load(self) -> None:
         try:
-            result = await self.app.link.call("sessions.list")
+            result = await self.services.link.call("sessions.list")
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"sessions unavailable: {inert(str(exc))[:200]}", "error")
             return
         self.sessions = list(as_result(SessionsListResult, result).sessions)
         self._show_list()
-        if not self._restore_started:
-            self._restore_started = True
-            # Its own worker: the next reload would cancel this exclusive one mid-rebuild.
-            self.run_worker(self._restore(), group="layout-restore", exit_on_error=False)
+        self.workspace.restore_once()
 
     def _show_list(self) -> None:
-        attached = frozenset(p.session_id for p in self.layout_tree.panes())
+        attached = self.workspace.attached()
         if self.is_mounted:
             self.view.set_rows(self.sessions, attached)
         waiting = sum(1 for s in self.sessions if s.status_text == "awaiting approval")
-        self.app.pills.set(
+        self.services.pills.set(
             "sessions",
             f"{waiting} session{'s' if waiting != 1 else ''} awaiting approval" if waiting else "",
             "warning",
@@ -186,10 +190,8 @@ class SessionsScreen(ConsoleScreen):
             else:
                 rows.append(session)
         self.sessions = rows
-        for state in self.layout_tree.panes():  # a pane shows its session's own state
-            if state.session_id == session.id and not removed:
-                state.link.info = session
-                state.link.on_update()
+        if not removed:
+            self.workspace.session_changed(session)
 
     def _catch_up(self) -> None:
         self._live = None
@@ -278,7 +280,7 @@ class SessionsScreen(ConsoleScreen):
         cwd = os.getcwd()
         if beside is not None:
             cwd = (beside.link.info.cwd if beside.link.info is not None else "") or cwd
-        cols, rows = self._pane_size_guess(direction)
+        cols, rows = self.workspace.size_guess(direction)
         params = {
             "argv": argv,
             "cwd": cwd,
@@ -289,7 +291,7 @@ class SessionsScreen(ConsoleScreen):
             "unconfined": unconfined,
         }
         try:
-            result = await self.app.link.call("sessions.new", params)
+            result = await self.services.link.call("sessions.new", params)
         except (RPCError, DaemonUnreachable) as exc:
             hint = "" if unconfined else f" (start the line with {UNCONFINED_MARK} to run it unconfined)"
             self.say(
@@ -300,17 +302,6 @@ class SessionsScreen(ConsoleScreen):
         self.sessions = [*self.sessions, session]
         self._show_list()
         await self.open_pane(session.id, beside=beside, direction=direction)
-
-    def _pane_size_guess(self, direction: str | None) -> tuple[int, int]:
-        pane = self.focused_pane()
-        if pane is not None:
-            w, h = pane.size.width, pane.size.height
-            if direction == RIGHT:
-                w = (w - 1) // 2
-            elif direction == DOWN:
-                h = (h - 1) // 2
-            return max(20, w), max(5, h)
-        return max(20, self.size.width), max(5, self.size.height - 14)
 
     def action_resume(self) -> None:
         target = self.selected_session()
@@ -338,10 +329,12 @@ class SessionsScreen(ConsoleScreen):
     async def _resume(self, sid: str) -> None:
         """Resume answers the session's open tripwire items, as `r` in the queue does."""
         try:
-            listed = as_result(TripwireListResult, await self.app.link.call("tripwire.list", {"open": True}))
+            listed = as_result(
+                TripwireListResult, await self.services.link.call("tripwire.list", {"open": True})
+            )
             mine = [i for i in listed.items if i.session == sid]
             for item in mine:
-                await self.app.link.call(
+                await self.services.link.call(
                     "tripwire.resolve", {"id": item.id, "action": "resume", "accept": True}
                 )
         except (RPCError, DaemonUnreachable) as exc:
@@ -386,7 +379,7 @@ class SessionsScreen(ConsoleScreen):
 
     @work(group="sessions-remove")
     async def _remove(self, sid: str) -> None:
-        for state in [p for p in self.layout_tree.panes() if p.session_id == sid]:
+        for state in [p for p in self.workspace.panes() if p.session_id == sid]:
             await self.close_pane(state)
         self._call("sessions.remove", {"session": sid}, f"removed {sid}")
 
@@ -403,7 +396,7 @@ class SessionsScreen(ConsoleScreen):
     @work(group="sessions-call")
     async def _call(self, method: str, params: dict[str, Any], done: str) -> None:
         try:
-            await self.app.link.call(method, params)
+            await self.services.link.call(method, params)
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"{method.split('.')[-1]} {params.get('session')}: {inert(str(exc))[:200]}", "error")
             return
@@ -413,33 +406,16 @@ class SessionsScreen(ConsoleScreen):
     # ------------------------------------------------------------ panes
 
     def focused_pane(self) -> TerminalPane | None:
-        focused = self.focused
-        return focused if isinstance(focused, TerminalPane) else None
+        return self.workspace.focused_pane()
 
     def current_state(self) -> PaneState | None:
-        pane = self.focused_pane()
-        if pane is not None:
-            return pane.state
-        panes = self.layout_tree.panes()
-        if self._last_pane in panes:
-            return self._last_pane
-        return panes[-1] if panes else None
+        return self.workspace.current_state()
 
     def on_descendant_focus(self, event: Any) -> None:
-        if not self.app.is_running:  # quitting: widgets going away move the focus about
-            return
-        pane = self.focused_pane()
-        if pane is not None:
-            self._note_focus(pane.state)
-
-    def _note_focus(self, state: PaneState) -> None:
-        if self._last_pane is not state:
-            self._last_pane = state
-            self._save_layout()
+        self.workspace.focus_changed()
 
     def pane_widget(self, state: PaneState) -> TerminalPane | None:
-        frame = self.area.frame_for(state)
-        return frame.pane if frame is not None else None
+        return self.workspace.pane_widget(state)
 
     async def open_pane(
         self,
@@ -450,207 +426,22 @@ class SessionsScreen(ConsoleScreen):
         direction: str | None = None,
     ) -> PaneState:
         """Attach ``session_id`` in a new pane (beside the current one) and focus it."""
-        for state in self.layout_tree.panes():
-            if state.session_id == session_id and state.link.read_only == read_only and beside is None:
-                self.focus_state(state)
-                return state
-        beside = beside or self.current_state()
-        if direction is None:
-            direction = RIGHT
-            widget = self.pane_widget(beside) if beside is not None else None
-            if widget is not None and widget.size.width < 2.5 * widget.size.height:
-                direction = DOWN
-        state = self._attached_state(session_id, read_only)
-        self.layout_tree.add(state, beside, direction)
-        await self._relayout()
-        self.focus_state(state)
-        self._show_list()
-        return state
-
-    def _attached_state(self, session_id: str, read_only: bool) -> PaneState:
-        """A pane's state, its link already attaching (over its own connection)."""
-        link = PaneLink(session_id, self._connector(), read_only=read_only)
-        state = PaneState(link)
-        state.task = self.run_worker(
-            link.run(), name=f"pane-{state.pane_id}", group=f"pane-{state.pane_id}", exit_on_error=False
-        )
-        return state
+        return await self.workspace.open(session_id, read_only=read_only, beside=beside, direction=direction)
 
     def focus_state(self, state: PaneState) -> None:
-        widget = self.pane_widget(state)
-        if widget is not None:
-            widget.focus()
-            self._note_focus(state)
+        self.workspace.focus(state)
 
     async def close_pane(self, state: PaneState) -> None:
         """Detach: the session keeps running."""
-        panes = self.layout_tree.panes()
-        if state not in panes:
-            return
-        at = panes.index(state)
-        self.layout_tree.remove(state)
-        if state.task is not None:
-            state.task.cancel()
-        await state.link.close()
-        await self._relayout()
-        rest = self.layout_tree.panes()
-        if rest:
-            self.focus_state(rest[min(at, len(rest) - 1)])
-        else:
-            self.view.focus()
-        self._show_list()
-        self.say(f"detached from {state.session_id}; it keeps running (enter attaches again)", "ok")
-
-    async def _relayout(self) -> None:
-        if self.maximized is not None:
-            self.minimize()
-        self.set_class(self.layout_tree.root is not None, "-panes")
-        await self.area.rebuild()
-        self._save_layout()
+        await self.workspace.close(state)
 
     def watch_maximized(self, maximized: Any) -> None:
         """Zoom in or out is a layout change (Screen's own watcher sets the classes)."""
-        self._save_layout()
+        self.workspace.save()
 
     async def close_all(self) -> None:
-        for state in self.layout_tree.panes():
+        for state in self.workspace.panes():
             await self.close_pane(state)
-
-    # ------------------------------------------------------------ the saved layout
-
-    def layout_path(self) -> Path | None:
-        """Beside the config file in use; None when restoring is off (or no config path)."""
-        config = self.app.config
-        if not config.restore_layout or config.path is None:
-            return None
-        return layout_file.layout_path(config.path)
-
-    def layout_document(self, focus: PaneState | None = None) -> layout_file.Document:
-        """The layout as it stands, as plain data (a split left with one child is that child)."""
-
-        def node(n: Node) -> layout_file.Node | None:
-            if isinstance(n, Split):
-                kids = [k for k in (node(c) for c in n.children) if k is not None]
-                if len(kids) < 2:
-                    return kids[0] if kids else None
-                return layout_file.Box(n.direction, tuple(kids))
-            return layout_file.Pane(n.session_id, n.link.read_only)
-
-        panes = self.layout_tree.panes()
-
-        def index(state: PaneState | None) -> int | None:
-            return next((i for i, p in enumerate(panes) if p is state), None)
-
-        zoomed = self.maximized.state if isinstance(self.maximized, PaneFrame) else None
-        root = None if self.layout_tree.root is None else node(self.layout_tree.root)
-        return layout_file.Document(root, index(zoomed), index(focus or self.current_state()))
-
-    def _save_layout(self, *, quitting: bool = False) -> None:
-        if self._restoring or self._save_blocked or (not quitting and not self.app.is_running):
-            return
-        path = self.layout_path()
-        if path is None:
-            return
-        try:
-            # Quitting: the focus last seen, not where removing the widgets moved it.
-            layout_file.save(path, self.layout_document(self._last_pane if quitting else None))
-        except (OSError, layout_file.LayoutError) as exc:
-            if not self._save_failed:  # once: a full disk would say it on every keystroke
-                self._save_failed = True
-                self.app.notify(
-                    inert(f"cannot save the pane layout to {path}: {exc}")[:300],
-                    severity="warning",
-                    markup=False,
-                )
-            return
-        self._save_failed = False
-
-    async def _restore(self) -> None:
-        """Rebuild the saved layout from the sessions that are still running; say what is not."""
-        try:
-            path = self.layout_path()
-            if path is not None and self.layout_tree.root is None:
-                await self._restore_from(path)
-        except Exception as exc:  # a restore must never take the console down; keep the file
-            self._save_blocked = True
-            self.app.notify(
-                inert(f"pane layout not restored: {type(exc).__name__}: {exc}")[:300],
-                title="layout",
-                severity="error",
-                markup=False,
-            )
-        finally:
-            self._restoring = False
-        self._save_layout()  # what was restored: the ended and gone panes drop out
-        start, self._start_after_restore = self._start_after_restore, None
-        if start:
-            await self.open_pane(start)
-
-    async def _restore_from(self, path: Path) -> None:
-        try:
-            doc = layout_file.load(path)
-        except layout_file.LayoutError as exc:
-            try:
-                kept = f"kept as {layout_file.set_aside(path).name}"
-            except (OSError, layout_file.LayoutError) as err:
-                kept = f"and cannot be moved aside ({err}); it is left as it is"
-                self._save_blocked = True  # nor overwritten: this run saves no layout
-            self.app.notify(
-                inert(f"pane layout not restored: {path.name}: {exc}; {kept}")[:400],
-                title="layout",
-                severity="error",
-                markup=False,
-            )
-            return
-        if doc is None or doc.root is None:
-            return
-        known = {s.id: s for s in self.sessions}
-        skipped: list[str] = []
-        made: dict[int, PaneState] = {}
-        count = iter(range(layout_file.MAX_PANES + 1))
-
-        def build(n: layout_file.Node) -> Node | None:
-            if isinstance(n, layout_file.Pane):
-                at = next(count)
-                session = known.get(n.session)
-                if session is None or not session.alive:
-                    skipped.append(f"session {n.session} {'gone' if session is None else 'ended'}")
-                    return None
-                made[at] = self._attached_state(n.session, n.read_only)
-                return made[at]
-            kids: list[Node] = []
-            for child in n.children:
-                built = build(child)
-                if isinstance(built, Split) and built.direction == n.direction:
-                    kids.extend(built.children)  # a split that lost children merges into its parent
-                elif built is not None:
-                    kids.append(built)
-            if len(kids) < 2:
-                return kids[0] if kids else None
-            return Split(n.direction, kids)
-
-        self.layout_tree.root = build(doc.root)
-        if skipped:
-            self.app.notify(
-                inert(
-                    f"{len(skipped)} pane{'s' if len(skipped) != 1 else ''} not restored: "
-                    + ", ".join(skipped)
-                )[:400],
-                title="layout",
-                severity="warning",
-                markup=False,
-            )
-        if self.layout_tree.root is None:
-            return
-        await self._relayout()
-        panes = self.layout_tree.panes()
-        focus = made.get(doc.focus) if doc.focus is not None else None
-        self.focus_state(focus if focus is not None else panes[-1])
-        zoomed = made.get(doc.zoom) if doc.zoom is not None else None
-        if zoomed is not None and (frame := self.area.frame_for(zoomed)) is not None:
-            self.maximize(frame, container=False)
-            self.focus_state(zoomed)
-        self._show_list()
 
     def on_terminal_pane_said(self, message: TerminalPane.Said) -> None:
         self.say(message.text, message.severity)
@@ -671,57 +462,13 @@ class SessionsScreen(ConsoleScreen):
             self.run_worker(self.close_pane(state), group="panes-close")
 
     def action_zoom(self) -> None:
-        state = self.current_state()
-        if state is None:
-            return
-        if self.maximized is not None:
-            self.minimize()
-            self.focus_state(state)
-            return
-        frame = self.area.frame_for(state)
-        if frame is not None:
-            self.maximize(frame, container=False)
-            self.focus_state(state)
+        self.workspace.zoom()
 
     def action_next_pane(self) -> None:
-        panes = self.layout_tree.panes()
-        state = self.current_state()
-        if not panes:
-            return
-        if self.maximized is not None:
-            self.minimize()
-        at = panes.index(state) if state in panes else -1
-        self.focus_state(panes[(at + 1) % len(panes)])
+        self.workspace.next_pane()
 
     def action_focus_pane(self, direction: str) -> None:
-        state = self.current_state()
-        if state is None:
-            return
-        if self.maximized is not None:
-            self.minimize()
-        here = self.area.frame_for(state)
-        if here is None:
-            return
-        r = here.region
-        cx, cy = r.x + r.width / 2, r.y + r.height / 2
-        best: tuple[float, PaneFrame] | None = None
-        for frame in self.area.frames():
-            if frame is here:
-                continue
-            o = frame.region
-            ox, oy = o.x + o.width / 2, o.y + o.height / 2
-            ahead = {
-                "left": o.right <= r.x,
-                "right": o.x >= r.right,
-                "up": o.bottom <= r.y,
-                "down": o.y >= r.bottom,
-            }.get(direction, False)
-            if ahead:
-                distance = abs(ox - cx) + abs(oy - cy)
-                if best is None or distance < best[0]:
-                    best = (distance, frame)
-        if best is not None:
-            self.focus_state(best[1].state)
+        self.workspace.focus_toward(direction)
 
     def action_to_list(self) -> None:
         if self.maximized is not None:

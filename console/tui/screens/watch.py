@@ -23,7 +23,7 @@ from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
 from console.tui.model.watch_model import degraded_roots
 from console.tui.render.watch_text import DIFF_NONE
-from console.tui.screens.base import ConsoleScreen
+from console.tui.screens.base import ConsoleScreen, Services
 from console.tui.settings.bindings import bindings
 from console.tui.widgets.line_list import LineList
 from console.tui.widgets.record_view import RecordView
@@ -37,17 +37,17 @@ class WatchScreen(ConsoleScreen):
     BINDINGS: ClassVar[list[BindingType]] = bindings("watch")
     CSS_PATH = "watch.tcss"
 
-    def __init__(self) -> None:
-        super().__init__(id="watch")
+    def __init__(self, services: Services) -> None:
+        super().__init__(services, id="watch")
         self._ready = False  # composed: the monitor's calls may draw (is_mounted is False in on_mount)
 
     def compose_body(self) -> ComposeResult:
         yield StatusLine(id="watch-banner")
-        yield WatchList(self.app.watch_monitor.events, id="watch-list")
-        yield WatchDetail(clock=self.app.clock, id="watch-detail")
+        yield WatchList(self.services.watch_monitor.events, id="watch-list")
+        yield WatchDetail(clock=self.services.clock, id="watch-detail")
 
     def on_mount(self) -> None:
-        monitor = self.app.watch_monitor
+        monitor = self.services.watch_monitor
         monitor.on_added = self._added
         monitor.on_reloaded = self._reloaded
         monitor.on_status = self._status
@@ -58,11 +58,11 @@ class WatchScreen(ConsoleScreen):
 
     def on_unmount(self) -> None:
         self._ready = False
-        monitor = self.app.watch_monitor
+        monitor = self.services.watch_monitor
         monitor.on_added = monitor.on_reloaded = monitor.on_status = None
 
     def on_screen_resume(self) -> None:
-        self.app.watch_monitor.seen()
+        self.services.watch_monitor.seen()
         self._banner()
 
     # ------------------------------------------------------------ parts
@@ -76,7 +76,7 @@ class WatchScreen(ConsoleScreen):
         return self.query_one(WatchDetail)
 
     def selected(self) -> Mapping[str, Any] | None:
-        model = self.app.watch_monitor.events
+        model = self.services.watch_monitor.events
         index = self.view.cursor
         return model[index] if 0 <= index < len(model) else None
 
@@ -85,7 +85,7 @@ class WatchScreen(ConsoleScreen):
     def _added(self, on_top: int, protected_on_top: int) -> None:
         if not self._ready:
             return
-        monitor = self.app.watch_monitor
+        monitor = self.services.watch_monitor
         if monitor.viewing():
             monitor.seen()
         self.view.added(protected_on_top if monitor.events.protected_only else on_top)
@@ -102,7 +102,7 @@ class WatchScreen(ConsoleScreen):
     def _status(self) -> None:
         if not self._ready:
             return
-        status = self.app.watch_monitor.watch_status
+        status = self.services.watch_monitor.watch_status
         self.view.degraded = {d.root for d in degraded_roots(status)}
         self.view.restyle()
         self.detail.watch_status = status
@@ -110,7 +110,7 @@ class WatchScreen(ConsoleScreen):
         self._banner()
 
     def _banner(self) -> None:
-        monitor = self.app.watch_monitor
+        monitor = self.services.watch_monitor
         model = monitor.events
         roots = monitor.watch_status.get("roots") or []
         degraded = degraded_roots(monitor.watch_status)
@@ -145,7 +145,7 @@ class WatchScreen(ConsoleScreen):
     # ------------------------------------------------------------ actions
 
     def action_toggle_protected(self) -> None:
-        model = self.app.watch_monitor.events
+        model = self.services.watch_monitor.events
         model.protected_only = not model.protected_only
         self.view.reset()
         self.detail.show(self.selected())
@@ -167,7 +167,7 @@ class WatchScreen(ConsoleScreen):
     async def _load_diff(self, event: Mapping[str, Any]) -> None:
         params = {"workspace_root": str(event.get("workspace_root", "")), "path": str(event.get("path", ""))}
         try:
-            result = await self.app.link.call("watch.diff", params)
+            result = await self.services.link.call("watch.diff", params)
         except RPCError as exc:
             if exc.code == NOT_FOUND:
                 self.detail.set_diff(event, DIFF_NONE)
@@ -184,7 +184,7 @@ class WatchScreen(ConsoleScreen):
         self.say("diff loaded: escaped, + added, - removed")
 
     def action_refresh_watch(self) -> None:
-        self.app.watch_monitor.reload()
+        self.services.watch_monitor.reload()
         self.say("reloading recent changes…")
 
 
@@ -195,12 +195,12 @@ class RecordScreen(ConsoleScreen):
     BINDINGS: ClassVar[list[BindingType]] = bindings("record")
     CSS_PATH = "watch.tcss"
 
-    def __init__(self, record: Mapping[str, Any]) -> None:
-        super().__init__()
+    def __init__(self, services: Services, record: Mapping[str, Any]) -> None:
+        super().__init__(services)
         self.record = record
 
     def compose_body(self) -> ComposeResult:
-        yield RecordView(self.record, limit=self.app.config.max_chars, id="record")
+        yield RecordView(self.record, limit=self.services.config.max_chars, id="record")
 
     def on_mount(self) -> None:
         self.query_one(RecordView).focus()
