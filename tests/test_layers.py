@@ -254,7 +254,6 @@ def test_daemon_services_raise_their_own_errors_not_the_wires():
 # functions (a deferred import still ties the two modules together). Imports under
 # ``if TYPE_CHECKING:`` never run and are left out.
 
-TUI_CYCLES = pytest.mark.xfail(strict=True, reason="console/tui module cycles: broken on branch tuishape")
 PACKAGES = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and any(p.rglob("*.py")))
 
 
@@ -390,9 +389,7 @@ def test_packages_import_each_other_without_a_cycle():
     assert cycles == [], _explain(cycles, packages)
 
 
-@pytest.mark.parametrize(
-    "package", [pytest.param(p, marks=TUI_CYCLES) if p == "tui" else p for p in PACKAGES]
-)
+@pytest.mark.parametrize("package", PACKAGES)
 def test_modules_of_a_package_import_each_other_without_a_cycle(package):
     _, modules = _import_graphs(ROOT)
     cycles = _cycles(modules[package])

@@ -317,7 +317,6 @@ class QueueScreen(ConsoleScreen):
 
     # ------------------------------------------------------------ events
 
-
     def on_request_detail_shown(self, event: RequestDetail.Shown) -> None:
         if self.guard is not None:
             self.guard.shown(event.key, truncated=event.truncated)
