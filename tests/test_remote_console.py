@@ -10,7 +10,7 @@ import pytest
 from support.daemon import workspace
 from support.sshd import SSHLab, have_sshd, ssh_lab
 from support.tui import Agent, Clock, screen_text, tagged, until
-from support.tui_sessions import BASH, new_session, open_pane, type_line, wait_shown
+from support.tui_sessions import BASH, new_session, open_pane, show_sessions, type_line, wait_shown
 
 from console.remote.contexts import Target
 from console.remote.hostset import HostSet
@@ -133,3 +133,32 @@ async def test_a_pane_attaches_a_remote_session(lab: SSHLab) -> None:
     with a.daemon.operator() as op:
         assert "over-42-ssh" in op.call("sessions.screen", {"session": sid})["text"]
         op.call("sessions.kill", {"session": sid, "grace_s": 0})
+
+
+async def test_a_session_started_from_the_console_runs_in_a_workspace_of_the_host(lab: SSHLab) -> None:
+    """The console's own directory means nothing on host a: a new session there starts in
+    the workspace a trusts most recently, and its pane attaches through the link."""
+    a = lab.hosts[0]
+    ws = workspace()
+    with a.daemon.operator() as op:
+        op.call("workspaces.add", {"workspace_root": str(ws)})
+        before = {s["id"] for s in op.call("sessions.list")["sessions"]}
+    clock = Clock()
+    app = console(lab, "a", clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await show_sessions(pilot, app)
+        screen._new_session(["/bin/cat"])
+
+        def started() -> dict[str, Any] | None:
+            with a.daemon.operator() as op:
+                new = [s for s in op.call("sessions.list")["sessions"] if s["id"] not in before]
+            return new[0] if new else None
+
+        session = await until(pilot, started, timeout=30)
+        assert session["cwd"] == str(ws) and session["sandboxed"] is True
+        pane = await until(pilot, screen.focused_pane, timeout=30)
+        await until(pilot, lambda: pane.link.state == "live" and pane.link.screen is not None, timeout=30)
+        await type_line(pilot, "typed-over-ssh")
+        await wait_shown(pilot, pane, "typed-over-ssh")
+    with a.daemon.operator() as op:
+        op.call("sessions.kill", {"session": session["id"], "grace_s": 0})
