@@ -57,15 +57,19 @@ POLL_JS = """"use strict";
 (function () {
   var body = document.body, url = body.dataset.poll, seen = body.dataset.seen;
   var every = Math.max(100, Number(body.dataset.every) * 1000);
+  var leaving = false;  // a link clicked, a form sent: a reload now would cancel it
   if (!url) { return; }
+  window.addEventListener("beforeunload", function () { leaving = true; });
   function tick() {
+    if (leaving) { return; }
     fetch(url, {credentials: "same-origin", cache: "no-store"})
       .then(function (r) {
+        if (leaving) { return null; }
         if (r.status === 401) { location.reload(); return null; }
         return r.ok ? r.json() : null;
       })
       .then(function (state) {
-        if (state === null || state.seen === seen) { return; }
+        if (leaving || state === null || state.seen === seen) { return; }
         if (body.dataset.change === "reload") { location.reload(); return; }
         var note = document.getElementById("changed");
         if (note) { note.hidden = false; }
