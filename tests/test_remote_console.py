@@ -3,6 +3,7 @@ each with its own daemon and state; the real console driven by Pilot."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,15 +11,17 @@ import pytest
 from support.daemon import workspace
 from support.sshd import SSHLab, have_sshd, ssh_lab
 from support.tui import Agent, Clock, screen_text, tagged, until
-from support.tui_sessions import BASH, new_session, open_pane, type_line, wait_shown
+from support.tui_sessions import BASH, new_session, open_pane, show_sessions, type_line, wait_shown
 
 from console.remote.contexts import Target
 from console.remote.hostset import HostSet
 from console.remote.url import parse_host_url
 from console.tui.app import ConsoleApp
 from console.tui.model.pending import queue_key
+from console.tui.screens.grants import GrantsScreen
 from console.tui.settings.config import Config, Notifications
 from console.tui.settings.prepared import prepare
+from console.tui.widgets.grants_view import GrantsView
 from console.tui.widgets.status_line import StatusLine
 
 pytestmark = pytest.mark.sshd
@@ -133,3 +136,88 @@ async def test_a_pane_attaches_a_remote_session(lab: SSHLab) -> None:
     with a.daemon.operator() as op:
         assert "over-42-ssh" in op.call("sessions.screen", {"session": sid})["text"]
         op.call("sessions.kill", {"session": sid, "grace_s": 0})
+
+
+async def test_a_session_started_from_the_console_runs_in_a_workspace_of_the_host(lab: SSHLab) -> None:
+    """The console's own directory means nothing on host a: a new session there starts in
+    the workspace a trusts most recently, and its pane attaches through the link."""
+    a = lab.hosts[0]
+    ws = workspace()
+    with a.daemon.operator() as op:
+        op.call("workspaces.add", {"workspace_root": str(ws)})
+        before = {s["id"] for s in op.call("sessions.list")["sessions"]}
+    clock = Clock()
+    app = console(lab, "a", clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await show_sessions(pilot, app)
+        screen._new_session(["/bin/cat"])
+
+        def started() -> dict[str, Any] | None:
+            with a.daemon.operator() as op:
+                new = [s for s in op.call("sessions.list")["sessions"] if s["id"] not in before]
+            return new[0] if new else None
+
+        session = await until(pilot, started, timeout=30)
+        assert session["cwd"] == str(ws) and session["sandboxed"] is True
+        pane = await until(pilot, screen.focused_pane, timeout=30)
+        await until(pilot, lambda: pane.link.state == "live" and pane.link.screen is not None, timeout=30)
+        await type_line(pilot, "typed-over-ssh")
+        await wait_shown(pilot, pane, "typed-over-ssh")
+    with a.daemon.operator() as op:
+        op.call("sessions.kill", {"session": session["id"], "grace_s": 0})
+
+
+async def test_the_grants_of_every_host_in_one_view_with_their_host(lab: SSHLab) -> None:
+    a, b, _ = lab.hosts
+
+    def grant(host: Any, summary: str) -> dict[str, Any]:
+        with host.daemon.operator() as op:
+            added: dict[str, Any] = op.call(
+                "grants.add", {"fingerprint": secrets.token_hex(32), "summary": summary, "tool": "Bash"}
+            )["grant"]
+        return added
+
+    on_a, on_b = grant(a, "echo granted-on-a"), grant(b, "echo granted-on-b")
+    clock = Clock()
+    app = console(lab, "a", "b", clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
+        view = app.screen.query_one(GrantsView)
+
+        def host_of(gid: str) -> str | None:
+            return next((h for h, g in zip(view.hosts, view.rows, strict=True) if g.id == gid), None)
+
+        await until(pilot, lambda: host_of(on_a["id"]) and host_of(on_b["id"]), timeout=30)
+        assert (host_of(on_a["id"]), host_of(on_b["id"])) == ("a", "b")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "HOST" in text and "granted-on-a" in text and "granted-on-b" in text
+        # A grant made on b while the view is open shows, with its host.
+        later = grant(b, "echo later-on-b")
+        await until(pilot, lambda: host_of(later["id"]) == "b", timeout=30)
+
+        # Revoke b's: it goes to b's daemon; a's grant stays.
+        view.cursor = next(i for i, g in enumerate(view.rows) if g.id == on_b["id"])
+        await pilot.press("r")
+        await until(pilot, lambda: app.screen.CONTEXT == "confirm")
+        assert "on host b" in screen_text(app)
+        await pilot.press("y")
+        await until(pilot, lambda: host_of(on_b["id"]) is None)
+        with b.daemon.operator() as op:
+            rows = op.call("grants.list", {"include_inactive": True})["grants"]
+        assert next(g for g in rows if g["id"] == on_b["id"])["revoked_at"] is not None
+        with a.daemon.operator() as op:
+            assert any(g["id"] == on_a["id"] for g in op.call("grants.list")["grants"])
+        assert host_of(on_a["id"]) == "a"
+
+        # An unreachable host is named; the others' grants stay shown.
+        b.stop_sshd()
+        try:
+            await until(pilot, lambda: "b unreachable" in screen_text(app), timeout=30)
+            await pilot.press("i")
+            status = app.screen.query_one("#status", StatusLine)
+            await until(pilot, lambda: "not shown, unreachable — b:" in status.message, timeout=30)
+            assert host_of(on_a["id"]) == "a" and host_of(later["id"]) is None
+        finally:
+            b.start_sshd()

@@ -12,6 +12,7 @@ from support.daemon import DaemonProcess, short_tmp
 
 from console.remote.contexts import ContextError, Contexts, hosts_path, load_contexts
 from console.remote.url import HostURLError, parse_host_url
+from console.remote.workdir import NoRemoteWorkspace, remote_cwd, remote_workspace
 
 
 @pytest.mark.parametrize(
@@ -112,3 +113,26 @@ def test_dial_stdio_takes_nothing_but_a_hello_first(daemon: DaemonProcess) -> No
     assert code == 2 and answers[0]["error"]["data"]["dial"] == "bad_hello"
     answers, code = dial(daemon, b"x" * (300 * 1024))
     assert code == 2 and answers[0]["error"]["data"]["dial"] == "bad_hello"
+
+
+def test_a_session_on_another_host_starts_in_a_workspace_of_that_host() -> None:
+    policy = [
+        {"workspace_root": "/srv/src", "source": "policy", "at": None},
+        {"workspace_root": "/srv/other", "source": "policy", "at": None},
+    ]
+    trusted = [
+        {"workspace_root": "/home/me/old", "source": "operator", "at": 100.0},
+        {"workspace_root": "/home/me/new", "source": "approval", "at": 200.0},
+    ]
+    # The newest the host trusts; without any, the first its policy trusts; else none.
+    assert remote_workspace(policy + trusted) == "/home/me/new"
+    assert remote_workspace(policy) == "/srv/src"
+    assert remote_workspace([]) is None
+    assert remote_cwd("box", None, policy + trusted, unconfined=False) == "/home/me/new"
+    # A named directory is the host's, absolute; unconfined with none: the host's home ("").
+    assert remote_cwd("box", "/srv/x/../y", None, unconfined=False) == "/srv/y"
+    assert remote_cwd("box", None, None, unconfined=True) == ""
+    with pytest.raises(NoRemoteWorkspace, match="absolute path"):
+        remote_cwd("box", "project", None, unconfined=False)
+    with pytest.raises(NoRemoteWorkspace, match="box trusts no workspace yet"):
+        remote_cwd("box", None, [], unconfined=False)

@@ -244,3 +244,55 @@ async def test_the_web_inbox_merges_hosts_and_marks_one_unreachable(lab: SSHLab)
     finally:
         await inbox.stop()
         await hostset.close()
+
+
+def test_a_session_started_on_a_host_runs_in_a_workspace_of_that_host(lab: SSHLab, home: Path) -> None:
+    """`sessions new --host H` without --cwd: not this machine's directory (which may not
+    exist there) but the workspace H trusts most recently; this machine's environment
+    stays here; a relative --cwd is refused, an unconfined session starts in H's home."""
+    c = lab.hosts[2]
+    with c.daemon.operator() as op:
+        for w in op.call("workspaces.list")["workspaces"]:
+            if w["source"] != "policy":
+                op.call("workspaces.remove", {"workspace_root": w["workspace_root"]})
+    here = short_tmp("here-")  # the console's own directory: nothing of host c
+    marker = {"AC_ONLY_ON_THIS_MACHINE": "local-secret"}
+
+    def new(*args: str) -> subprocess.CompletedProcess[str]:
+        run_env = {
+            k: v for k, v in os.environ.items() if k not in ("AGENT_CONSOLE_HOST", "AGENT_CONSOLE_HOME")
+        }
+        run_env.update(AGENT_CONSOLE_HOME=str(home), **marker)
+        return subprocess.run(
+            [sys.executable, "-m", "console", "--host", c.url(), "sessions", "new", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=run_env,
+            cwd=here,
+        )
+
+    older, newer = workspace(), workspace()
+    with c.daemon.operator() as op:
+        op.call("workspaces.add", {"workspace_root": str(older)})
+        op.call("workspaces.add", {"workspace_root": str(newer)})
+    started = new("--", "/bin/sh", "-c", "env; cat")
+    assert started.returncode == 0, started.stderr
+    sid = started.stdout.strip()
+    relative = new("--cwd", "project", "--", "/bin/true")
+    assert relative.returncode == 2 and "absolute path" in relative.stderr
+    loose = new("--unconfined", "--", "/bin/cat")
+    assert loose.returncode == 0, loose.stderr
+    with c.daemon.operator() as op:
+        session = op.call("sessions.get", {"session": sid})["session"]
+        assert session["cwd"] == str(newer) != str(here) and session["sandboxed"] is True
+        screen = wait_for(
+            lambda: (
+                (text := op.call("sessions.screen", {"session": sid})["text"]) and "PATH=" in text and text
+            )
+        )
+        assert "local-secret" not in screen and "AC_ONLY_ON_THIS_MACHINE" not in screen
+        unconfined = op.call("sessions.get", {"session": loose.stdout.strip()})["session"]
+        assert unconfined["cwd"] == str(Path(c.daemon.env["HOME"] if c.daemon.env else os.environ["HOME"]))
+        for s in (sid, unconfined["id"]):
+            op.call("sessions.kill", {"session": s, "grace_s": 0})

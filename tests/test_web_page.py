@@ -1,7 +1,8 @@
 """The approvals page in a real browser: Debian's chromium driven by Playwright, over a
 real daemon. Log in with the token, approve, deny with a note, the typed word for a
 dangerous approval, agent text shown inert, and the refusals: a wrong token, CSRF, a
-replayed form, a wrong Origin or Host, a push link used twice or expired."""
+replayed form, a wrong Origin or Host, a push link used twice or expired, a form whose
+request changed after it was shown. The pages follow the queue by themselves."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from support.daemon import DaemonProcess, operation, submit_in_thread, workspace
 from support.sshd import free_port
@@ -79,7 +81,9 @@ def test_log_in_approve_deny_and_every_refusal(daemon: DaemonProcess, browser: A
         body = page.inner_text("body")
         assert "<script>document.title='pwned'</script>" in body
         assert "\\e[2J" in body and "\\u202e" in body and "\x1b" not in body
-        assert page.locator("script").count() == 0 and page.title() != "pwned"
+        scripts = page.locator("script")
+        assert [scripts.nth(i).get_attribute("src") for i in range(scripts.count())] == ["/static/poll.js"]
+        assert page.title() != "pwned"
         assert "NET" in page.inner_text("h2")
         shot = tmp_path / "web-detail.png"
         page.screenshot(path=str(shot), full_page=True)
@@ -175,4 +179,61 @@ def test_log_in_approve_deny_and_every_refusal(daemon: DaemonProcess, browser: A
         page.wait_for_url(site.url + "/")
         assert third()["verdict"] == "allow"
         phone.close()
+        context.close()
+
+
+def test_the_pages_follow_the_queue_and_a_changed_request_is_a_conflict(
+    daemon: DaemonProcess, browser: Any
+) -> None:
+    ws = workspace()
+    port = free_port("127.0.0.1")
+    with web_page([LOCAL_TARGET], daemon.state_dir, port=port) as site:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(site.url + "/")
+        login(page, site.url + "/", site.token)
+        assert page.get_attribute("body", "data-every") == "0.5"
+
+        # A request arriving shows on the open queue by itself (the page polls; no reload by the test).
+        first = submit_in_thread(daemon, operation(ws, network="any"))
+        host, shown = wait_until(
+            lambda: next((p for p in site.inbox.items() if p[1].operation.workspace_root == str(ws)), None)
+        )
+        rid = shown.request_id
+        link = page.locator(f"a[href='/req/{host}/{rid}']")
+        link.wait_for(timeout=15_000)
+        link.click()
+        page.wait_for_url(f"**/req/{host}/{rid}")
+        detail_url = page.url
+        assert page.locator("#changed").is_hidden()
+
+        # The request under that id is no longer the one shown (its fingerprint differs): the
+        # open page says so, and its decision is refused as a conflict, with nothing decided.
+        other = "f" * 64 if shown.fingerprint != "f" * 64 else "e" * 64
+        site.in_loop(
+            lambda: site.inbox.hosts[host].pending.__setitem__(
+                rid, msgspec.structs.replace(shown, fingerprint=other)
+            )
+        )
+        page.locator("#changed").wait_for(state="visible", timeout=15_000)
+        with page.expect_response(lambda r: r.url.endswith("/decide")) as posted:
+            page.click("button[value='approve:once']")
+        assert posted.value.status == 409
+        body = page.inner_text("body")
+        assert "refused (conflict)" in body and "changed after this page showed it" in body
+        assert f"you saw fingerprint {shown.fingerprint[:12]}" in body and "Nothing was decided" in body
+        with daemon.operator() as op:
+            assert [p["request_id"] for p in op.call("pending.list")["pending"]] == [rid]
+
+        # The page shown again holds what is pending now; deciding it elsewhere shows on it too.
+        site.in_loop(lambda: site.inbox.hosts[host].pending.__setitem__(rid, shown))
+        page.click("text=open the request again")
+        page.wait_for_url(detail_url)
+        assert page.locator("#changed").is_hidden()
+        with daemon.operator() as op:
+            op.call("decide", {"target": rid, "action": "deny", "note": "from the console"})
+        assert first()["note"] == "from the console"
+        page.locator("#changed").wait_for(state="visible", timeout=15_000)
+        page.goto(site.url + "/")
+        assert page.locator(f"a[href='/req/{host}/{rid}']").count() == 0
         context.close()

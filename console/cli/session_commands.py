@@ -87,9 +87,9 @@ def cmd_new(args: argparse.Namespace) -> int:
     if not command:
         raise CLIError("nothing to run: agent-console sessions new [--title T] [--cwd DIR] -- CMD ...")
     cols, rows = os.get_terminal_size() if sys.stdout.isatty() else (120, 40)
+    target = one_host(args)
     params: dict[str, Any] = {
         "argv": command,
-        "cwd": os.path.abspath(args.cwd or os.getcwd()),
         "title": args.title,
         "cols": cols,
         "rows": rows,
@@ -97,8 +97,27 @@ def cmd_new(args: argparse.Namespace) -> int:
     }
     if not args.unconfined:
         params["agent"] = args.agent
-        params["env"] = dict(os.environ)
-    info = _call(args, "sessions.new", params)["session"]
+    with connect(args, "operator") as client:
+        try:
+            if target.local:
+                params["cwd"] = os.path.abspath(args.cwd or os.getcwd())
+                if not args.unconfined:
+                    params["env"] = dict(os.environ)
+            else:
+                # This machine's directory and environment (its keys, its PATH) stay here:
+                # the session runs in a directory of that host, with that host's environment.
+                from console.remote.workdir import NoRemoteWorkspace, remote_cwd
+
+                listed = None
+                if not args.cwd and not args.unconfined:
+                    listed = client.call("workspaces.list")["workspaces"]
+                try:
+                    params["cwd"] = remote_cwd(target.name, args.cwd, listed, unconfined=args.unconfined)
+                except NoRemoteWorkspace as exc:
+                    raise CLIError(str(exc)) from None
+            info = client.call("sessions.new", params)["session"]
+        except RPCError as exc:
+            raise CLIError(exc.message, 1) from None
     print(info["id"])
     return 0
 
@@ -231,8 +250,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "new",
         help="start a session for yourself: confined to its workspace (--cwd) unless --unconfined",
         description=(
-            "A session the daemon keeps running, in the sandbox with --cwd (default: here) as its "
-            "workspace, the network through the egress broker (agent-console run attaches to one). "
+            "A session the daemon keeps running, in the sandbox with --cwd (default: here; on another "
+            "host, the workspace trusted there most recently) as its workspace, the network through the egress broker (agent-console run attaches to one). "
             "--unconfined runs it outside any sandbox with every power of your account (recorded)."
         ),
     )

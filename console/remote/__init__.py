@@ -15,6 +15,8 @@ connection (asyncssh), host key pinned by known_hosts:
   where the server refuses streamlocal forwarding;
 - :mod:`~console.remote.blocking` gives the blocking :class:`~console.client.Client`
   the CLI uses over such a link.
+- :mod:`~console.remote.workdir` chooses where a session started on a host runs when
+  no directory is named there.
 
 docs/remote.md has the design and the threat model.
 """

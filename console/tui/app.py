@@ -20,8 +20,9 @@ Who owns what:
 
 With several hosts (docs/remote.md) the app runs one link per host and merges their
 queues: every pending request and tripwire item carries its host, decisions go to that
-host's link, and a host that cannot be reached has a pill of its own. The other views
-(history, grants, sessions, watch) show the first host.
+host's link, and a host that cannot be reached has a pill of its own. The grants view
+merges every host's grants too (a screen with ``EVERY_HOST`` gets every host's events);
+the other views (history, sessions, watch) show the first host.
 
 Quitting leaves the daemon and everything it runs untouched.
 """
@@ -357,10 +358,13 @@ class ConsoleApp(App[None]):
         """Every event, after the handlers above (Textual runs the most specific class's
         first): a fresh copy to each running screen that listens for its class."""
         kind = type(message)
-        if message.host != self.primary_host:
-            return  # the views beside the queue show the first host
+        first = message.host == self.primary_host  # most views beside the queue show the first host
         for screen in self._all_screens():
-            if screen.is_running and kind in getattr(screen, "DAEMON_EVENTS", ()):
+            if (
+                screen.is_running
+                and kind in getattr(screen, "DAEMON_EVENTS", ())
+                and (first or getattr(screen, "EVERY_HOST", False))
+            ):
                 screen.post_message(message.copy())
 
     def add_pending(self, item: QueueItem, host: str = "") -> None:

@@ -33,7 +33,12 @@ PAGE = 500
 
 
 class DecisionRefused(Exception):
-    """The decision was not sent or not taken; the message says why."""
+    """The decision was not sent or not taken; the message says why. ``now_pending``: the
+    fingerprint pending under that id, when it is not the one the operator saw."""
+
+    def __init__(self, message: str, now_pending: str | None = None) -> None:
+        super().__init__(message)
+        self.now_pending = now_pending
 
 
 @dataclass
@@ -55,6 +60,13 @@ class Inbox:
         self._on_pending = on_pending
         self._tasks: list[asyncio.Task[None]] = []
         self.changed = asyncio.Event()
+        self._version = 0
+
+    @property
+    def version(self) -> str:
+        """Changes whenever a request comes or goes or a host's state changes (what the
+        queue page polls for)."""
+        return str(self._version)
 
     def start(self) -> None:
         self._tasks = [asyncio.ensure_future(self._keep(name)) for name in self.hosts]
@@ -89,13 +101,21 @@ class Inbox:
         if item is None:
             raise DecisionRefused(f"{request_id} is no longer pending on {host}")
         if item.fingerprint != fingerprint:
-            raise DecisionRefused(f"{request_id} on {host} is not the request that was shown (fingerprint)")
+            raise DecisionRefused(
+                f"{request_id} on {host} is not the request that was shown (fingerprint)", item.fingerprint
+            )
         try:
-            return await client.call("decide", {**params, "target": request_id})
+            result = await client.call("decide", {**params, "target": request_id})
         except RPCError as exc:
             raise DecisionRefused(f"{host} refused: {inert(exc.message)[:300]}") from None
         except DaemonUnreachable as exc:
             raise DecisionRefused(f"{host}: not sent ({inert(str(exc))[:300]})") from None
+        # Gone from the page at once, not when the daemon's event comes.
+        decided = result.get("decided") if isinstance(result, dict) else None
+        for rid in decided or [request_id]:
+            if state.pending.pop(rid, None) is not None:
+                self._changed()
+        return result
 
     # ------------------------------------------------------------------ one host
 
@@ -157,11 +177,13 @@ class Inbox:
                 if self._on_pending is not None:
                     self._on_pending(state.name, item)
             elif isinstance(event, ev.Decided):
-                state.pending.pop(event.request_id, None)
+                if state.pending.pop(event.request_id, None) is None:
+                    continue
             else:
                 continue
             self._changed()
 
     def _changed(self) -> None:
+        self._version += 1
         self.changed.set()
         self.changed = asyncio.Event()

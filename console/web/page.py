@@ -3,8 +3,11 @@
 Agent text (commands, arguments, paths, justifications, diffs, labels) is made inert
 first — every control, escape, bidi and zero-width character becomes a visible escape,
 as in the console — and then HTML-escaped, quotes included; it is never markup, never a
-link, never an attribute name. The page has no script and loads nothing from elsewhere
-(the server's Content-Security-Policy says so too).
+link, never an attribute name. The only script is :data:`POLL_JS`, served from this
+server and the same for every page (no agent text in it, no inline script); it asks
+every :data:`POLL_S` whether what the page shows still holds, and loads nothing from
+elsewhere (the server's Content-Security-Policy says so too). Without it a page still
+works: the queue refreshes itself every :data:`NOSCRIPT_REFRESH_S`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from console.protocol.pending import DiffLine, PendingItem
 from console.tui.model.badges import badges, confirmation
 from console.tui.model.words import request_words, shown_command
 
-QUEUE_REFRESH_S = 15
+POLL_S = 0.5  # as long as the console's typed-ahead guard: a new request shows within it
+NOSCRIPT_REFRESH_S = 15
 COMMAND_CHARS = 160
 EXPIRIES = (
     ("", "no expiry"),
@@ -46,6 +50,37 @@ button{font:inherit;padding:.45rem .8rem;border-radius:4px;border:1px solid #888
 button.deny{border-color:#b3261e;color:#b3261e}.row{display:flex;gap:.4rem;flex-wrap:wrap}
 """
 
+# The poll: the page names what it shows (``data-seen``) and where to ask whether that
+# still holds (``data-poll``). The queue reloads when its requests or hosts changed; a
+# request's page only says so (a half-typed note is kept), as its form would be refused.
+POLL_JS = """"use strict";
+(function () {
+  var body = document.body, url = body.dataset.poll, seen = body.dataset.seen;
+  var every = Math.max(100, Number(body.dataset.every) * 1000);
+  var leaving = false;  // a link clicked, a form sent: a reload now would cancel it
+  if (!url) { return; }
+  window.addEventListener("beforeunload", function () { leaving = true; });
+  function tick() {
+    if (leaving) { return; }
+    fetch(url, {credentials: "same-origin", cache: "no-store"})
+      .then(function (r) {
+        if (leaving) { return null; }
+        if (r.status === 401) { location.reload(); return null; }
+        return r.ok ? r.json() : null;
+      })
+      .then(function (state) {
+        if (leaving || state === null || state.seen === seen) { return; }
+        if (body.dataset.change === "reload") { location.reload(); return; }
+        var note = document.getElementById("changed");
+        if (note) { note.hidden = false; }
+      })
+      .catch(function () {})
+      .then(function () { setTimeout(tick, every); });
+  }
+  setTimeout(tick, every);
+})();
+"""
+
 
 def t(text: object) -> str:
     """Untrusted text for HTML: inert, then escaped (quotes too)."""
@@ -61,14 +96,28 @@ def request_path(host: str, request_id: str) -> str:
     return f"/req/{quote(host, safe='')}/{quote(request_id, safe='')}"
 
 
-def _page(title: str, body: str, *, refresh: bool = False) -> str:
-    meta = f'<meta http-equiv="refresh" content="{QUEUE_REFRESH_S}">' if refresh else ""
+def state_path(host: str, request_id: str) -> str:
+    """Where a request's page asks whether it is still pending, with what fingerprint."""
+    return request_path(host, request_id) + "/state"
+
+
+def _page(title: str, body: str, *, refresh: bool = False, poll: tuple[str, str, str] | None = None) -> str:
+    """A page; ``poll`` is (where to ask, what the page shows, ``reload`` or ``note``)."""
+    meta = (
+        f'<noscript><meta http-equiv="refresh" content="{NOSCRIPT_REFRESH_S}"></noscript>' if refresh else ""
+    )
+    attrs = (
+        f' data-poll="{t(poll[0])}" data-seen="{t(poll[1])}" data-change="{t(poll[2])}" data-every="{POLL_S:g}"'
+        if poll
+        else ""
+    )
+    script = '<script src="/static/poll.js"></script>' if poll else ""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f'<meta name="referrer" content="same-origin">{meta}<title>{t(title)}</title>'
-        '<link rel="stylesheet" href="/static/page.css"></head><body>'
-        f"{body}</body></html>"
+        '<link rel="stylesheet" href="/static/page.css"></head>'
+        f"<body{attrs}>{body}{script}</body></html>"
     )
 
 
@@ -119,6 +168,7 @@ def queue_page(
     hosts: Iterable[tuple[str, str, str]],
     items: list[tuple[str, PendingItem]],
     flash: tuple[str, str] | None = None,
+    version: str = "",
 ) -> str:
     states = []
     for name, state, why in hosts:
@@ -152,7 +202,9 @@ def queue_page(
         f'{_header(csrf)}{_flash(flash)}<ul class="hosts">{"".join(states)}</ul>'
         f"<h2>{len(items)} pending</h2>{table}"
     )
-    return _page(f"agent-console: {len(items)} pending", body, refresh=True)
+    return _page(
+        f"agent-console: {len(items)} pending", body, refresh=True, poll=("/state", version, "reload")
+    )
 
 
 def _diff_rows(title: str, lines: list[DiffLine], css: str = "") -> str:
@@ -230,8 +282,13 @@ def detail_page(
         ("origin / mode", f"{op.origin} / {op.mode}"),
     ]
     fact_rows = "".join(f"<tr><th>{t(k)}</th><td><code>{t(v)}</code></td></tr>" for k, v in facts)
+    changed = (
+        '<p id="changed" class="flash error" role="alert" hidden>This request was decided elsewhere, timed '
+        "out or changed since this page showed it: a decision from this page would be refused. "
+        '<a href="/">Back to the queue</a>.</p>'
+    )
     body = (
-        f'{_header(csrf)}{_flash(flash)}<h2>{t(item.request_id)} on <span class="host">{t(host)}</span> '
+        f'{_header(csrf)}{_flash(flash)}{changed}<h2>{t(item.request_id)} on <span class="host">{t(host)}</span> '
         f'{_badges(item)}</h2><p class="muted">Approve and deny act on this request only: host, id and '
         f"fingerprint.</p>{warning}<h2>Command</h2><pre>{t(shown_command(item))}</pre>"
         + (f'<p class="muted">submitted as <code>{t(item.command)}</code></p>' if request_words(item) else "")
@@ -250,11 +307,17 @@ def detail_page(
         )
         + f"<table>{fact_rows}</table><h2>Decide</h2>{form}"
     )
-    return _page(f"agent-console: {item.request_id} on {host}", body)
+    return _page(
+        f"agent-console: {item.request_id} on {host}",
+        body,
+        poll=(state_path(host, item.request_id), item.fingerprint, "note"),
+    )
 
 
-def gone_page(csrf: str | None, text: str) -> str:
+def gone_page(csrf: str | None, text: str, again: str = "") -> str:
+    """A refusal or a request no longer there; ``again``: the request's page, to open it anew."""
+    link = f'<a href="{t(again)}">open the request again</a> · ' if again else ""
     return _page(
         "agent-console",
-        f'{_header(csrf)}<p class="flash error" role="alert">{t(text)}</p><p><a href="/">the queue</a></p>',
+        f'{_header(csrf)}<p class="flash error" role="alert">{t(text)}</p><p>{link}<a href="/">the queue</a></p>',
     )

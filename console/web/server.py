@@ -6,7 +6,8 @@ this server (a cross-site form names its own, and a missing one is refused too);
 answer carries a strict Content-Security-Policy, no framing, no referrer to other sites, no
 caching.
 Then each POST checks its session's CSRF token, and a decision its single-use action
-token (console/web/auth.py).
+token (console/web/auth.py). A decision whose fingerprint is not the one pending now
+answers 409: the request changed after the page showed it, and nothing is decided.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ MAX_BODY = 64 * 1024
 SCOPES = ("once", "session", "always")
 _NEXT = re.compile(r"/(req/[^/?#]{1,200}/r-[0-9a-z]{1,13}-[0-9a-z]{1,13})?\Z")
 HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'",
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",  # no-referrer would make a POST's Origin "null"
     "X-Content-Type-Options": "nosniff",
@@ -123,6 +124,24 @@ def build_app(inbox: Inbox, auth: WebAuth, site: Site) -> web.Application:
     async def css(request: web.Request) -> web.Response:
         return web.Response(text=page.CSS, content_type="text/css")
 
+    async def poll_js(request: web.Request) -> web.Response:
+        return web.Response(text=page.POLL_JS, content_type="text/javascript")
+
+    def seen(request: web.Request, value: str) -> web.Response:
+        """What a page polls for; 401 once its session has ended (the page then reloads
+        into the login)."""
+        if auth.session(sid_of(request)) is None:
+            return web.json_response({"seen": None}, status=401)
+        return web.json_response({"seen": value})
+
+    async def queue_state(request: web.Request) -> web.Response:
+        return seen(request, inbox.version)
+
+    async def request_state(request: web.Request) -> web.Response:
+        host, rid = target(request)
+        item = inbox.get(host, rid)
+        return seen(request, "" if item is None else item.fingerprint)
+
     async def login_form(request: web.Request) -> web.Response:
         next_path = request.query.get("next", "/")
         if not _NEXT.fullmatch(next_path):
@@ -183,7 +202,8 @@ def build_app(inbox: Inbox, auth: WebAuth, site: Site) -> web.Application:
         if session is None or sid is None:
             raise to_login("/")
         hosts = [(h.name, h.state, h.why) for h in inbox.hosts.values()]
-        text = page.queue_page(session.csrf, hosts, inbox.items(), site.flashes.pop(sid, None))
+        version = inbox.version  # before the items: a change while rendering reloads the page
+        text = page.queue_page(session.csrf, hosts, inbox.items(), site.flashes.pop(sid, None), version)
         return web.Response(text=text, content_type="text/html")
 
     def target(request: web.Request) -> tuple[str, str]:
@@ -232,6 +252,8 @@ def build_app(inbox: Inbox, auth: WebAuth, site: Site) -> web.Application:
         item = inbox.get(host, rid)
         if item is None:
             return refuse(410, f"{rid} is no longer pending on {host}; nothing was decided")
+        if item.fingerprint != fingerprint:
+            return conflict(session.csrf, host, rid, fingerprint, item.fingerprint)
         decision = str(form.get("decision", ""))
         note = str(form.get("note", ""))[:1024]
         params: dict[str, Any]
@@ -254,12 +276,26 @@ def build_app(inbox: Inbox, auth: WebAuth, site: Site) -> web.Application:
         try:
             result = await inbox.decide(host, rid, fingerprint, params)
         except DecisionRefused as exc:
+            if exc.now_pending is not None:
+                return conflict(session.csrf, host, rid, fingerprint, exc.now_pending)
             flash(sid, str(exc), "error")
             raise web.HTTPSeeOther("/") from None
         verb = "approved " + params["scope"] if params["action"] == "approve" else "denied"
         log.info("web: %s %s on %s", verb, rid, host)
         flash(sid, f"{verb}: {', '.join(result.get('decided', [rid]))} on {host}")
         raise web.HTTPSeeOther("/")
+
+    def conflict(csrf: str, host: str, rid: str, shown: str, now: str) -> web.Response:
+        text = (
+            f"refused (conflict): {rid} on {host} changed after this page showed it — you saw fingerprint "
+            f"{shown[:12]}…, the request pending now has {now[:12]}…. Nothing was decided; open it "
+            "again and read what it asks now"
+        )
+        return web.Response(
+            status=409,
+            text=page.gone_page(csrf, text, page.request_path(host, rid)),
+            content_type="text/html",
+        )
 
     async def link(request: web.Request) -> web.Response:
         bound = auth.use_link(request.match_info["token"])
@@ -274,6 +310,9 @@ def build_app(inbox: Inbox, auth: WebAuth, site: Site) -> web.Application:
         raise web.HTTPSeeOther(path)
 
     app.router.add_get("/static/page.css", css)
+    app.router.add_get("/static/poll.js", poll_js)
+    app.router.add_get("/state", queue_state)
+    app.router.add_get("/req/{host}/{rid}/state", request_state)
     app.router.add_get("/login", login_form)
     app.router.add_post("/login", login)
     app.router.add_post("/logout", logout)

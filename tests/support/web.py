@@ -45,10 +45,19 @@ class WebPage:
     token: str
     inbox: Inbox
     auth: WebAuth
+    loop: asyncio.AbstractEventLoop
     now: list[float] = field(default_factory=lambda: [1000.0])
 
     def advance(self, seconds: float) -> None:
         self.now[0] += seconds
+
+    def in_loop(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` run in the page's own thread (where the inbox lives), its value back."""
+
+        async def run() -> Any:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(15)
 
 
 @contextmanager
@@ -82,7 +91,7 @@ def web_page(
     )
     thread.start()
     assert ready.wait(15), "the web page did not start"
-    page = WebPage(f"http://127.0.0.1:{port}", token, holder["inbox"], auth, now)
+    page = WebPage(f"http://127.0.0.1:{port}", token, holder["inbox"], auth, loop, now)
     try:
         yield page
     finally:

@@ -32,6 +32,7 @@ from console.contract.inert import inert
 from console.protocol.events import SessionChanged
 from console.protocol.results import SessionsListResult, SessionsNewResult, TripwireListResult, as_result
 from console.protocol.sessions import SessionObject
+from console.remote.workdir import NoRemoteWorkspace, remote_cwd
 from console.tui.link import DaemonLink
 from console.tui.panes.pane_area import Layout, PaneArea
 from console.tui.panes.pane_link import Connect
@@ -230,11 +231,17 @@ class SessionsScreen(ConsoleScreen):
             else:
                 self._new_session(shlex.split(line))
 
+        remote = self._remote_host()
+        where = (
+            f"the workspace trusted most recently on {inert(remote)[:40]}"
+            if remote is not None
+            else f"the console's directory ({inert(os.getcwd())[:80]})"
+        )
         self.app.push_screen(
             TextPrompt(
                 "New session",
-                "A command line to run on its own terminal, in the sandbox: the console's directory "
-                f"({inert(os.getcwd())[:80]}) is its workspace, the network goes through the egress "
+                f"A command line to run on its own terminal, in the sandbox: {where} "
+                "is its workspace, the network goes through the egress "
                 "broker. It keeps running when you close its pane or quit the console. Start the line "
                 f"with {UNCONFINED_MARK} to run it unconfined, as you, outside any sandbox.",
                 placeholder=os.environ.get("SHELL", "/bin/sh"),
@@ -277,9 +284,22 @@ class SessionsScreen(ConsoleScreen):
         *,
         unconfined: bool = False,
     ) -> None:
-        cwd = os.getcwd()
+        cwd = ""
         if beside is not None:
-            cwd = (beside.link.info.cwd if beside.link.info is not None else "") or cwd
+            cwd = beside.link.info.cwd if beside.link.info is not None else ""
+        remote = self._remote_host()
+        if not cwd and remote is None:
+            cwd = os.getcwd()
+        elif not cwd and remote is not None:
+            # This machine's directory means nothing on that host: one of its workspaces.
+            try:
+                listed = (
+                    [] if unconfined else (await self.services.link.call("workspaces.list"))["workspaces"]
+                )
+                cwd = remote_cwd(remote, None, listed, unconfined=unconfined)
+            except (RPCError, DaemonUnreachable, NoRemoteWorkspace) as exc:
+                self.say(f"could not start {inert(shlex.join(argv))[:80]}: {inert(str(exc))[:200]}", "error")
+                return
         cols, rows = self.workspace.size_guess(direction)
         params = {
             "argv": argv,
@@ -302,6 +322,13 @@ class SessionsScreen(ConsoleScreen):
         self.sessions = [*self.sessions, session]
         self._show_list()
         await self.open_pane(session.id, beside=beside, direction=direction)
+
+    def _remote_host(self) -> str | None:
+        """The name of the host this view shows when it is another machine, else None."""
+        hosts = self.app.hosts
+        if hosts is None or not hosts.names or hosts.names[0] not in hosts.remote:
+            return None
+        return hosts.names[0]
 
     def action_resume(self) -> None:
         target = self.selected_session()

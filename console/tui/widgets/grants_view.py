@@ -1,4 +1,5 @@
-"""Grants and deny-rules: scope, created, expiry, uses, last use, and what they cover."""
+"""Grants and deny-rules: scope, created, expiry, uses, last use, and what they cover;
+with several hosts, the host first (each host's grants are its own daemon's)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ COLUMNS = (
     Column("LAST USE", 10, gives_way=2),
     Column("WHAT", flex=True, minimum=20, share=0.3),
 )
+HOST_CHARS = 14
+# With several hosts: which daemon holds the grant, before the rest (it shrinks but stays).
+HOST_COLUMNS = (Column("HOST", HOST_CHARS + 2, minimum=10, gives_way=5), *COLUMNS)
 
 
 def _minute(ts: float | None) -> str:
@@ -39,16 +43,22 @@ class GrantsView(LineList):
     # An effect's look, and a grant that no longer applies (role text, settings/roles.py).
     EFFECTS: ClassVar[dict[str, str]] = {"allow": role_class("ok-bold"), "deny": role_class("error-bold")}
     INACTIVE = role_class("struck")
-    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {*EFFECTS.values(), INACTIVE}
+    COMPONENT_CLASSES = LineList.COMPONENT_CLASSES | {*EFFECTS.values(), INACTIVE, role_class("accent")}
 
-    def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
+    def __init__(
+        self, *, clock: Callable[[], float] = time.time, id: str | None = None, host_column: bool = False
+    ) -> None:
         super().__init__(id=id)
         self.rows: list[GrantObject] = []
+        self.hosts: list[str] = []  # each row's host ("" with one host)
         self.clock = clock
+        self.host_column = host_column
         self.empty_message = "Loading…"
 
-    def set_rows(self, rows: list[GrantObject]) -> None:
+    def set_rows(self, rows: list[GrantObject], hosts: list[str] | None = None) -> None:
+        """``hosts``: each row's host, in step with ``rows`` (None: one host)."""
         self.rows = rows
+        self.hosts = list(hosts) if hosts is not None else [""] * len(rows)
         self.empty_message = "No grants yet. Approve for a session or always, or grant from the history."
         self._cache.clear()
         self.rows_changed(0)
@@ -58,12 +68,15 @@ class GrantsView(LineList):
     def selected(self) -> GrantObject | None:
         return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
 
+    def selected_host(self) -> str:
+        return self.hosts[self.cursor] if 0 <= self.cursor < len(self.hosts) else ""
+
     def row_count(self) -> int:
         return len(self.rows)
 
     def row_key(self, index: int) -> Hashable:
         g = self.rows[index]
-        return g.id, g.uses, g.last_used_at, g.revoked_at, g.ended(self.clock())
+        return self.hosts[index], g.id, g.uses, g.last_used_at, g.revoked_at, g.ended(self.clock())
 
     def render_line(self, y: int) -> Strip:
         if not self.rows and y == 1:
@@ -78,7 +91,15 @@ class GrantsView(LineList):
         styles = self.agent_styles()
         ended = g.ended(self.clock())
         row = Text(" ", style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
-        w_id, w_effect, w_scope, w_created, w_expires, w_uses, w_last, _ = fit(COLUMNS, width - 1)
+        if self.host_column:
+            w_host, *widths = fit(HOST_COLUMNS, width - 1)
+            if w_host:
+                host, _ = agent_text(self.hosts[index], styles, get(role_class("accent")), limit=w_host - 2)
+                host.pad_right(w_host - host.cell_len)
+                row.append_text(host)
+        else:
+            widths = list(fit(COLUMNS, width - 1))
+        w_id, w_effect, w_scope, w_created, w_expires, w_uses, w_last, _ = widths
         row.append(cell(g.id, w_id))
         effect = g.effect
         row.append(cell(effect, w_effect), get(self.EFFECTS[effect]) if effect in self.EFFECTS else None)
