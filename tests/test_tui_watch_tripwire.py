@@ -104,7 +104,7 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
         )
         try:
             ident = await tripwire_item(pilot, app, sid)
-            assert wait_for(lambda: stopped(pid))
+            await until(pilot, lambda: stopped(pid))
             text = screen_text(app)
             assert f"TRIPWIRE  session {sid} modified .git/hooks/pre-commit" in text
             detail = app.views["queue"].detail.plain
@@ -140,8 +140,8 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
             await pilot.press("y")
             await until(pilot, lambda: app.pending.get(ident) is None)
             assert f"resumed: session {sid}" in status(app)
-            assert wait_for(lambda: not stopped(pid))
-            assert wait_for(lambda: counter.exists() and counter.read_text() != before)
+            await until(pilot, lambda: not stopped(pid))
+            await until(pilot, lambda: counter.exists() and counter.read_text() != before)
             assert app.pills.get("tripwire") == ""
             with d.operator() as op:
                 assert op.call("tripwire.list")["items"] == []
@@ -158,7 +158,7 @@ async def test_kill_ends_the_paused_session(env, clock):
         sid, pid = start(d, ws, "sleep 0.6; echo x >> .env; sleep 60")
         try:
             ident = await tripwire_item(pilot, app, sid)
-            assert wait_for(lambda: stopped(pid))
+            await until(pilot, lambda: stopped(pid))
             await pilot.press("K")  # not guarded, like a denial; it asks, revert ticked
             await until(pilot, lambda: isinstance(app.screen, OptionPrompt))
             assert "revert .env to its baseline" in screen_text(app)
@@ -166,7 +166,7 @@ async def test_kill_ends_the_paused_session(env, clock):
             assert app.screen.ticked is True
             await pilot.press("y")
             await until(pilot, lambda: app.pending.get(ident) is None)
-            assert wait_for(lambda: gone(pid))
+            await until(pilot, lambda: gone(pid))
             await until(pilot, lambda: ".env reverted" in status(app))
             # put back as it was before the session's append
             assert ((ws / ".env").read_bytes() if (ws / ".env").exists() else None) == had
@@ -259,7 +259,7 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
         )
         try:
             await tripwire_item(pilot, app, sid)
-            assert wait_for(lambda: stopped(pid))
+            await until(pilot, lambda: stopped(pid))
             pane = await open_pane(pilot, app, sid)
             await until(pilot, lambda: pane.paused)
             await until(pilot, lambda: "PAUSED by tripwire" in screen_text(app))
@@ -274,7 +274,7 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
             await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt))
             assert "becomes their baseline" in app.screen.help_text.plain
             await pilot.press("y")
-            assert wait_for(lambda: not stopped(pid))
+            await until(pilot, lambda: not stopped(pid))
             await until(pilot, lambda: not pane.paused)
             # Finding 4: after the answer, the panel does not call the hook "the same as its
             # baseline" as if nothing happened: it shows the change that was answered.
