@@ -85,9 +85,11 @@ def allowed_with_rewrite(agent: str, out: str) -> bool:
     return "exec --ticket" in text and '"deny"' not in text
 
 
-def start_daemon(state: Path) -> subprocess.Popen[bytes]:
+def start_daemon(state: Path, ws: Path) -> subprocess.Popen[bytes]:
     state.mkdir(mode=0o700, parents=True)
-    (state / "policy.toml").write_text('workspaces = ["/tmp"]\napproval_timeout_s = 30\n')
+    # The benchmark's own project directory is the trusted workspace: the policy refuses a
+    # shared parent such as /tmp, and the daemon refuses to start on a policy it refuses.
+    (state / "policy.toml").write_text(f"workspaces = [{json.dumps(str(ws))}]\napproval_timeout_s = 30\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "console", "daemon", "run", "--state-dir", str(state)],
         stdout=subprocess.DEVNULL,
@@ -96,7 +98,10 @@ def start_daemon(state: Path) -> subprocess.Popen[bytes]:
     )
     sock = locate(state).agent_socket
     end = time.monotonic() + 20
-    while time.monotonic() < end and not sock.exists():
+    while not sock.exists():
+        if time.monotonic() > end or proc.poll() is not None:
+            proc.kill()
+            raise SystemExit(f"the daemon did not start (exit {proc.poll()})")
         time.sleep(0.05)
     time.sleep(0.3)
     return proc
@@ -116,7 +121,7 @@ def main() -> None:
     state = tmp / "s"
     ws = tmp / "project"
     ws.mkdir()
-    daemon = start_daemon(state)
+    daemon = start_daemon(state, ws)
     agents = calls(str(ws))
     times: dict[str, list[float]] = {"bare": [], **{a: [] for a in agents}}
     env_before = os.environ.get("CLAUDE_PROJECT_DIR")
