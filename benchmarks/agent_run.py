@@ -20,6 +20,7 @@ else `--cli` (default /bin/true, which then measures the console's part alone).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -73,8 +74,11 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="ac-bench-", dir="/tmp"))
     state = base / "s"
     state.mkdir(mode=0o700)
-    ws = Path(tempfile.mkdtemp(prefix="ac-bench-ws-", dir="/var/tmp"))
-    (state / "policy.toml").write_text(f'workspaces = ["{ws.parent}"]\n')
+    # The benchmark's own project directory is the workspace, and the only trusted one: the
+    # policy refuses a shared parent such as /tmp or /var/tmp as a workspace.
+    ws = base / "project"
+    ws.mkdir()
+    (state / "policy.toml").write_text(f"workspaces = [{json.dumps(str(ws))}]\n")
     daemon = subprocess.Popen(
         [sys.executable, "-m", "console", "daemon", "run", "--state-dir", str(state)],
         stdout=subprocess.DEVNULL,
@@ -105,7 +109,6 @@ def main() -> None:
         daemon.terminate()
         daemon.wait(20)
         shutil.rmtree(base, ignore_errors=True)
-        shutil.rmtree(ws, ignore_errors=True)
 
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (figures scale with load)")
     print(f"{cli} --version, {args.n} runs each, interleaved, on a PTY; milliseconds")

@@ -177,9 +177,12 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="ac-bench-", dir="/tmp"))
     state = base / "s"
     state.mkdir(mode=0o700)
-    ws = Path(tempfile.mkdtemp(prefix="ac-bench-ws-", dir="/var/tmp"))
+    # The benchmark's own project directory is the workspace, and the only trusted one: the
+    # policy refuses a shared parent such as /tmp or /var/tmp as a workspace.
+    ws = base / "project"
+    ws.mkdir()
     (state / "policy.toml").write_text(
-        f'workspaces = ["{ws.parent}"]\n'
+        f"workspaces = [{json.dumps(str(ws))}]\n"
         f'network = {{ allow = ["127.0.0.1"], private = ["127.0.0.1"], ports = [{port}] }}\n'
     )
     daemon = subprocess.Popen(
@@ -220,7 +223,6 @@ def main() -> None:
         daemon.terminate()
         daemon.wait(20)
         shutil.rmtree(base, ignore_errors=True)
-        shutil.rmtree(ws, ignore_errors=True)
 
     direct = [d for d, _ in result["pairs"]]
     broker = [b for _, b in result["pairs"]]

@@ -1,6 +1,6 @@
 """Every agent's hook process, exec to exit, beside the bare interpreter start.
 
-    python benchmarks/hook_latency.py [--n 40]
+    python benchmarks/hook_latency.py [--n 40] [--python PATH ...]
 
 Target: the whole hook process — interpreter start, imports, reading the call, the
 round trip to a real daemon that allows it, writing the answer — takes at most 40 ms
@@ -15,6 +15,10 @@ agent's own input: a Bash call (Claude Code, Codex), ``run_shell_command`` (Gemi
 ``bash`` (Copilot CLI, and OpenCode through its plugin's JSON) that the daemon allows
 at once and holds behind a ticket. Each answer is checked to be an allow with the
 rewritten command.
+
+``--python`` (repeatable) runs the hooks and the bare start of other interpreters too, such
+as another checkout's venv, in the same rounds against the same daemon: before and after a
+change, side by side.
 """
 
 from __future__ import annotations
@@ -85,9 +89,11 @@ def allowed_with_rewrite(agent: str, out: str) -> bool:
     return "exec --ticket" in text and '"deny"' not in text
 
 
-def start_daemon(state: Path) -> subprocess.Popen[bytes]:
+def start_daemon(state: Path, ws: Path) -> subprocess.Popen[bytes]:
     state.mkdir(mode=0o700, parents=True)
-    (state / "policy.toml").write_text('workspaces = ["/tmp"]\napproval_timeout_s = 30\n')
+    # The benchmark's own project directory is the trusted workspace: the policy refuses a
+    # shared parent such as /tmp, and the daemon refuses to start on a policy it refuses.
+    (state / "policy.toml").write_text(f"workspaces = [{json.dumps(str(ws))}]\napproval_timeout_s = 30\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "console", "daemon", "run", "--state-dir", str(state)],
         stdout=subprocess.DEVNULL,
@@ -96,7 +102,10 @@ def start_daemon(state: Path) -> subprocess.Popen[bytes]:
     )
     sock = locate(state).agent_socket
     end = time.monotonic() + 20
-    while time.monotonic() < end and not sock.exists():
+    while not sock.exists():
+        if time.monotonic() > end or proc.poll() is not None:
+            proc.kill()
+            raise SystemExit(f"the daemon did not start (exit {proc.poll()})")
         time.sleep(0.05)
     time.sleep(0.3)
     return proc
@@ -108,67 +117,71 @@ def timed(argv: list[str], data: bytes | None = None) -> tuple[float, str]:
     return (time.perf_counter() - start) * 1000, proc.stdout.decode()
 
 
+def hook_argv(python: str, agent: str, state: Path) -> list[str]:
+    return [python, "-I", "-m", "console", "hook", agent, "--state-dir", str(state), "--timeout", "30"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=40)
-    n = ap.parse_args().n
+    ap.add_argument(
+        "--python", action="append", default=[], help="an interpreter to time (repeatable; default: this one)"
+    )
+    args = ap.parse_args()
+    n, pythons = args.n, args.python or [sys.executable]
     tmp = Path(tempfile.mkdtemp(prefix="ac-bench-", dir="/tmp"))
     state = tmp / "s"
     ws = tmp / "project"
     ws.mkdir()
-    daemon = start_daemon(state)
+    daemon = start_daemon(state, ws)
     agents = calls(str(ws))
-    times: dict[str, list[float]] = {"bare": [], **{a: [] for a in agents}}
+    times: dict[tuple[str, str], list[float]] = {
+        (py, name): [] for py in pythons for name in ("bare", *agents)
+    }
     env_before = os.environ.get("CLAUDE_PROJECT_DIR")
     os.environ["CLAUDE_PROJECT_DIR"] = str(ws)
     try:
-        for agent, payload in agents.items():  # one warm-up each, checked
-            argv = [
-                sys.executable,
-                "-I",
-                "-m",
-                "console",
-                "hook",
-                agent,
-                "--state-dir",
-                str(state),
-                "--timeout",
-                "30",
-            ]
-            _, out = timed(argv, json.dumps(payload).encode())
-            if not allowed_with_rewrite(agent, out):
-                raise SystemExit(f"{agent}: the hook did not allow with a rewrite: {out[:500]}")
+        for py in pythons:
+            for agent, payload in agents.items():  # one warm-up each, checked
+                _, out = timed(hook_argv(py, agent, state), json.dumps(payload).encode())
+                if not allowed_with_rewrite(agent, out):
+                    raise SystemExit(f"{py} {agent}: the hook did not allow with a rewrite: {out[:500]}")
         for _ in range(n):
-            times["bare"].append(timed([sys.executable, "-I", "-c", "pass"])[0])
-            for agent, payload in agents.items():
-                argv = [
-                    sys.executable, "-I", "-m", "console", "hook", agent,
-                    "--state-dir", str(state), "--timeout", "30",
-                ]  # fmt: skip
-                times[agent].append(timed(argv, json.dumps(payload).encode())[0])
+            for py in pythons:
+                times[py, "bare"].append(timed([py, "-I", "-c", "pass"])[0])
+                for agent, payload in agents.items():
+                    times[py, agent].append(
+                        timed(hook_argv(py, agent, state), json.dumps(payload).encode())[0]
+                    )
     finally:
         if env_before is None:
             os.environ.pop("CLAUDE_PROJECT_DIR", None)
         daemon.terminate()
         daemon.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
-    bare = statistics.median(times["bare"])
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (figures scale with load)")
     print(f"hook process, exec to exit, {n} rounds (an allowed within-ceiling shell call, rewritten)")
     budget = TARGET_MS - REFERENCE_BARE_MS
     print(
         f"  target: <= {TARGET_MS:.0f} ms median, i.e. <= {budget:.0f} ms over a {REFERENCE_BARE_MS:.0f} ms "
         "interpreter start"
     )
-    print(f"  {'':<18}{'median':>9}{'p90':>9}{'x bare':>9}{'+ bare':>10}")
-    for name, values in times.items():
-        med = statistics.median(values)
-        p90 = sorted(values)[int(0.9 * (len(values) - 1))]
-        label = "python -I -c pass" if name == "bare" else name
-        added = med - bare
-        verdict = ""
-        if name != "bare":
-            verdict = "  ok" if med <= TARGET_MS or added <= budget else "  OVER"
-        print(f"  {label:<18}{med:>7.1f}ms{p90:>7.1f}ms{med / bare:>8.2f}x{added:>8.1f}ms{verdict}")
+    for py in pythons:
+        if len(pythons) > 1:
+            print(py)
+        print(f"  {'':<18}{'median':>9}{'p90':>9}{'x bare':>9}{'+ bare':>10}")
+        bare = statistics.median(times[py, "bare"])
+        for (of, name), values in times.items():
+            if of != py:
+                continue
+            med = statistics.median(values)
+            p90 = sorted(values)[int(0.9 * (len(values) - 1))]
+            label = "python -I -c pass" if name == "bare" else name
+            added = med - bare
+            verdict = ""
+            if name != "bare":
+                verdict = "  ok" if med <= TARGET_MS or added <= budget else "  OVER"
+            print(f"  {label:<18}{med:>7.1f}ms{p90:>7.1f}ms{med / bare:>8.2f}x{added:>8.1f}ms{verdict}")
 
 
 if __name__ == "__main__":

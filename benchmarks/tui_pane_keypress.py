@@ -144,9 +144,11 @@ def tmux_presses(count: int) -> list[float]:
 
 
 async def run(count: int) -> None:
-    with daemon() as (loc, _ws):
+    with daemon() as (loc, ws):
         with Client.connect(loc, role="operator") as c:
-            params = {"argv": ["bash", "--norc", "--noprofile"], "cwd": "/tmp", "env": ENV}
+            # In the benchmark's own workspace: a session's working directory is its
+            # workspace, and a shared parent such as /tmp is refused as one.
+            params = {"argv": ["bash", "--norc", "--noprofile"], "cwd": str(ws), "env": ENV}
             sid = c.call("sessions.new", params)["session"]["id"]
         await asyncio.sleep(0.5)
         pane = await pane_presses(loc, sid, count)

@@ -304,7 +304,15 @@ def test_a_node_launcher_leading_its_session_is_the_agent_for_hook_and_exec_alik
     assert _launcher([hook, program, in_terminal], 1) is None  # not a session of its own
 
 
-def test_the_hook_process_imports_no_protocol_types_or_ui():
+LEAN_HOOK_ANSWERS = {"no daemon": "deny", "a daemon that allows": "exec --ticket"}
+
+
+@pytest.mark.parametrize("where", sorted(LEAN_HOOK_ANSWERS))
+def test_the_hook_process_imports_no_protocol_types_or_ui(where, request):
+    # With a daemon the hook also checks who answers on its socket, and rewrites the call.
+    state = (
+        request.getfixturevalue("daemon").state_dir if where == "a daemon that allows" else short_tmp() / "x"
+    )
     r = subprocess.run(
         [
             sys.executable,
@@ -316,13 +324,13 @@ def test_the_hook_process_imports_no_protocol_types_or_ui():
             "hook",
             "codex",
             "--state-dir",
-            str(short_tmp() / "x"),
+            str(state),
         ],
         input=json.dumps({"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": str(workspace())}),
         capture_output=True,
         text=True,
     )
-    assert "deny" in r.stdout
+    assert LEAN_HOOK_ANSWERS[where] in r.stdout, r.stdout
     imported = {
         line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")
     }

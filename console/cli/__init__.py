@@ -8,14 +8,45 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from console import __version__
-from console.cli.common import CLIError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+# command -> the module that registers it. A command line that starts with one of these
+# builds that module's parser alone: importing every command module (and through them the
+# client, the protocol, the store and the console's model) is most of a short command's
+# start-up, and `exec --ticket` runs on every tool call an agent is allowed.
+COMMANDS = {
+    "console": "tui_commands",
+    "demo": "tui_commands",
+    "daemon": "daemon_commands",
+    "request": "agent_commands",
+    "agents": "agents_commands",
+    "exec": "exec_commands",
+    "pending": "operator_commands",
+    "approve": "operator_commands",
+    "deny": "operator_commands",
+    "grants": "operator_commands",
+    "history": "history_commands",
+    "run": "run_commands",
+    "sessions": "session_commands",
+    "watch": "watch_commands",
+    "tripwire": "tripwire_commands",
+    "workspaces": "workspace_commands",
+    "hosts": "hosts_commands",
+    "web": "web_commands",
+    "hook": "hook_commands",
+    "fingerprint": "contract_commands",
+    "evaluate": "contract_commands",
+}
 
 
 def command_modules() -> list[Any]:
@@ -77,20 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
-    """`run` starts an agent: its parser alone, without importing every other command
-    (their imports are most of the console's start-up, and `run` adds it to the agent's)."""
-    if argv[:1] == ["run"]:
-        from console.cli import run_commands
-
-        parser = argparse.ArgumentParser(prog="agent-console")
-        run_commands.register(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    """The parser of the command ``argv`` names, with only its module's commands; the
+    whole parser for anything else (options before the command, no command, `--help`)."""
+    parser = argparse.ArgumentParser(prog="agent-console")
+    if list(argv) == ["--version"]:  # what installers and `hook doctor` run to check the command
+        parser.add_argument("--version", action="version", version=f"agent-console {__version__}")
         return parser
-    return build_parser()
+    home = COMMANDS.get(argv[0]) if argv else None
+    if home is None:
+        return build_parser()
+    module = importlib.import_module(f"{__name__}.{home}")
+    module.register(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser_for(list(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --version and --help end here, before any command loads
+    from console.cli.common import CLIError
+
     if not getattr(args, "func", None):
         from console.cli import tui_commands
 

@@ -8,7 +8,6 @@ import os
 import re
 import sys
 import time
-from datetime import datetime
 from typing import Any, NoReturn
 
 from console.client import Client, DaemonUnreachable, ResultError, RPCError
@@ -175,6 +174,8 @@ def parse_time(text: str) -> float:
         return time.time() - parse_duration(text)
     except argparse.ArgumentTypeError:
         pass
+    from datetime import datetime  # here: only time filters parse dates
+
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
@@ -184,7 +185,7 @@ def parse_time(text: str) -> float:
 
 
 def when(ts: float | None) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
 
 def age(ts: float) -> str:

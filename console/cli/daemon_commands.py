@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import logging
 import sys
 import time
 from pathlib import Path
@@ -29,6 +27,10 @@ from console.locations import UnsafeLocation
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # Here, with the daemon: `daemon status|stop|start` need neither asyncio nor logging.
+    import asyncio
+    import logging
+
     from console.daemon.app import Daemon
     from console.daemon.policy_source import BrokenPolicy
     from console.daemon.server import AlreadyRunning

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import subprocess
 import sys
 from typing import Any
 
@@ -20,7 +19,6 @@ from console.cli.common import (
     refused,
 )
 from console.client import DaemonUnreachable, RPCError
-from console.contract.outcome import REFUSED_PROTECTED
 from console.protocol.jsonrpc import NOT_FOUND
 from console.protocol.tickets import NoTicketFile, TicketFileError, read_secret
 
@@ -38,6 +36,8 @@ EXIT_DENIED = 126
 
 def default_workspace(cwd: str) -> str:
     """The enclosing git work tree, else the current directory."""
+    import subprocess  # here: `exec --ticket`, after every allowed tool call, never asks git
+
     try:
         top = subprocess.run(
             ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True, timeout=5
@@ -125,8 +125,11 @@ def cmd_exec(args: argparse.Namespace) -> int:
         scope = f" ({cap['scope']})" if cap.get("scope") else ""
         how = escalation_hint(cap) if args.ticket else "ask for it with approval"
         sys.stderr.write(f"agent-console: sandbox denied {cap['kind']}{scope}: {denial['reason']}; {how}\n")
-    if any(str(d["reason"]).startswith(REFUSED_PROTECTED) for d in result["denials"]):
-        return EXIT_DENIED  # it ran, but what it planted was removed: not a success
+    if result["denials"]:  # the outcome model loads only for a run that met a denial
+        from console.contract.outcome import REFUSED_PROTECTED
+
+        if any(str(d["reason"]).startswith(REFUSED_PROTECTED) for d in result["denials"]):
+            return EXIT_DENIED  # it ran, but what it planted was removed: not a success
     status = result["status"]
     if status == "timed_out":
         sys.stderr.write("agent-console: timed out; the sandbox was killed\n")

@@ -17,7 +17,6 @@ input; the agent's messages go to standard output.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 
@@ -30,7 +29,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         raise CLIError("nothing to run: agent-console run [--workspace DIR] -- claude [ARGS...]", 2)
     workspace = os.path.abspath(args.workspace or os.getcwd())
-    if args.acp:
+    if args.acp:  # the ACP host alone uses asyncio: the terminal path starts without it
+        import asyncio
+
         from console.adapters.acp.host import Host
 
         prompts = list(args.prompt or []) or [line.rstrip("\n") for line in sys.stdin if line.strip()]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import socket
 import time
@@ -19,8 +18,6 @@ from console.protocol.events import EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
 from console.protocol.requests import MethodParams, to_params
 from console.protocol.results import ResultError, decode_result
-
-log = logging.getLogger("agent-console.client")
 
 
 class Client:
@@ -185,7 +182,9 @@ class Client:
             decode_event(params)
         except EventError as exc:
             self.refused_events += 1
-            log.warning("refused an event from the daemon: %s", exc)
+            import logging  # here: only a refused event logs, and each CLI start would pay for it
+
+            logging.getLogger("agent-console.client").warning("refused an event from the daemon: %s", exc)
             return
         self._events.append(params)
 

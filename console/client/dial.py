@@ -8,7 +8,6 @@ takes EAGAIN for "in progress" and hands back a socket that was never connected.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import time
 
@@ -37,6 +36,8 @@ def unix_blocking(sock: socket.socket, path: str, wait_s: float | None) -> None:
 async def unix_async(path: str, wait_s: float) -> socket.socket:
     """A non-blocking socket connected to ``path`` within ``wait_s``; TimeoutError when
     it stays busy, the OSError of the connect otherwise."""
+    import asyncio  # here: the blocking clients (the CLI, hooks) never load it
+
     loop = asyncio.get_running_loop()
     end = loop.time() + wait_s
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import NamedTuple
 
 _UCRED = struct.Struct("3i")
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every hook pays for it)
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
-class PeerCred(NamedTuple):
-    pid: int
-    uid: int
-    gid: int
+    class PeerCred(NamedTuple):
+        pid: int
+        uid: int
+        gid: int
+
+else:
+    # The same tuple without typing.NamedTuple: every hook process checks its daemon's uid
+    # with this module, and importing typing would cost each tool call more than the check.
+    from collections import namedtuple
+
+    PeerCred = namedtuple("PeerCred", "pid uid gid")
 
 
 def peer_credentials(sock: socket.socket) -> PeerCred:
