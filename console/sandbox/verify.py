@@ -103,9 +103,11 @@ _libc: ctypes.CDLL | None = None
 
 def _read_pid(info_fd: int, deadline: float) -> int | None:
     data = b""
+    # poll, not select: with many bound files the info pipe's fd is past FD_SETSIZE.
+    poller = select.poll()
+    poller.register(info_fd, select.POLLIN)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([info_fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
+        if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
             break
         chunk = os.read(info_fd, 4096)
         if not chunk:
