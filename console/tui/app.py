@@ -62,6 +62,7 @@ from console.tui.model.words import shown_command
 from console.tui.registry import views
 from console.tui.screens.base import Services
 from console.tui.screens.help import HelpScreen
+from console.tui.screens.queue import QueueScreen
 from console.tui.settings.actions import ActionSpec
 from console.tui.settings.bindings import bindings
 from console.tui.settings.prepared import Settings, SettingsError
@@ -371,10 +372,10 @@ class ConsoleApp(App[None]):
         """A request (or a tripwire item) of ``host`` now waits for the operator."""
         index = self.pending.add(item, host)
         self._pending_changed(index)
-        queue = self.views.get("queue")
+        queue = self._queue_screen()
         if isinstance(item, TripwireEntry) and queue is not None and queue.is_mounted:
             # A stopped session outranks whatever the operator was reading: go to it.
-            queue.select_request(queue_key(host, item.request_id))  # type: ignore[attr-defined]
+            queue.select_request(queue_key(host, item.request_id))
 
     def request_left(self, request_id: str, host: str = "") -> None:
         """A request of ``host`` was decided (here, by another operator, by a timeout) or cancelled."""
@@ -384,10 +385,14 @@ class ConsoleApp(App[None]):
         index = self.pending.remove(key)
         self._pending_changed(index)
 
-    def _pending_changed(self, first: int | None) -> None:
+    def _queue_screen(self) -> QueueScreen | None:
         queue = self.views.get("queue")
+        return queue if isinstance(queue, QueueScreen) else None
+
+    def _pending_changed(self, first: int | None) -> None:
+        queue = self._queue_screen()
         if first is not None and queue is not None:
-            queue.pending_changed(first)  # type: ignore[attr-defined]
+            queue.pending_changed(first)
         self.pending_counts = (self.pending.total, self.pending.escalated())
 
     def describe(self, spec: ActionSpec) -> str:
@@ -553,8 +558,8 @@ class ConsoleApp(App[None]):
     def jump_to_request(self, key: str) -> None:
         """Show the pending request of ``key`` (:func:`~console.tui.model.pending.queue_key`)."""
         self.action_show("queue")
-        queue = self.views["queue"]
-        if not queue.select_request(key):  # type: ignore[attr-defined]
+        queue = self._queue_screen()
+        if queue is None or not queue.select_request(key):
             self.notify(f"{inert(key)} is no longer pending", severity="warning", markup=False)
 
 
