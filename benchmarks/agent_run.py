@@ -2,7 +2,7 @@
 
     python benchmarks/agent_run.py [--n 15] [--cli PATH]
 
-Target (issue 26): `agent-console run -- CLI` starts at most 150 ms later than the bare
+Target: `agent-console run -- CLI` starts at most 150 ms later than the bare
 CLI, median. Both run `CLI --version` on a real terminal (a PTY), interleaved round by
 round against one running daemon; start-up is the time until the terminal shows the
 version (the program started and printed), the time until the command exited beside it:

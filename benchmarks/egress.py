@@ -2,7 +2,7 @@
 
     python benchmarks/egress.py [--n 300] [--rate 1000] [--seconds 3]
 
-Targets (issue 26): a connection through the broker adds at most 2 ms, median, over a
+Targets: a connection through the broker adds at most 2 ms, median, over a
 direct loopback connection; 1,000 proxied requests a second, sustained, with a p99 of
 at most 10 ms.
 

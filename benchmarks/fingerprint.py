@@ -2,7 +2,7 @@
 
     python benchmarks/fingerprint.py [--n 20000]
 
-Target (issue 2): canonicalize + fingerprint + evaluate of a typical operation
+Target: canonicalize + fingerprint + evaluate of a typical operation
 in <= 50 us median. All three measurements run in the same process, interleaved, so
 the ratios hold on a noisy machine.
 """

@@ -2,7 +2,7 @@
 
     python benchmarks/sandbox.py [--n 60]
 
-Target (issue 5): the sandbox adds <= 20 ms, median, to running `true`. Four ways of
+Target: the sandbox adds <= 20 ms, median, to running `true`. Four ways of
 running `/bin/true`, interleaved round by round in one process so the comparison holds
 on a noisy machine:
 
@@ -15,8 +15,8 @@ on a noisy machine:
 
 and a script run, `sh ./x.sh`, with content pinning (console/sandbox/content_pins.py)
 and without: bwrap without the pin mount, bwrap with it (`--ro-bind-data` of a memfd),
-and the full execute (which also verifies the content and fills the memfd). The budget
-(issue 10): descriptor-based mounts and run-time hashing add at most 2 ms to `true`;
+and the full execute (which also verifies the content and fills the memfd). The budget:
+descriptor-based mounts and run-time hashing add at most 2 ms to `true`;
 `verify true` is the run-time check for `true`, which binds no file.
 """
 

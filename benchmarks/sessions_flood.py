@@ -17,7 +17,7 @@ Measured, interleaved round by round, on the same file and size:
             attached in a terminal pane, until the app paints the last line
             (benchmarks/tui_pane_flood.py)
 
-Target (issue 6): console / tmux <= 1.0 and pane / tmux <= 1.0.
+Target: console / tmux <= 1.0 and pane / tmux <= 1.0.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ core. The children's CPU is not counted (it is theirs), nor tmux's children.
 
 tmux: a private server with the same N commands; its CPU over the same window.
 
-Target (issue 6): console <= 1 % of a core.
+Target: console <= 1 % of a core.
 """
 
 from __future__ import annotations

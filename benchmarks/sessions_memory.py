@@ -14,7 +14,7 @@ tmux: a private server with history-limit 10000; N sessions at 200x40 run the
 same command; (server RSS after - before) / N once every pane's history is full (tmux
 then keeps 90-100 % of the limit; the console keeps a little over it).
 
-Target (issue 6): console below tmux.
+Target: console below tmux.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
    it through ``asyncio.wrap_future`` before sending the next, like agents waiting for
    their answer. The same store code runs with group commit (``max_batch=2000``) and
    with one commit per decision (``max_batch=1``), in this run, on the same disk.
-   Target (issue 3): >= 2,000 durable decisions/s.
+   Target: >= 2,000 durable decisions/s.
 2. History queries over ``--rows`` events (built once through the Store API and cached
    under /tmp), each timed against a plain ``SELECT * FROM events ORDER BY seq DESC
    LIMIT 200`` on the same file, measured in this run. Target: <= 100 ms for a search

@@ -6,7 +6,7 @@ Each run is a new process (``python -m``-style, imports included), timed from ju
 before it is spawned to (a) its first painted frame and (b) the first frame that shows
 the daemon's pending queue. A real daemon with ``--pending`` waiting requests serves it.
 References, in the same run: a new interpreter that does nothing, and a minimal
-Textual app (one Static) to its first frame. Target (issue 4): <= 1 s to first paint.
+Textual app (one Static) to its first frame. Target: <= 1 s to first paint.
 """
 
 from __future__ import annotations

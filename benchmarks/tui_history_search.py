@@ -8,7 +8,7 @@ and a real daemon serves it. For each search the console's history screen runs t
 query exactly as typing in its search box does, and the clock stops when the first
 page of rows is painted. The reference, measured in the same run, is the same
 ``history.query`` sent by a bare client on the same socket: the difference is what the
-console adds. Target (issue 4): <= 100 ms.
+console adds. Target: <= 100 ms.
 """
 
 from __future__ import annotations

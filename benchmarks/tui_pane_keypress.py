@@ -13,7 +13,7 @@ the pane has drawn the echo. Measured in the same run, on the same daemon and sh
   tmux      `tmux send-keys` then `capture-pane` until the echo shows (each a process
             spawn, so this is tmux's round trip seen from outside, an upper bound)
 
-Target (issue 6): pane p50 <= 10 ms.
+Target: pane p50 <= 10 ms.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ screen. Two clocks stop for each request: when the console first draws its row i
 queue (``QueueView.render_row``: the frame that shows it), and — the reference, in the
 same run — when a bare operator connection in the agent's process receives the
 ``pending`` event. Both use CLOCK_MONOTONIC, so the processes' times compare. The
-difference is what the console adds. Target (issue 4): p99 <= 50 ms.
+difference is what the console adds. Target: p99 <= 50 ms.
 """
 
 from __future__ import annotations

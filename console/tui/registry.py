@@ -1,7 +1,7 @@
 """The console's top-level views, in one table.
 
-Each entry becomes a Textual mode. Adding a view (issue 6's sessions with terminal
-panes, issue 7's watch panel) is one :func:`register` call plus an ``ActionSpec`` in
+Each entry becomes a Textual mode. Adding a view (the sessions with terminal
+panes, the watch panel) is one :func:`register` call plus an ``ActionSpec`` in
 :mod:`console.tui.settings.actions` for the key that shows it (``show('sessions')``).
 
 A screen that wants daemon events lists their message classes in ``DAEMON_EVENTS``

@@ -79,7 +79,7 @@ def _stream(out: Text, name: str, stream: Any, styles: Styles, limit: int) -> No
 
 
 def render_outcome(record: Mapping[str, Any] | None, styles: Styles, limit: int) -> Text:
-    """The outcome section of a history entry (issue 5): status, enforcement, output, denials, changes."""
+    """The outcome section of a history entry: status, enforcement, output, denials, changes."""
     out = Text(end="")
     out.append("Outcome\n", styles["heading"])
     if record is None:

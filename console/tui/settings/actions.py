@@ -5,8 +5,8 @@ from :data:`ACTIONS`, so an action exists in all four or in none. ``id`` is the 
 binding id a keymap file names; ``scope`` is the node whose ``BINDINGS`` hold it (keys
 must be unique within what is active at once, see :func:`contexts`); ``action`` is the
 Textual action string run on that node. Other parts of the app add their actions by
-appending :class:`ActionSpec` entries before the app starts (issue 6's sessions view,
-issue 7's watch panel).
+appending :class:`ActionSpec` entries before the app starts (the sessions view and the
+watch panel are added that way).
 """
 
 from __future__ import annotations
@@ -425,7 +425,7 @@ ACTIONS: list[ActionSpec] = [
     ),
     ActionSpec("confirm-yes", "confirm", "y", "answer(True)", "Yes", palette=False),
     ActionSpec("confirm-no", "confirm", "n", "answer(False)", "No", palette=False),
-    # the workspace watch panel (issue 7); tripwire items answered in the queue
+    # the workspace watch panel; tripwire items answered in the queue
     ActionSpec(
         "show-watch",
         "app",
