@@ -61,6 +61,7 @@ EARLY_WAIT_S = 1.0  # the longest a fast-lane stop waits for its event before it
 FAN_WINDOW_S = 2.0  # a fanotify-named writer explains the path's events this long after
 REVERT_QUIET_S = 2.0  # a reverted path's events are the console's own this long
 MAX_FAN_WRITERS = 4096  # remembered fanotify-named writers
+MAX_RESUMED = 4096  # remembered (session, root, path) the operator resumed
 
 
 @dataclass
@@ -120,6 +121,9 @@ class TripwireService:
         self._reverting: dict[tuple[str, str], float] = {}
         # Writers fanotify reported, by (root, path): (whose process, wall-clock time).
         self._fan_writers: dict[tuple[str, str], tuple[Writer, float]] = {}
+        # (session, root, path) of items the operator resumed: read by the fast lane's
+        # thread, which leaves a later write there to the loop (``_answered``).
+        self._resumed: dict[tuple[str, str, str], None] = {}
         self._thaws: asyncio.Task[None] | None = None
         self._sampler: asyncio.Task[None] | None = None
 
@@ -255,6 +259,8 @@ class TripwireService:
             flood.sessions.update(c.session_id for c in named)
         diff = None if ev.flood else self.watcher.baseline_diff(ev.workspace_root, ev.path)
         for c in named:
+            if self._answered(c.session_id, ev.workspace_root, ev.path):
+                continue
             alive = c.has_processes and self._has_processes(c.session_id)
             if not alive:
                 if any(t.session == c.session_id and t.open for t in self.items.values()):
@@ -280,6 +286,23 @@ class TripwireService:
             _, notice = self._history("tripwire", item, TripwireState.PAUSED)
             self.events.publish(TripwireRaised(item=notice))
             log.warning("tripwire: %s (%s); session stopped", notice.summary, c.basis)
+
+    def _answered(self, session_id: str, root: str, path: str) -> bool:
+        """Whether a change of ``path`` by the session is one its item already stands for
+        or the operator answered: the same write seen again late (its close when the
+        session runs again, the close at its exit when killed, a second event of one
+        write). A session held or killed cannot have written since; a resumed one is
+        news only once the file is no longer what the operator accepted."""
+        for t in self.items.values():
+            if t.session != session_id or t.workspace_root != root:
+                continue
+            if path != t.path and path not in t.restore:
+                continue
+            if t.state in (TripwireState.PAUSED, TripwireState.KEPT, TripwireState.KILLED):
+                return True
+            if t.state is TripwireState.RESUMED and self.watcher.baseline_diff(root, path) == "":
+                return True
+        return False
 
     def on_hint(self, hint: Hint) -> None:
         """The sentinel saw a protected name change (console/watch/sentinel.py): stop a
@@ -315,8 +338,9 @@ class TripwireService:
             return
         if any(t.session == c.session_id and t.state is TripwireState.PAUSED for t in self.items.values()):
             return
-        if c.session_id in self._early:
+        if c.session_id in self._early or self._answered(c.session_id, hint.root, hint.path):
             return
+        self._resumed.pop((c.session_id, hint.root, hint.path), None)  # a new write: stopped as any
         item = _new_item(c, hint.root, hint.path, hint.pattern, hint.kind.value)
         self._early[c.session_id] = item
         self._stop_session(item)
@@ -334,6 +358,8 @@ class TripwireService:
         writer = hint.writer
         if writer is None or writer.kind != "session" or self.policy().tripwire is not Tripwire.PAUSE:
             return
+        if (writer.id, hint.root, hint.path) in self._resumed:
+            return  # perhaps the resumed write closing; the loop compares the content
         if hint.kind is ChangeKind.ADDED and is_placeholder(hint.root, hint.path, hint.is_dir):
             return
         try:
@@ -656,6 +682,10 @@ class TripwireService:
             else:
                 item.state = TripwireState.DISMISSED
         elif action is TripwireResolution.RESUME:
+            for path in (item.path, *item.restore):
+                self._resumed[(item.session, item.workspace_root, path)] = None
+            while len(self._resumed) > MAX_RESUMED:
+                self._resumed.pop(next(iter(self._resumed)))
             await manager.resume(item.session)
             item.state = TripwireState.RESUMED
         elif action is TripwireResolution.KILL:
@@ -770,7 +800,9 @@ class TripwireService:
                 except Exception:
                     log.exception("could not check whether session %s is still stopped", item.session)
                     continue
-                if thawed:
+                # The operator's own resume may have begun while the check ran: not a thaw.
+                held = item.state in (TripwireState.PAUSED, TripwireState.KEPT) and session.paused
+                if thawed and held:
                     self._thawed(item, session.stop_mode)
 
     def _thawed(self, item: TripwireItem, mode: str) -> None:
