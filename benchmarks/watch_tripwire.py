@@ -4,9 +4,9 @@ workload with the tripwire off; and the writers that try not to be named.
     python benchmarks/watch_tripwire.py [--runs 20] [--burst-runs 3] [--burst-files 20000] [--pairs 20]
                                         [--deep-runs 20] [--tricks 20]
 
-A real daemon (``tripwire = "pause"``) watches a workspace. Each run starts a PTY session
-whose writer (a shell job in the background, so the session has more than one process
-group) writes ``.git/hooks/pre-commit`` and then a numbered file every millisecond. The
+A real daemon (``tripwire = "pause"``) watches a workspace. Each run starts an unconfined
+PTY session (a confined one cannot write an existing protected path at all) whose writer
+(a shell job in the background, so the session has more than one process group) writes ``.git/hooks/pre-commit`` and then a numbered file every millisecond. The
 writer notes the wall-clock time of the protected write; once the session is paused, the
 newest numbered file's mtime says when the writer was stopped (1 ms resolution), and the
 count of numbered files is what it wrote after the protected write. The reference is the
@@ -202,6 +202,13 @@ class Daemon:
                 self.proc.wait()
         shutil.rmtree(self.base, ignore_errors=True)
 
+    def new(self, argv: list[str]) -> dict:
+        """A session in the workspace, unconfined: the operator's own program, as the
+        tripwire meets it (a confined session's existing protected paths are read-only
+        binds, so its writes there are refused before the tripwire sees anything)."""
+        params = {"argv": argv, "cwd": str(self.ws), "unconfined": True}
+        return self.op.call("sessions.new", params)["session"]
+
     def pair_run(self) -> bool:
         """Two sessions in the workspace, one writing the hook: is only that one paused
         (and the other still writing)?"""
@@ -211,8 +218,7 @@ class Daemon:
         ids = []
         for script in (INNOCENT, GUILTY):
             line = f"{py} -c {shlex.quote(script)} {ws} & wait"
-            r = self.op.call("sessions.new", {"argv": ["bash", "--norc", "-c", line], "cwd": str(self.ws)})
-            ids.append(r["session"]["id"])
+            ids.append(self.new(["bash", "--norc", "-c", line])["id"])
         _innocent, guilty = ids
         try:
             deadline = time.monotonic() + 5
@@ -242,9 +248,7 @@ class Daemon:
         """(ms from writing src/.env.local to the writer stopped, writes made after it)."""
         shutil.rmtree(self.ws / "out", ignore_errors=True)
         script = f"{shlex.quote(sys.executable)} -c {shlex.quote(DEEP_WRITER)} {shlex.quote(str(self.ws))}"
-        sid = self.op.call("sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(self.ws)})[
-            "session"
-        ]["id"]
+        sid = self.new(["bash", "--norc", "-c", script])["id"]
         stamps = self.ws / "out" / "stamps"
         try:
             deadline = time.monotonic() + 10
@@ -283,14 +287,12 @@ class Daemon:
         if name.startswith("rename"):
             shutil.rmtree(self.ws / "innocent", ignore_errors=True)
             (self.ws / "innocent").mkdir()
-            neighbour = self.op.call(
-                "sessions.new", {"argv": ["bash", "--norc", "-c", BUSY], "cwd": str(self.ws)}
-            )["session"]["id"]
+            neighbour = self.new(["bash", "--norc", "-c", BUSY])["id"]
             deadline = time.monotonic() + 5
             while len(list((self.ws / "innocent").iterdir())) < 20 and time.monotonic() < deadline:
                 time.sleep(0.01)
         argv = ["bash", "--norc", "-c", code] if kind == "bash" else [sys.executable, "-c", code]
-        sid = self.op.call("sessions.new", {"argv": argv, "cwd": str(self.ws)})["session"]["id"]
+        sid = self.new(argv)["id"]
         try:
             deadline = time.monotonic() + 8
             mine: list[dict] = []
@@ -316,9 +318,7 @@ class Daemon:
         """ms from someone writing 0 to a paused session's cgroup.freeze to the daemon
         freezing it again (cgroup mode only)."""
         script = "sleep 0.3; echo evil > .git/hooks/post-rewrite; sleep 30"
-        session = self.op.call(
-            "sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(self.ws)}
-        )["session"]
+        session = self.new(["bash", "--norc", "-c", script])
         try:
             deadline = time.monotonic() + 10
             while not [i for i in self.op.call("tripwire.list")["items"] if i["session"] == session["id"]]:
@@ -357,10 +357,7 @@ class Daemon:
             burst = subprocess.Popen([sys.executable, "-c", BURST, str(self.ws), str(burst_files)])
             time.sleep(0.05)
         script = f"{shlex.quote(sys.executable)} -c {shlex.quote(WRITER)} {shlex.quote(str(self.ws))} & wait"
-        session = self.op.call(
-            "sessions.new", {"argv": ["bash", "--norc", "-c", script], "cwd": str(self.ws)}
-        )
-        sid = session["session"]["id"]
+        sid = self.new(["bash", "--norc", "-c", script])["id"]
         try:
             deadline = time.monotonic() + 10
             paused = False

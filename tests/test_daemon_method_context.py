@@ -1,7 +1,8 @@
 """Daemon services wired through narrow interfaces: a method gets
 ``CallContext.services`` (console/daemon/ports.py ``Services``), so it runs on a few real
-services without a daemon process; the watcher gets a ``SessionControl`` and the session
-service the watcher's ``SessionWatch`` at construction, never attached afterwards."""
+services without a daemon process; the watcher and its tripwire get a ``SessionControl``,
+and the session service the watcher's ``SessionWatch`` and the tripwire's ``TripwireHold``,
+at construction, never attached afterwards."""
 
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ def test_services_get_their_collaborators_at_construction():
         and target.value.value.id == "self"
     ]
     assert not late, "services wired after construction: " + "; ".join(late)
-    for path in (DAEMON / "watch_service.py", DAEMON / "session_service.py"):
+    for path in (DAEMON / "watch_service.py", DAEMON / "tripwire_service.py", DAEMON / "session_service.py"):
         text = path.read_text()
         assert "sessions is None" not in text and "assert self.sessions" not in text, path.name
         assert "broker.pending" not in text and "watch.tripwires" not in text, path.name
@@ -182,7 +183,7 @@ def test_the_tripwire_answers_through_the_session_control_it_was_given(tmp_path,
     source.reload()
     store = Store.open(tmp_path / "history.db")
     control = RecordingControl()
-    watch = WatchService(source, store, EventHub(), sessions=control)
+    tripwire = WatchService(source, store, EventHub(), sessions=control).tripwire
     item = TripwireItem(
         id="t-1",
         at=time.time(),
@@ -194,13 +195,13 @@ def test_the_tripwire_answers_through_the_session_control_it_was_given(tmp_path,
         kind="created",
         diff=None,
     )
-    watch.tripwires[item.id] = item
+    tripwire.items[item.id] = item
     try:
-        assert watch.holds("s-1")
-        answer = asyncio.run(watch.resolve("t-1", action, accept=action is TripwireResolution.RESUME))
+        assert tripwire.holds("s-1")
+        answer = asyncio.run(tripwire.resolve("t-1", action, accept=action is TripwireResolution.RESUME))
         assert answer.state == state.value
         expected = ([(acted, "s-1")] if acted else []) + [("changed", "s-1")]
         assert control.calls == expected
-        assert watch.holds("s-1") is (state is TripwireState.KEPT)
+        assert tripwire.holds("s-1") is (state is TripwireState.KEPT)
     finally:
         store.close()

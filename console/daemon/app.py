@@ -46,6 +46,7 @@ from console.daemon.server import (
 )
 from console.daemon.session_control import ManagedSessions
 from console.daemon.session_service import SessionService
+from console.daemon.tripwire_service import TripwireService
 from console.daemon.watch_service import WatchService
 from console.daemon.workspaces import WorkspaceTrust, check_policy_roots, limits_for
 from console.locations import Locations, create_token, ensure_private_dir
@@ -109,6 +110,7 @@ class Daemon:
         self.egress: EgressService
         self.sessions: SessionService
         self.watch: WatchService
+        self.tripwire: TripwireService
         self.workspaces: WorkspaceTrust
         self.integrity: IntegrityCheck
         self.held = HeldTable(on_drop=lambda rid: remove_secret(self.loc.runtime_dir, rid))
@@ -257,6 +259,7 @@ class Daemon:
         # the manager comes first, so each service gets what it holds at construction.
         managed = ManagedSessions(self.loc.state_dir, policy=self.policy)
         self.watch = WatchService(self.policy, self.store, self.events, sessions=managed)
+        self.tripwire = self.watch.tripwire
         self.execution = ExecutionService(
             self.loc, self.policy, self.store, self.events, self.watch, self.egress
         )
@@ -268,6 +271,7 @@ class Daemon:
             pending=self.broker,
             execution=self.execution,
             watch=self.watch,
+            tripwire=self.tripwire,
             agents=self.agents,
             workspaces=self.workspaces,
             loc=self.loc,

@@ -102,7 +102,7 @@ class ExecutionService:
         self.environment = dict(os.environ)
         # A sandboxed run's own process wrote a protected path it was not given: stop it
         # now; what it left behind is removed when it ends (console/sandbox/guards.py).
-        watch.on_operation_wrote = self._refuse
+        watch.tripwire.on_operation_wrote = self._refuse
 
     @property
     def temp_base(self) -> str:

@@ -1,10 +1,11 @@
 """The narrow interfaces the daemon's services hold of each other, and the methods of them.
 
-Sessions and the watcher need each other: the watcher's tripwire stops, resumes and
-kills sessions, and a session's status says whether the tripwire holds it. Each gets
-the other's part as one of these Protocols at construction (console/daemon/app.py wires
-them), never the whole service, so a service can be built and tested with a small
-stand-in, and what crosses between two services is written down here.
+Sessions, the watcher and its tripwire need each other: the watcher attributes a
+session's changes, the tripwire stops, resumes and kills sessions, and a session's status
+says whether the tripwire holds it. Each gets the other's part as one of these Protocols
+at construction (console/daemon/app.py wires them), never the whole service, so a
+service can be built and tested with a small stand-in, and what crosses between two
+services is written down here.
 
 :class:`Services` is what a method handler may reach (``CallContext.services``): the
 daemon satisfies it, and a unit test can hand a method a few real services without a
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from console.daemon.link_tickets import LinkTickets
     from console.daemon.policy_source import PolicySource
     from console.daemon.session_service import SessionService
+    from console.daemon.tripwire_service import TripwireService
     from console.daemon.watch_service import WatchService
     from console.daemon.workspaces import WorkspaceTrust
     from console.locations import Locations
@@ -63,8 +65,7 @@ class SessionControl(Protocol):
 
 
 class SessionWatch(Protocol):
-    """What sessions need of the watcher: attribution of a session's changes, and
-    whether the tripwire holds a session."""
+    """What sessions need of the watcher: attribution of a session's changes."""
 
     def watch_soon(self, root: str) -> None: ...
 
@@ -77,6 +78,10 @@ class SessionWatch(Protocol):
     def started_by(self, session_id: str, request_id: str) -> None:
         """The session runs an approved request: its changes are that request's too."""
         ...
+
+
+class TripwireHold(Protocol):
+    """What sessions need of the tripwire: whether it holds a session."""
 
     def holds(self, session_id: str) -> bool:
         """A tripwire keeps the session stopped (paused, or kept paused)."""
@@ -112,6 +117,7 @@ class Services(Protocol):
     execution: ExecutionService
     sessions: SessionService
     watch: WatchService
+    tripwire: TripwireService
 
     def status(self) -> dict[str, Any]: ...
 

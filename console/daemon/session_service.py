@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from console.daemon.connection import Connection
     from console.daemon.execution import ExecutionService
     from console.daemon.identity import Agent, AgentRegistry
-    from console.daemon.ports import PendingView, SessionWatch
+    from console.daemon.ports import PendingView, SessionWatch, TripwireHold
     from console.daemon.session_control import ManagedSessions
     from console.daemon.workspaces import WorkspaceTrust
 
@@ -83,6 +83,7 @@ class SessionService:
         pending: PendingView,
         execution: ExecutionService,
         watch: SessionWatch,
+        tripwire: TripwireHold,
         agents: AgentRegistry,
         workspaces: WorkspaceTrust,
         loc: Locations,
@@ -93,6 +94,7 @@ class SessionService:
         self.loc = loc
         self._egress: dict[str, EgressRun] = {}
         self.watch = watch
+        self.tripwire = tripwire
         self._tokens: dict[str, AttributionToken] = {}
         self.pending = pending
         self.execution = execution
@@ -135,7 +137,7 @@ class SessionService:
         """The session as clients see it; converted, so a field its type does not describe
         is a daemon bug caught here."""
         out = asdict(info)
-        paused = self.watch.holds(info.id)
+        paused = self.tripwire.holds(info.id)
         if info.alive and paused:
             # Said as it is: frozen in its cgroup, or stopped by SIGSTOP, process by process.
             try:

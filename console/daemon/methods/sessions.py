@@ -56,7 +56,7 @@ def _sid(ctx: CallContext, sid: str) -> str:
 
 def _not_while_paused(ctx: CallContext, sid: str, what: str) -> None:
     """A tripwire pause is the operator's to resume or end (tripwire.resolve), not the agent's."""
-    if ctx.conn.role is not Role.OPERATOR and ctx.services.watch.holds(sid):
+    if ctx.conn.role is not Role.OPERATOR and ctx.services.tripwire.holds(sid):
         raise RPCError(
             FORBIDDEN,
             f"session {sid} is paused by the tripwire; only the operator can {what} it "

@@ -69,9 +69,8 @@ async def diff(ctx: CallContext, args: WatchDiff) -> WatchDiffResult:
     if text is None:
         raise RPCError(NOT_FOUND, "no baseline for that path (only small protected text files have one)")
     # When an answer to a tripwire made the change the baseline, say so, with that change.
-    accepted = ctx.services.watch.accepted.get(
-        (os.path.realpath(root), path)
-    ) or ctx.services.watch.accepted.get((root, path))
+    answered = ctx.services.tripwire.accepted
+    accepted = answered.get((os.path.realpath(root), path)) or answered.get((root, path))
     return WatchDiffResult(diff=text, accepted=accepted)
 
 
@@ -95,7 +94,7 @@ async def remove(ctx: CallContext, args: WatchRemove) -> WatchRemoveResult:
 
 
 async def tripwire_list(ctx: CallContext, args: TripwireList) -> TripwireListResult:
-    items = ctx.services.watch.tripwires.values()
+    items = ctx.services.tripwire.items.values()
     if args.include_resolved:
         return TripwireListResult(items=[t.notice() for t in items])
     if args.open:  # paused, kept paused, and exited writers' items
@@ -104,12 +103,12 @@ async def tripwire_list(ctx: CallContext, args: TripwireList) -> TripwireListRes
 
 
 async def tripwire_resolve(ctx: CallContext, args: TripwireResolve) -> TripwireResolveResult:
-    item = await ctx.services.watch.resolve(args.id, args.action, revert=args.revert, accept=args.accept)
+    item = await ctx.services.tripwire.resolve(args.id, args.action, revert=args.revert, accept=args.accept)
     return TripwireResolveResult(item=item)
 
 
 async def tripwire_revert(ctx: CallContext, args: TripwireRevert) -> TripwireRevertResult:
-    return TripwireRevertResult(item=await ctx.services.watch.revert(args.id))
+    return TripwireRevertResult(item=await ctx.services.tripwire.revert(args.id))
 
 
 METHODS = {
