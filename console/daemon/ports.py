@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from console.sessions.session import Session
     from console.store import Store
     from console.watch import AttributionToken
+    from console.watch.events import AttributionKind
 
 
 class SessionControl(Protocol):
@@ -70,7 +71,13 @@ class SessionWatch(Protocol):
     def watch_soon(self, root: str) -> None: ...
 
     def begin(
-        self, root: str, kind: str, ident: str, label: str, pid: int | None, at: float | None = None
+        self,
+        root: str,
+        kind: AttributionKind,
+        ident: str,
+        label: str,
+        pid: int | None,
+        at: float | None = None,
     ) -> AttributionToken: ...
 
     def end(self, token: AttributionToken) -> None: ...

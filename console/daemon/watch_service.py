@@ -40,6 +40,7 @@ from console.watch import (
     display_path,
     net_changes,
 )
+from console.watch.events import AttributionKind
 from console.watch.sentinel import Hint
 
 if TYPE_CHECKING:
@@ -210,11 +211,17 @@ class WatchService:
     # ------------------------------------------------------------------ attribution
 
     def begin(
-        self, root: str, kind: str, ident: str, label: str, pid: int | None, at: float | None = None
+        self,
+        root: str,
+        kind: AttributionKind,
+        ident: str,
+        label: str,
+        pid: int | None,
+        at: float | None = None,
     ) -> AttributionToken:
         if pid:
             self.lineage.register(pid, "session" if kind == "session" else "operation", ident)
-        return self.attributions.begin(root, kind, ident, label, pid, at=at)  # type: ignore[arg-type]
+        return self.attributions.begin(root, kind, ident, label, pid, at=at)
 
     def made_by_other(self, operation: str, root: str, path: str) -> bool:
         """Whether the kernel named someone other than ``operation`` writing ``path``
