@@ -252,6 +252,23 @@ async def test_replay_paints_from_cells_and_drops_program_escapes(manager, tmp_p
     assert "]52;" not in out and "evil title" not in out and "?1049h" not in out
 
 
+async def test_a_session_starts_with_default_signals_whatever_its_daemon_ignores(manager, tmp_path):
+    """A daemon started in a script's background ignores SIGINT and SIGQUIT; its sessions
+    must not inherit that, or Ctrl-C in a pane does nothing."""
+    import signal
+
+    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        sid = shell(manager, tmp_path, "grep SigIgn /proc/self/status")
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    await manager.wait(sid, timeout=10)
+    ignored = int(manager.screen_text(sid).split("SigIgn:")[1].split()[0], 16)
+    assert not ignored & (1 << (signal.SIGINT - 1)), hex(ignored)
+    assert not ignored & (1 << (signal.SIGQUIT - 1)), hex(ignored)
+
+
 async def test_status_idle_running_exited_and_events(manager, tmp_path):
     sid = shell(manager, tmp_path, "echo start; exec cat")
     # Seen output first: a signal sent before the shell runs is lost in the fork.

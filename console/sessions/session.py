@@ -63,12 +63,23 @@ def check_size(cols: int, rows: int) -> None:
         raise SessionError(f"terminal size must be between 1x1 and {MAX_SIZE}x{MAX_SIZE}")
 
 
+# Every signal a handler can be set for (not SIGKILL, SIGSTOP, nor the real-time ones
+# the C library keeps for itself).
+_RESET_SIGNALS = tuple(
+    sig
+    for sig in signal.Signals
+    if sig not in (signal.SIGKILL, signal.SIGSTOP) and sig < getattr(signal, "SIGRTMIN", 32)
+)
+
+
 def _child_setup(
     cwd: str, inherit: Sequence[int] = (), join: Callable[[], None] | None = None
 ) -> Callable[[], None]:
     """Runs in the forked child before exec: what subprocess does for its children
-    and ptyprocess does not. Python ignores SIGPIPE and SIGXFSZ, and ignored signals
-    survive exec; a blocked signal mask would too. The directory change is done here
+    and ptyprocess does not. Ignored signals survive exec, and a blocked signal mask
+    would too: Python ignores SIGPIPE and SIGXFSZ, and a daemon started in the
+    background of a script ignores SIGINT and SIGQUIT, which would leave Ctrl-C in a
+    session doing nothing. Every signal starts at its default, as a terminal's would. The directory change is done here
     (not by ptyprocess) so a failure is reported to the parent instead of leaving a
     forked copy of the daemon running. ``inherit``: descriptors to keep across exec
     (ptyprocess keeps ``pass_fds`` open but leaves their close-on-exec flag).
@@ -77,7 +88,7 @@ def _child_setup(
     def setup() -> None:
         if join is not None:
             join()
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        for sig in _RESET_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         for fd in inherit:
