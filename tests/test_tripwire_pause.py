@@ -77,6 +77,35 @@ async def test_pause_stops_job_control_and_setsid_children(tmp_path, monkeypatch
         assert parent is not None and not parent.exists()
 
 
+@pytest.mark.parametrize("mode", [CGROUP_MODE, WALK_MODE])
+async def test_a_resume_during_the_pause_walk_is_not_undone_by_it(tmp_path, monkeypatch, mode):
+    """The operator's resume can come while a pause still walks the session's processes
+    (a pause after a thaw, answered at once): the walk must not stop again what the
+    resume continued."""
+    if mode == WALK_MODE:
+        monkeypatch.setenv(DISABLE_VAR, "1")
+    else:
+        monkeypatch.delenv(DISABLE_VAR, raising=False)
+    m = await start_manager(tmp_path / "state")
+    try:
+        a, b = tmp_path / "a", tmp_path / "b"
+        info = m.create(
+            ["bash", "--norc", "--noprofile", "-i", "-c", SCRIPT.format(a=a, b=b)],
+            cwd=str(tmp_path),
+            env=child_env(tmp_path),
+            owner="operator",
+        )
+        await until(lambda: size(a) > 0 and size(b) > 0, what="both writers")
+        pausing = asyncio.create_task(m.pause(info.id, wait_s=1.0))
+        await asyncio.sleep(0)  # the pause has stopped what it knew and walks on
+        await m.resume(info.id)
+        await pausing
+        assert await growing(a, b), "the pause walk stopped the session again after the resume"
+        await m.kill(info.id, grace_s=0.5)
+    finally:
+        await m.close(grace_s=0.5)
+
+
 async def test_kill_of_a_frozen_session_ends_it(tmp_path, monkeypatch):
     monkeypatch.delenv(DISABLE_VAR, raising=False)
     m = await start_manager(tmp_path / "state")

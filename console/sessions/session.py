@@ -143,6 +143,8 @@ class Session:
         self._background: set[asyncio.Task[object]] = set()
         self.cgroup: SessionCgroup | None = None
         self._stopped: set[procs.ProcHandle] = set()  # walk mode: what pause stopped
+        # Counts resumes: a pause still walking when the operator resumes gives up.
+        self._resumes = 0
         self.paused = False
         self.last_io: tuple[float, procs.IoCounters] | None = None
         self.meta_dirty = False
@@ -690,10 +692,11 @@ class Session:
         """Stop every process of the session. True once all are stopped: the cgroup
         reports ``frozen 1``, or a marker walk finds no process it had not stopped."""
         self.pause_now()
+        resumes = self._resumes
         deadline = time.monotonic() + wait_s
         if self.cgroup is not None:
             while not self.cgroup.frozen() and self.cgroup.populated():
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or self._resumes != resumes:
                     return False
                 await asyncio.sleep(0.005)
             return True
@@ -701,6 +704,8 @@ class Session:
         while time.monotonic() <= deadline or rounds < 2:
             rounds += 1
             found = await asyncio.to_thread(self.deep_members)
+            if self._resumes != resumes:  # resumed meanwhile: what it continued stays so
+                return False
             new = {h for h in found if h not in self._stopped}
             for h in new:
                 if h.signal(signal.SIGSTOP):
@@ -713,6 +718,7 @@ class Session:
     async def resume(self) -> None:
         """Undo ``pause``: thaw the cgroup, or SIGCONT everything stopped and found."""
         self.paused = False
+        self._resumes += 1
         if self.cgroup is not None:
             with contextlib.suppress(OSError):
                 self.cgroup.thaw()
