@@ -205,7 +205,7 @@ async def test_an_item_resolved_by_another_operator_leaves_the_queue(env, clock)
 async def test_keep_paused_and_an_item_already_there_when_the_console_starts(env, clock):
     d, ws = env
     t = uuid.uuid4().hex[:8]
-    sid, pid = start(d, ws, f"sleep 0.6; echo k > id_rsa-{t}.key; sleep 60")
+    sid, pid = start(d, ws, f"sleep 0.6; echo k > k-{t}.new; mv k-{t}.new id_rsa-{t}.key; sleep 60")
     try:
         with d.operator() as op:
             wait_for(lambda: [i for i in op.call("tripwire.list")["items"] if i["session"] == sid])
