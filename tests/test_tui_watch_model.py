@@ -143,3 +143,19 @@ def test_history_rows_and_outcomes_read_well():
     assert "✖ external_network — Network is unreachable" in plain
     assert "in between not kept" in plain
     assert "modified .env PROTECTED" in " ".join(plain.split())
+
+
+def test_a_sessions_changes_count_files_not_events():
+    """A file created then written is one change, however the watcher split it."""
+    from console.tui.render.watch_text import changes_warning, render_session_changes
+
+    root = "/w/project"
+    events = [
+        {"path": ".env", "workspace_root": root, "kind": "modified", "protected": ".env", "at": 0},
+        {"path": ".env", "workspace_root": root, "kind": "modified", "protected": ".env", "at": 0},
+        {"path": "notes.txt", "workspace_root": root, "kind": "added", "protected": None, "at": 0},
+        {"path": "notes.txt", "workspace_root": root, "kind": "modified", "protected": None, "at": 0},
+    ]
+    assert "1 protected, 1 other" in render_session_changes("agent-1", events, STYLES).plain
+    warning = changes_warning(events, STYLES)
+    assert warning is not None and "changed 1 protected path while" in warning.plain

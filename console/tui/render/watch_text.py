@@ -387,7 +387,7 @@ def render_session_changes(
     protected = [e for e in events if e.get("protected")]
     ordinary = [e for e in events if not e.get("protected")]
     out.append(
-        f"  {len(protected)} protected, {len(ordinary)} other (by its terminal sessions)\n"
+        f"  {_paths(protected)} protected, {_paths(ordinary)} other (by its terminal sessions)\n"
         if events
         else "  none seen\n",
         styles["dim"],
@@ -407,9 +407,14 @@ def render_session_changes(
     return out
 
 
+def _paths(events: Sequence[Mapping[str, Any]]) -> int:
+    """How many files the events changed: a file created then written is one."""
+    return len({(e.get("workspace_root"), e.get("path")) for e in events})
+
+
 def changes_warning(events: Sequence[Mapping[str, Any]] | None, styles: Styles) -> Text | None:
     """One line for the top of the detail when the session touched protected paths."""
-    count = sum(1 for e in events or () if e.get("protected"))
+    count = _paths([e for e in events or () if e.get("protected")])
     if not count:
         return None
     out = Text(end="")
