@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_FRAME = 4 * 1024 * 1024  # the protocol's (console/protocol/jsonrpc.py)
 BUSY_RETRY_S = 0.01
+DIAL_S = 10.0  # how long a daemon may stay too busy to accept, as the full client allows
 
 
 class Unreachable(ConnectionError):
@@ -68,7 +69,7 @@ class OperatorWire:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self = cls(sock, timeout_s)
         try:
-            self._dial(path, 10.0 if timeout_s is None else timeout_s)
+            self._dial(path, DIAL_S)
             self._check_peer()
             self.hello = self.call("hello", {"token": token, "client": client})
         except BaseException:
