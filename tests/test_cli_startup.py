@@ -103,3 +103,12 @@ def test_exec_with_a_ticket_loads_neither_the_store_nor_the_console_nor_asyncio(
 def test_importing_the_cli_loads_no_command():
     _, names = _imported(["-c", "import console.cli"])
     assert {n for n in names if n.startswith("console.")} == {"console.cli"}
+
+
+def test_run_starts_without_the_full_client_or_the_protocols_types():
+    """`agent-console run` runs before the agent does: its start-up is the agent's."""
+    state = short_tmp() / "s"
+    r, names = _imported(["-m", "console", "run", "--state-dir", str(state), "--", "true"])
+    assert r.returncode == 3 and "no daemon is running" in r.stderr, r.stderr
+    heavy = {"asyncio", "msgspec", "console.client", "console.protocol.jsonrpc", "console.remote"}
+    assert not heavy & names, heavy & names

@@ -125,7 +125,7 @@ def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser_for(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)  # --version and --help end here, before any command loads
-    from console.cli.common import CLIError
+    from console.cli.basics import CLIError
 
     if not getattr(args, "func", None):
         from console.cli import tui_commands

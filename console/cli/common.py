@@ -1,4 +1,8 @@
-"""What every subcommand shares: state dir, clients, reading inputs, one-line failures."""
+"""What every subcommand shares: state dir, clients, reading inputs, one-line failures.
+
+The failure, exit codes and state-dir option are console/cli/basics.py's (re-exported here),
+which `agent-console run` uses without loading the client.
+"""
 
 from __future__ import annotations
 
@@ -10,50 +14,20 @@ import sys
 import time
 from typing import Any, NoReturn
 
+from console.cli.basics import EXIT_DENIED as EXIT_DENIED
+from console.cli.basics import EXIT_INVALID as EXIT_INVALID
+from console.cli.basics import EXIT_OK as EXIT_OK
+from console.cli.basics import EXIT_UNREACHABLE as EXIT_UNREACHABLE
+from console.cli.basics import CLIError as CLIError
+from console.cli.basics import add_host as add_host
+from console.cli.basics import add_state_dir as add_state_dir
+from console.cli.basics import locations as locations
 from console.client import Client, DaemonUnreachable, ResultError, RPCError
 from console.contract.problem import Problem
-from console.locations import Locations, UnsafeLocation, locate
+from console.locations import Locations, UnsafeLocation
 from console.protocol.jsonrpc import INVALID_PARAMS
 from console.protocol.procs import agent_process_pid
 from console.remote.contexts import ENV_HOST, ContextError, Target, hosts_path, load_contexts
-
-EXIT_OK = 0
-EXIT_DENIED = 1
-EXIT_INVALID = 2
-EXIT_UNREACHABLE = 3
-
-
-class CLIError(Exception):
-    """A failure to report as one line on stderr, with an exit code (and a problem for --json)."""
-
-    def __init__(self, message: str, code: int = EXIT_INVALID, problem: Problem | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.problem = problem
-
-
-def add_state_dir(p: argparse.ArgumentParser) -> None:
-    # SUPPRESS: a subcommand's unset option must not erase one given before the command
-    # (`agent-console --state-dir X pending` and `agent-console pending --state-dir X`).
-    p.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        default=argparse.SUPPRESS,
-        help="where the daemon keeps its state and sockets (default: $AGENT_CONSOLE_HOME or ~/.local/state/agent-console)",
-    )
-    add_host(p)
-
-
-def add_host(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--host",
-        action="append",
-        metavar="HOST",
-        default=argparse.SUPPRESS,
-        help="the daemon to talk to: local, a name from `agent-console hosts`, or "
-        "ssh://[user@]box[:port][/state/dir] (default: $AGENT_CONSOLE_HOST, else the current host, "
-        "else this machine; docs/remote.md)",
-    )
 
 
 def hosts(args: argparse.Namespace) -> list[Target]:
@@ -86,15 +60,6 @@ def local_files(args: argparse.Namespace, what: str) -> Locations:
             f"(ssh {target.url.address if target.url else target.name} agent-console …)"
         )
     return locations(args)
-
-
-def locations(args: argparse.Namespace) -> Locations:
-    """This machine's state (agents, hooks and the daemon itself never follow the
-    operator's host; an explicit remote ``--host`` is refused)."""
-    for value in getattr(args, "host", None) or ():
-        if value != "local":
-            raise CLIError(f"--host {value}: this command works on this machine only")
-    return locate(getattr(args, "state_dir", None))
 
 
 def connect(args: argparse.Namespace, role: str, *, timeout_s: float | None = 30.0) -> Client:

@@ -20,8 +20,7 @@ import argparse
 import os
 import sys
 
-from console.cli.common import CLIError, add_state_dir, locations
-from console.client import DaemonUnreachable, RPCError
+from console.cli.basics import EXIT_INVALID, EXIT_UNREACHABLE, CLIError, add_state_dir, locations
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -51,13 +50,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         "env": dict(os.environ),
     }
     from console.cli.terminal_attach import start
+    from console.cli.wire import Refused, Unreachable
 
     try:
         return start(locations(args), params, attach=interactive and not args.detach)
-    except RPCError as exc:
-        raise CLIError(exc.message, 2) from None
-    except DaemonUnreachable as exc:
-        raise CLIError(str(exc), 3) from None
+    except Refused as exc:
+        raise CLIError(exc.message, EXIT_INVALID) from None
+    except Unreachable as exc:
+        raise CLIError(str(exc), EXIT_UNREACHABLE) from None
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -25,10 +25,14 @@ import signal
 import sys
 import termios
 import tty
-from typing import Any
 
-from console.client import Client, RPCError
-from console.locations import Locations
+from console.cli.wire import OperatorWire, Refused
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from console.locations import Locations
 
 DETACH = b"\x1d"  # Ctrl-]
 INPUT_CHUNK = 4096
@@ -38,7 +42,7 @@ _PALETTE = re.compile(rb"\x1b\]4;[^\x1b\x07]*(?:\x1b\\|\x07)")
 
 
 class Attached:
-    def __init__(self, client: Client, session: str, out: int, inp: int) -> None:
+    def __init__(self, client: OperatorWire, session: str, out: int, inp: int) -> None:
         self.client = client
         self.session = session
         self.out = out
@@ -85,14 +89,14 @@ class Attached:
             try:
                 self.client.call("sessions.input", payload, on_notification=self.notified)
                 return
-            except RPCError as exc:
+            except Refused as exc:
                 if "busy" not in exc.message:
                     return
                 select.select([], [], [], 0.01)
 
     def resize(self) -> None:
         self.resized = False
-        with contextlib.suppress(OSError, RPCError):
+        with contextlib.suppress(OSError, Refused):
             cols, rows = os.get_terminal_size(self.out)
             self.client.call(
                 "sessions.resize",
@@ -125,7 +129,7 @@ class Attached:
 def start(loc: Locations, params: dict[str, Any], *, attach: bool) -> int:
     """Start a session (``sessions.new`` with ``params``) and, with ``attach``, attach this
     terminal to it until it ends (its exit status) or ``Ctrl-]`` (0); else print its id."""
-    with Client.connect(loc, role="operator", client="agent-console-run", timeout_s=30) as client:
+    with OperatorWire.connect(loc, client="agent-console-run", timeout_s=30) as client:
         session = client.call("sessions.new", params)["session"]["id"]
         if not attach:
             print(session)
@@ -133,7 +137,7 @@ def start(loc: Locations, params: dict[str, Any], *, attach: bool) -> int:
         return _attached(client, session)
 
 
-def _attached(client: Client, session: str) -> int:
+def _attached(client: OperatorWire, session: str) -> int:
     out, inp = sys.stdout.fileno(), sys.stdin.fileno()
     att = Attached(client, session, out, inp)
     saved = termios.tcgetattr(inp) if os.isatty(inp) else None
@@ -154,7 +158,7 @@ def _attached(client: Client, session: str) -> int:
         if saved is not None:
             termios.tcsetattr(inp, termios.TCSADRAIN, saved)
     if att.detached:
-        with contextlib.suppress(RPCError):
+        with contextlib.suppress(Refused):
             client.call("sessions.detach", {"session": session})
         sys.stderr.write(
             f"\r\nagent-console: detached; {session} keeps running (agent-console sessions attach {session})\r\n"

@@ -13,15 +13,23 @@ bridge serves in the child, in a session of its own with no terminal (the sessio
 Ctrl-C is not for it); the parent becomes the command. It dies with the sandbox.
 
 Standard library only, no site packages (``-I -S``): it must start in milliseconds and
-must not import anything from the workspace.
+must not import anything from the workspace. The parent, which becomes the command,
+loads only ``_socket`` to listen: ``socket``, ``selectors`` and ``contextlib`` (enum, collections…)
+are the serving child's, loaded after the fork, so they do not delay the command.
 """
 
-import contextlib
+from __future__ import annotations
+
+import _socket
 import errno
 import os
-import selectors
-import socket
 import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import contextlib
+    import selectors
+    import socket
 
 CHUNK = 65536
 # Bytes read from one side but not yet written to the other, per direction.
@@ -149,30 +157,40 @@ def serve(listener: socket.socket, target: str) -> None:
                 pair.readable(key.fileobj)
 
 
+def _serve_child(listener: _socket.socket, target: str) -> None:
+    """The forked child: the bridge itself, in a session of its own with no terminal."""
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        # Module names Pair and serve use: loaded here, after the command's fork.
+        global contextlib, selectors, socket
+        import contextlib
+        import selectors
+        import socket
+
+        serve(socket.socket(fileno=listener.detach()), target)
+    finally:
+        os._exit(0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         sys.stderr.write("usage: bridge 127.0.0.1:PORT SOCKET -- CMD [ARGS...]\n")
         return 2
     host, _, port = argv[0].rpartition(":")
     target, command = argv[1], argv[3:]
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     try:
         listener.bind((host, int(port)))
         listener.listen(512)
     except OSError as exc:
         sys.stderr.write(f"the network bridge cannot listen on {argv[0]}: {exc.strerror}\n")
         return 126
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setsid()
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            serve(listener, target)
-        finally:
-            os._exit(0)
+    if os.fork() == 0:
+        _serve_child(listener, target)
     listener.close()
     try:
         os.execv(command[0], command)  # noqa: S606 (the approved command itself)
