@@ -21,7 +21,9 @@ For each connection:
    workspace, approved once, for the agent's session or always, or denied with a reason)
    while the connection waits; a client that hangs up withdraws it;
 5. the decision, the address and the port go into the history (a ``connection`` event),
-   before anything is sent upstream; then the bytes are carried as they are.
+   committed before anything is sent upstream (the decisions of one pass of the event
+   loop share a commit; one that cannot be committed refuses its connections); then
+   the bytes are carried as they are.
 
 A refused connection is answered with a 403 that says why (or SOCKS5's "not allowed").
 """
