@@ -74,8 +74,9 @@ async def setup():
         shutil.rmtree(base, ignore_errors=True)
 
 
-async def fetch(socket_path: str, port: int) -> tuple[bytes, bytes]:
-    """CONNECT through the run's socket, then one request: (the broker's answer, the body)."""
+async def fetch(socket_path: str, port: int, *, half_close: bool = False) -> tuple[bytes, bytes]:
+    """CONNECT through the run's socket, then one request: (the broker's answer, the body).
+    ``half_close``: say "nothing more" right after the request, before the answer."""
     reader, writer = await asyncio.open_unix_connection(socket_path)
     try:
         writer.write(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % port)
@@ -83,6 +84,8 @@ async def fetch(socket_path: str, port: int) -> tuple[bytes, bytes]:
         if not head.startswith(b"HTTP/1.1 200"):
             return head, await reader.read()
         writer.write(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        if half_close:
+            writer.write_eof()
         return head, await reader.read()
     finally:
         writer.close()
@@ -101,6 +104,15 @@ async def test_every_connection_made_together_is_in_the_history(setup):
     assert upstream.arrived == 40
     assert connections(store, "allow") == 40
     assert egress.status()["allowed"] == 40
+
+
+async def test_an_answer_after_the_client_is_done_sending_still_arrives(setup):
+    _, run, store, upstream = setup
+    answers = await asyncio.gather(*(fetch(run.socket, upstream.port, half_close=True) for _ in range(10)))
+    for head, body in answers:
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert body.endswith(b"ok"), body
+    assert connections(store, "allow") == 10
 
 
 async def test_a_history_that_cannot_be_written_refuses_the_connection(setup):
