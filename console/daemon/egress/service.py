@@ -21,7 +21,9 @@ For each connection:
    workspace, approved once, for the agent's session or always, or denied with a reason)
    while the connection waits; a client that hangs up withdraws it;
 5. the decision, the address and the port go into the history (a ``connection`` event),
-   before anything is sent upstream; then the bytes are carried as they are.
+   committed before anything is sent upstream (the decisions of one pass of the event
+   loop share a commit; one that cannot be committed refuses its connections); then
+   the bytes are carried as they are.
 
 A refused connection is answered with a 403 that says why (or SOCKS5's "not allowed").
 """
@@ -37,6 +39,7 @@ import secrets
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,9 +51,9 @@ from console.daemon.egress import proxy, relay
 from console.daemon.egress.proxy import Kind, Target
 from console.daemon.policy_source import PolicySource
 from console.locations import ensure_private_dir
-from console.policy.config import NetworkMode
+from console.policy.config import NetworkMode, PolicyConfig
 from console.policy.network import IPAddress, Rules, Verdict, address_of
-from console.store import Store, StoreUnavailable, connection_event
+from console.store import Event, Store, StoreUnavailable, connection_event
 
 if TYPE_CHECKING:
     from console.daemon.broker import Broker
@@ -104,6 +107,127 @@ async def system_resolver(host: str, port: int) -> list[IPAddress]:
     return out
 
 
+async def _connect(
+    client: relay.Client, address: IPAddress, port: int
+) -> tuple[asyncio.Transport, relay.Upstream]:
+    """A TCP connection to the address that was checked. The address is already numeric,
+    so this skips what ``create_connection(host, port)`` does to find that out (twice)."""
+    loop = asyncio.get_running_loop()
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        try:
+            sock.connect((address.compressed, port))
+        except BlockingIOError:
+            writable: asyncio.Future[None] = loop.create_future()
+            fd = sock.fileno()
+            loop.add_writer(fd, _settle_once, writable)
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    await writable
+            finally:
+                loop.remove_writer(fd)
+            error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if error:
+                raise OSError(error, os.strerror(error)) from None
+        return await loop.create_connection(lambda: relay.Upstream(client), sock=sock)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _settle_once(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _Decider:
+    """One context's rules, with what they said about each name and address already seen:
+    the lists are fixed for as long as the policy is, and a busy run connects to the same
+    few names again and again."""
+
+    LIMIT = 4096
+
+    def __init__(self, config: PolicyConfig, rules: Rules) -> None:
+        self.config = config
+        self.rules = rules
+        self._hosts: dict[tuple[str, int], tuple[Verdict, str]] = {}
+        self._addresses: dict[tuple[str, IPAddress], str] = {}
+
+    def host_verdict(self, host: str, port: int) -> tuple[Verdict, str]:
+        key = (host, port)
+        found = self._hosts.get(key)
+        if found is None:
+            if len(self._hosts) >= self.LIMIT:
+                self._hosts.clear()
+            found = self._hosts[key] = self.rules.host_verdict(host, port)
+        return found
+
+    def address_refusal(self, host: str, addr: IPAddress) -> str:
+        key = (host, addr)
+        found = self._addresses.get(key)
+        if found is None:
+            if len(self._addresses) >= self.LIMIT:
+                self._addresses.clear()
+            found = self._addresses[key] = self.rules.address_refusal(host, addr)
+        return found
+
+
+class _Records:
+    """Connection decisions on their way into the history, committed together.
+
+    Every decision made in one pass of the event loop goes into one append (one
+    transaction, one answer from the store's writer), and each connection waits for it
+    before anything goes upstream: under load the store's work and the loop's wake-ups
+    are per batch, not per connection. A batch the store cannot commit fails every
+    connection in it (they are refused)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.events: list[Event] = []
+        self.waiters: list[asyncio.Future[None]] = []
+
+    def record(self, event: Event) -> asyncio.Future[None]:
+        """Resolves once ``event`` is committed; fails if it cannot be."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        if not self.events:
+            loop.call_soon(self._flush, loop)
+        self.events.append(event)
+        self.waiters.append(waiter)
+        return waiter
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        events, waiters = self.events, self.waiters
+        self.events, self.waiters = [], []
+        try:
+            done = self.store.append(*events, search_later=True)
+        except Exception as exc:
+            self._settle(waiters, exc)
+            return
+
+        def answered(future: Future[list[int]]) -> None:  # in the store's writer thread
+            try:
+                failure = future.exception()
+            except CancelledError:
+                failure = StoreUnavailable("internal", "the history write was cancelled")
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(self._settle, waiters, failure)
+
+        done.add_done_callback(answered)
+
+    @staticmethod
+    def _settle(waiters: list[asyncio.Future[None]], failure: BaseException | None) -> None:
+        for waiter in waiters:
+            if waiter.done():
+                continue  # its connection is gone
+            if failure is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(failure)
+
+
 _owners = itertools.count(-1, -1)  # approval owners apart from connections (which count up)
 
 
@@ -125,7 +249,8 @@ class EgressService:
         self.resolver = resolver
         self.clock = clock
         self.runs: dict[str, EgressRun] = {}
-        self._rules: dict[tuple[int, str, str, tuple[str, ...]], Rules] = {}
+        self._rules: dict[tuple[str, str, tuple[str, ...]], _Decider] = {}
+        self._records = _Records(store)
         self.counts = {"allowed": 0, "refused": 0, "asked": 0}
 
     def status(self) -> dict[str, Any]:
@@ -172,21 +297,25 @@ class EgressService:
     # ------------------------------------------------------------------ one connection
 
     def rules(self, context: RunContext) -> Rules:
+        return self._decider(context).rules
+
+    def _decider(self, context: RunContext) -> _Decider:
+        """The rules for a run's context, and what they said for names seen before."""
         config = self.policy()
-        agent = next((a for a in config.agents if a.name == context.agent_name), None)
-        key = (id(config), context.workspace, context.agent_name, context.also_allow)
+        key = (context.workspace, context.agent_name, context.also_allow)
         found = self._rules.get(key)
-        if found is None:
+        if found is None or found.config is not config:
             if len(self._rules) > 256:
                 self._rules.clear()
+            agent = next((a for a in config.agents if a.name == context.agent_name), None)
             # `network = "any"` is every name (a config built without TOML may say only that).
             anything = ("*",) if config.network is NetworkMode.ANY else ()
-            found = config.network_policy.rules(
+            rules = config.network_policy.rules(
                 context.workspace,
                 agent_allow=(*(agent.allow if agent else ()), *context.also_allow, *anything),
                 agent_deny=agent.deny if agent else (),
             )
-            self._rules[key] = found
+            found = self._rules[key] = _Decider(config, rules)
         return found
 
     async def _handle(self, run: EgressRun, target: Target, client: relay.Client) -> None:
@@ -200,12 +329,8 @@ class EgressService:
             self.counts["refused"] += 1
             client.refuse(proxy.SOCKS5_NOT_ALLOWED if socks else proxy.refusal(403, why))
             return
-        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                transport, upstream = await loop.create_connection(
-                    lambda: relay.Upstream(client), address.compressed, target.port
-                )
+            transport, upstream = await _connect(client, address, target.port)
         except (OSError, TimeoutError) as exc:
             reason = f"cannot connect to {target.host}:{target.port} ({address.compressed}): {exc}"
             client.refuse(proxy.SOCKS5_UNREACHABLE if socks else proxy.refusal(502, reason))
@@ -228,21 +353,25 @@ class EgressService:
     ) -> tuple[bool, str, IPAddress | None] | None:
         """(allowed, why, the address to connect to); None when the client left waiting."""
         context = run.context
-        rules = self.rules(context)
-        verdict, why = rules.host_verdict(target.host, target.port)
+        decider = self._decider(context)
+        verdict, why = decider.host_verdict(target.host, target.port)
         source = "policy"
         request_id = ""
         address: IPAddress | None = None
         if verdict is not Verdict.DENY:
-            try:
-                async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                    addresses = await self.resolver(target.host, target.port)
-            except (OSError, TimeoutError, UnicodeError):
-                addresses = []
+            literal = address_of(target.host) if self.resolver is system_resolver else None
+            if literal is not None:
+                addresses = [literal]  # nothing to resolve
+            else:
+                try:
+                    async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                        addresses = await self.resolver(target.host, target.port)
+                except (OSError, TimeoutError, UnicodeError):
+                    addresses = []
             if not addresses:
                 verdict, why, source = Verdict.DENY, f"{target.host} does not resolve", "resolver"
             for addr in addresses:
-                refused = rules.address_refusal(target.host, addr)
+                refused = decider.address_refusal(target.host, addr)
                 if refused:
                     verdict, why, source = Verdict.DENY, refused, "address"
                     break
@@ -268,28 +397,24 @@ class EgressService:
                     why = f"no answer from the operator for {target.host} in time"
                 verdict = Verdict.DENY
         allowed = verdict is Verdict.ALLOW
+        event = connection_event(
+            at=self.clock(),
+            host=target.host,
+            port=target.port,
+            address=address.compressed if address is not None and allowed else "",
+            protocol=target.kind.value,
+            verdict="allow" if allowed else "deny",
+            source=source,
+            reason=why,
+            workspace_root=context.workspace,
+            session_id=context.session_id,
+            request_id=request_id,
+            agent=context.agent_id,
+            label=context.label,
+        )
         try:
-            await asyncio.wrap_future(
-                self.store.append(
-                    connection_event(
-                        at=self.clock(),
-                        host=target.host,
-                        port=target.port,
-                        address=address.compressed if address is not None and allowed else "",
-                        protocol=target.kind.value,
-                        verdict="allow" if allowed else "deny",
-                        source=source,
-                        reason=why,
-                        workspace_root=context.workspace,
-                        session_id=context.session_id,
-                        request_id=request_id,
-                        agent=context.agent_id,
-                        label=context.label,
-                    ),
-                    search_later=True,
-                )
-            )
-        except StoreUnavailable as exc:
+            await self._records.record(event)
+        except Exception as exc:  # nothing connects unless its decision is in the history
             log.error("store unavailable, refusing a connection to %s: %s", target.host, exc)
             return False, "the console cannot record the connection (store unavailable)", None
         return allowed, why, address
