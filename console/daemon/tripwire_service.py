@@ -114,6 +114,9 @@ class TripwireService:
         self.on_operation_wrote: Callable[[str, str], None] | None = None
         self._alerted: dict[str, float] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        # Sessions whose stop is still being completed: a process signalled a moment ago
+        # may not have stopped yet, which is no thaw.
+        self._stopping: set[str] = set()
         # Sessions the fast lane stopped, by id: their item until the change is complete.
         self._early: dict[str, TripwireItem] = {}
         # Paths being put back by a revert, by (root, path): until (monotonic) their events
@@ -635,10 +638,13 @@ class TripwireService:
             except Exception as exc:
                 item.stopped = False
                 log.warning("could not stop every process of session %s: %s", item.session, exc)
+            finally:
+                self._stopping.discard(item.session)
             if not item.stopped:
                 log.warning("session %s: not every process could be confirmed stopped", item.session)
             self.sessions.changed(item.session)
 
+        self._stopping.add(item.session)
         task = asyncio.create_task(complete())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -788,6 +794,8 @@ class TripwireService:
             await asyncio.sleep(THAW_CHECK_S)
             for item in list(self.items.values()):
                 if item.state not in (TripwireState.PAUSED, TripwireState.KEPT) or not item.session:
+                    continue
+                if item.session in self._stopping:
                     continue
                 try:
                     session = self.sessions.session(item.session)
