@@ -553,13 +553,15 @@ def _open_readonly(
     masks: list[str],
     shown: list[str],
     hidden: tuple[str, ...],
+    runtime: tuple[str, ...] = (),
 ) -> list[Bind]:
     """Read-only binds of ``paths`` (each at its name, from its canonical form) where the
     sandbox would not show them already: outside the surface, inside a home mask, not
     below another of them or a directory in ``shown``; a path that cannot be opened is
     left out. A name that is a link is bound as the file or directory it leads to. A
     path inside a ``hidden`` one (canonical) is left out too: hidden wins over readable,
-    and a bind there would only be covered again."""
+    and a bind there would only be covered again. The console's own ``runtime`` is bound
+    even inside the sandbox's private /tmp: a checkout there must still run its hook."""
     out: list[Bind] = []
     bound = list(shown)
     for name in sorted(dict.fromkeys(paths), key=len):
@@ -569,7 +571,7 @@ def _open_readonly(
         masked = any(is_within(name, m) for m in masks)
         if surface.shows(real) and surface.shows(os.path.realpath(os.path.dirname(name))) and not masked:
             continue  # there already, by the same links as on the host
-        if any(is_within(name, d) for d in PRIVATE_DIRS) and not masked:
+        if any(is_within(name, d) for d in PRIVATE_DIRS) and not masked and name not in runtime:
             continue  # the sandbox's own scratch there, not the host's
         if any(is_within(name, b) for b in bound):
             continue  # its place is shown already (a link there is followed to its target)
@@ -672,11 +674,9 @@ def _binds(
     # (and what it leads to, when it is a link).
     if op.executable.startswith("/"):
         wanted += [op.executable, os.path.realpath(op.executable)]
-    if profile is not None:
-        wanted += profile.runtime
-    if egress is not None:
-        wanted.append(interpreter())
-    readable = _open_readonly(src, wanted, surface, masks, [b.path for b in binds], skip)
+    runtime = (*(profile.runtime if profile is not None else ()), *((interpreter(),) if egress else ()))
+    wanted += runtime
+    readable = _open_readonly(src, wanted, surface, masks, [b.path for b in binds], skip, runtime)
     if egress is not None:
         binds.append(_socket_bind(src, egress.socket, EGRESS_SOCKET, "the egress broker"))
     system = [Bind(p, BindMode.READ_ONLY, src.open(p).fd) for p in surface.binds]
