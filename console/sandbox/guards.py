@@ -27,6 +27,7 @@ approved ``protected_metadata`` scopes; nothing else.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from console.contract.outcome import REFUSED_PROTECTED, Change, ChangeKind, Deni
 from console.policy.diff import requested
 from console.policy.patterns import ProtectedPaths
 from console.sandbox.protected import ProtectedWalkError, find_protected
+from console.sandbox.resolve import ResolveError, open_path
 
 MAX_REMOVED = 2_000  # entries removed per refused path at most (a tree planted by the run)
 
@@ -96,35 +98,34 @@ def sweep(
 
 
 def _remove(path: str, rel: str) -> Refused:
-    """Remove ``path`` (a file, a symlink, or a tree), never following a symlink."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return Refused(path, rel, True)
-    except OSError as exc:
-        return Refused(path, rel, False, exc.strerror or str(exc))
-    try:
-        if stat.S_ISDIR(st.st_mode):
-            _remove_tree(path)
-        else:
-            os.unlink(path)
-    except OSError as exc:
-        return Refused(path, rel, False, exc.strerror or str(exc))
-    return Refused(path, rel, True)
-
-
-def _remove_tree(path: str) -> None:
-    """Everything below ``path`` and ``path`` itself, by descriptors (no symlink is
-    followed: a link inside is removed, not what it points to)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    """Remove ``path`` (a file, a symlink, or a tree), never following a symlink: not at
+    its end, and not on the way. The run (or another session) can turn a directory of the
+    write dir into a link while the sweep runs; the daemon must not remove what the link
+    leads to, in the workspace or outside it."""
     parent, name = os.path.split(path)
-    pfd = os.open(parent, flags & ~os.O_NOFOLLOW)
     try:
-        budget = [MAX_REMOVED]
-        _empty(pfd, name, flags, budget)
-        os.rmdir(name, dir_fd=pfd)
+        opened = open_path(parent)
+    except ResolveError as exc:
+        if exc.errno == errno.ENOENT:
+            return Refused(path, rel, True)
+        return Refused(path, rel, False, f"not removed: {exc.why}")
+    pfd = opened.fd
+    try:
+        try:
+            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return Refused(path, rel, True)
+        if stat.S_ISDIR(st.st_mode):
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            _empty(pfd, name, flags, [MAX_REMOVED])
+            os.rmdir(name, dir_fd=pfd)
+        else:
+            os.unlink(name, dir_fd=pfd)
+    except OSError as exc:
+        return Refused(path, rel, False, exc.strerror or str(exc))
     finally:
         os.close(pfd)
+    return Refused(path, rel, True)
 
 
 def _empty(pfd: int, name: str, flags: int, budget: list[int]) -> None:
