@@ -20,9 +20,11 @@ from console.protocol import requests
 from console.protocol.ids import id_format
 from console.protocol.jsonrpc import INVALID_PARAMS, RPCError
 from console.protocol.params import Params
-from console.protocol.requests import PARAMS, MethodParams, read_params
+from console.protocol.requests import MethodParams, read_params
+from console.protocol.table import ROWS
 
 FP = "ab" * 32
+PARAMS = {row.name: row.params for row in ROWS}
 
 
 # ------------------------------------------------------------ (a) one Struct per method

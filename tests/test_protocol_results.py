@@ -38,12 +38,15 @@ from support.fake_daemon import HELLO, client_of, fake_daemon
 from console.client import Client, ResultError, RPCError
 from console.daemon.methods import all_methods
 from console.protocol import invalid, jsonrpc, results
-from console.protocol.requests import PARAMS, struct_name
-from console.protocol.results import RESULTS, MethodResult
+from console.protocol.requests import struct_name
+from console.protocol.results import MethodResult
+from console.protocol.table import ROWS
 from console.protocol.tickets import read_secret
 
 DAEMON_POLICY = "approval_timeout_s = 60\n"  # the requests below wait for a decision
 FP = "ab" * 32
+PARAMS = {row.name: row.params for row in ROWS}
+RESULTS = {row.name: row.result for row in ROWS}
 # Methods only a daemon with a working sandbox can answer for real (they run commands in
 # it, or need a session stopped by the tripwire): the needs_bwrap test calls them.
 SANDBOXED = {
@@ -74,6 +77,14 @@ def test_every_method_has_its_result_struct_and_every_struct_a_method():
             handler = handler.__wrapped__
         hints = typing.get_type_hints(handler)
         assert hints.get("return") is cls, f"{name}: handler returns {hints.get('return')!r}"
+
+
+def test_each_params_struct_names_its_methods_result_so_a_typed_call_returns_it():
+    # MethodParams[R]: the R a typed call (client.request) is declared to return is the
+    # row's result, the Struct the answer is checked against.
+    for row in ROWS:
+        (base,) = [b for b in row.params.__orig_bases__ if typing.get_origin(b) is not None]
+        assert typing.get_args(base) == (row.result,), row.name
 
 
 def test_a_key_the_daemon_may_leave_out_is_unset_never_a_default():
@@ -511,3 +522,31 @@ def test_docs_describe_each_named_part_once_as_its_struct_has_it(part):
         if line.startswith(start)
     ]
     assert lines == [results.describe(part)], f"docs/protocol.md: write\n{start}{results.describe(part)}"
+
+
+# ------------------------------------------------------------ typed calls
+
+
+def test_a_typed_call_returns_its_methods_struct_checked_at_the_socket(daemon: DaemonProcess):
+    """``client.request(Params(...))`` answers with the Struct the method table pairs
+    with those params, so a caller reads attributes, never keys of a dict."""
+    from console.protocol.requests import DaemonStatus, GrantsList, PendingList
+
+    with daemon.operator() as op, daemon.agent() as agent:
+        pending = op.request(PendingList())
+        assert isinstance(pending, results.PendingListResult) and pending.pending == [] and pending.count == 0
+        grants = op.request(GrantsList())
+        assert isinstance(grants, results.GrantsListResult) and isinstance(grants.grants, list)
+        status = agent.request(DaemonStatus())
+        assert isinstance(status, results.DaemonStatusResult) and status.view == "agent"
+
+
+async def test_the_async_client_makes_the_same_typed_calls(daemon: DaemonProcess):
+    from console.client import AsyncClient
+    from console.protocol.requests import DaemonStatus, PendingList
+
+    async with await AsyncClient.connect(daemon.loc, role="operator") as op:
+        status = await op.request(DaemonStatus())
+        assert isinstance(status, results.DaemonStatusResult) and status.state_dir == str(daemon.state_dir)
+        pending = await op.request(PendingList(limit=5))
+        assert isinstance(pending, results.PendingListResult) and pending.pending == [] and pending.count == 0

@@ -8,7 +8,7 @@ import itertools
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from console.client import dial
 from console.client.errors import DaemonUnreachable, check_peer, socket_for
@@ -17,9 +17,12 @@ from console.protocol import jsonrpc
 from console.protocol.events import Event, EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
 from console.protocol.requests import MethodParams, to_params
-from console.protocol.results import ResultError, decode_result
+from console.protocol.results import MethodResult, ResultError
+from console.protocol.table import BY_PARAMS, decode_result
 
 log = logging.getLogger("agent-console.client")
+
+R = TypeVar("R", bound=MethodResult)
 
 # How long a connect waits for a daemon too busy to accept (console/client/dial.py).
 CONNECT_WAIT_S = 10.0
@@ -32,8 +35,8 @@ class AsyncClient:
         self._writer = writer
         self._ids = itertools.count(1)
         # Each call waiting for its answer: the method (its result is checked against
-        # it) and the future the answer resolves.
-        self._waiting: dict[int, tuple[str, asyncio.Future[Any]]] = {}
+        # it) and the future the answer resolves, with the answer as sent and as its Struct.
+        self._waiting: dict[int, tuple[str, asyncio.Future[tuple[Any, MethodResult | None]]]] = {}
         self._events: asyncio.Queue[Event | None] = asyncio.Queue()
         self.refused_events = 0  # event notifications that were no event of the protocol
         self.refused_results = 0  # answers that were not their method's result
@@ -114,10 +117,8 @@ class AsyncClient:
                                         msg.error.get("data"),
                                     )
                                 )
-                            elif (refused := self._refused(method, msg.result)) is not None:
-                                fut.set_exception(refused)
                             else:
-                                fut.set_result(msg.result)
+                                self._answer(fut, method, msg.result)
                     elif isinstance(msg, Request) and msg.method == "event":
                         self._event(msg.params)
                     elif isinstance(msg, Request):
@@ -151,28 +152,44 @@ class AsyncClient:
             return
         self._events.put_nowait(event)
 
-    def _refused(self, method: str, result: Any) -> ResultError | None:
+    def _answer(self, fut: asyncio.Future[tuple[Any, MethodResult | None]], method: str, result: Any) -> None:
         """Validated here, at the socket, as events are: an answer that is not its
-        method's result (console/protocol/results.py) is counted in
-        :attr:`refused_results` and fails its call with :class:`ResultError`, which names
-        the method and the field (the caller reports it, so it is not logged too); the
-        connection goes on serving the other calls."""
+        method's result (console/protocol/table.py) is counted in :attr:`refused_results`
+        and fails its call with :class:`ResultError`, which names the method and the field
+        (the caller reports it, so it is not logged too); the connection goes on serving
+        the other calls."""
         try:
-            decode_result(method, result)
+            typed = decode_result(method, result)
         except ResultError as exc:
             self.refused_results += 1
-            return exc
-        return None
+            fut.set_exception(exc)
+        else:
+            fut.set_result((result, typed))
 
-    async def call(self, method: str, params: dict[str, Any] | MethodParams | None = None) -> Any:
-        """One call; ``params`` may be the method's Struct (console/protocol/requests.py).
-        Returns the result as sent (decoded JSON) once it validated against the method's
-        result Struct (console/protocol/results.py); raises :class:`ResultError` when it
-        did not."""
+    async def request(self, params: MethodParams[R]) -> R:
+        """One call, typed by the method table: ``await client.request(Decide(...))`` is
+        a :class:`~console.protocol.results.DecideResult`, checked at the socket; raises
+        :class:`ResultError` when the answer is not one."""
+        row = BY_PARAMS[type(params)]
+        _, typed = await self._send(row.name, params)
+        assert isinstance(typed, row.result)
+        return typed  # type: ignore[return-value]  # the row pairs these params with R
+
+    async def call(self, method: str, params: dict[str, Any] | MethodParams[Any] | None = None) -> Any:
+        """One call by name, for a method this client's table may not know (a daemon of
+        another version) or a caller relaying JSON. Returns the result as sent (decoded
+        JSON) once it validated against the method's result Struct; raises
+        :class:`ResultError` when it did not. Prefer :meth:`request`."""
+        raw, _ = await self._send(method, params)
+        return raw
+
+    async def _send(
+        self, method: str, params: dict[str, Any] | MethodParams[Any] | None
+    ) -> tuple[Any, MethodResult | None]:
         if self._reader_task.done():
             raise DaemonUnreachable("the connection to the daemon is closed")
         msg_id = next(self._ids)
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[tuple[Any, MethodResult | None]] = asyncio.get_running_loop().create_future()
         self._waiting[msg_id] = (method, fut)
         try:
             self._writer.write(jsonrpc.encode(jsonrpc.request(msg_id, method, to_params(params))))

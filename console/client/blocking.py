@@ -8,7 +8,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from console.client import dial
 from console.client.errors import DaemonUnreachable, check_peer, socket_for
@@ -17,7 +17,10 @@ from console.protocol import jsonrpc
 from console.protocol.events import EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
 from console.protocol.requests import MethodParams, to_params
-from console.protocol.results import ResultError, decode_result
+from console.protocol.results import MethodResult, ResultError
+from console.protocol.table import BY_PARAMS, decode_result
+
+R = TypeVar("R", bound=MethodResult)
 
 
 class Client:
@@ -136,18 +139,39 @@ class Client:
                 raise DaemonUnreachable("the daemon closed the connection")
             self._buf += chunk
 
+    def request(
+        self, params: MethodParams[R], on_notification: Callable[[str, dict[str, Any]], None] | None = None
+    ) -> R:
+        """One call, typed by the method table: ``client.request(Decide(...))`` is a
+        :class:`~console.protocol.results.DecideResult`, checked at the socket; raises
+        :class:`ResultError` when the answer is not one. ``on_notification`` as for
+        :meth:`call`."""
+        row = BY_PARAMS[type(params)]
+        _, typed = self._send(row.name, params, on_notification)
+        assert isinstance(typed, row.result)
+        return typed  # type: ignore[return-value]  # the row pairs these params with R
+
     def call(
         self,
         method: str,
-        params: dict[str, Any] | MethodParams | None = None,
+        params: dict[str, Any] | MethodParams[Any] | None = None,
         on_notification: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> Any:
-        """One call. ``params`` may be the method's Struct (console/protocol/requests.py;
-        fields at their default are not sent). Notifications that arrive meanwhile go to
+        """One call by name, for a method this client's table may not know or a caller
+        relaying JSON; prefer :meth:`request`. ``params`` may be the method's Struct
+        (fields at their default are not sent). Notifications that arrive meanwhile go to
         ``on_notification`` if given (``exec`` output does), else events are queued for
         :meth:`next_event`. Returns the result as sent (decoded JSON) once it validated
-        against the method's result Struct (console/protocol/results.py); raises
-        :class:`ResultError` when it did not."""
+        against the method's result Struct; raises :class:`ResultError` when it did not."""
+        raw, _ = self._send(method, params, on_notification)
+        return raw
+
+    def _send(
+        self,
+        method: str,
+        params: dict[str, Any] | MethodParams[Any] | None,
+        on_notification: Callable[[str, dict[str, Any]], None] | None,
+    ) -> tuple[Any, MethodResult | None]:
         msg_id = next(self._ids)
         self._sock.settimeout(self._wait_s(self._idle_s))
         try:
@@ -170,8 +194,7 @@ class Client:
                             str(msg.error.get("message", "")),
                             msg.error.get("data"),
                         )
-                    self._check_result(method, msg.result)
-                    return msg.result
+                    return msg.result, self._checked(method, msg.result)
                 elif not isinstance(msg, Request | Response):
                     raise RPCError(msg.error.code, msg.error.message)
 
@@ -188,13 +211,13 @@ class Client:
             return
         self._events.append(params)
 
-    def _check_result(self, method: str, result: Any) -> None:
+    def _checked(self, method: str, result: Any) -> MethodResult | None:
         """Validated here, at the socket, as :class:`AsyncClient` does: an answer that is
         not its method's result is counted and raised as :class:`ResultError` (naming
         the method and the field; the caller reports it, so it is not logged too); the
         connection stays usable."""
         try:
-            decode_result(method, result)
+            return decode_result(method, result)
         except ResultError:
             self.refused_results += 1
             raise

@@ -38,6 +38,7 @@ from console.protocol.jsonrpc import (
 )
 from console.protocol.peer import PeerCred
 from console.protocol.requests import MethodParams, read_params
+from console.protocol.table import Access, Row
 
 if TYPE_CHECKING:
     import msgspec
@@ -76,14 +77,30 @@ Handler = Callable[["CallContext", Any], Awaitable[Any]]
 
 @dataclass(frozen=True, slots=True)
 class Method:
+    """A handler and its row of the method table (console/protocol/table.py), which says
+    who may call it."""
+
     handler: Handler
-    params: type[MethodParams]
-    operator_only: bool = False
-    # Methods an unauthenticated operator connection may call (hello).
-    before_auth: bool = False
-    # Methods that do not act for an agent identity (an agent may still switch identity
-    # with a second hello after calling only these).
-    inert: bool = False
+    row: Row
+
+    @property
+    def params(self) -> type[MethodParams[Any]]:
+        return self.row.params
+
+    @property
+    def operator_only(self) -> bool:
+        return self.row.access is Access.OPERATOR
+
+    @property
+    def before_auth(self) -> bool:
+        """The call an unauthenticated operator connection may make (hello)."""
+        return self.row.access is Access.BEFORE_AUTH
+
+    @property
+    def inert(self) -> bool:
+        """It does not act for an agent identity (an agent may still switch identity with
+        a second hello after calling only these)."""
+        return self.row.access is Access.INERT
 
 
 @dataclass(slots=True)

@@ -6,8 +6,8 @@ Struct as a call's params: :func:`to_params`) and docs/protocol.md ("Methods"), 
 ``Params of`` lines tests/test_protocol_requests.py checks against :func:`describe`.
 
 A Struct is named after its method (``grants.add`` → :class:`GrantsAdd`,
-``agent.attention_list`` → :class:`AgentAttentionList`); :data:`PARAMS` maps each method
-name to it. Constraints are ``msgspec.Meta`` annotations: ``max_length`` of a text,
+``agent.attention_list`` → :class:`AgentAttentionList`); :mod:`console.protocol.table` pairs
+it with its method's name and result. Constraints are ``msgspec.Meta`` annotations: ``max_length`` of a text,
 ``ge``/``le`` of a number, ``max_length`` of a list, and for an id the ``pattern`` of its
 format (console/protocol/ids.py). Defaults are field defaults.
 
@@ -25,13 +25,14 @@ import functools
 import re
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 import msgspec
 from msgspec import Meta
 from msgspec import inspect as mi
 
 from console.policy import Effect, GrantScope
+from console.protocol import results
 from console.protocol.events import Topic
 from console.protocol.history import KINDS
 from console.protocol.ids import (
@@ -87,14 +88,23 @@ class TripwireResolution(StrEnum):
     KEEP_PAUSED = "keep_paused"
 
 
-class MethodParams(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
-    """Base of every method's params. Fields are read in the order they are declared."""
+R = TypeVar("R", bound=results.MethodResult, covariant=True)
+
+
+class MethodParams(
+    msgspec.Struct, Generic[R], frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """Base of every method's params. Fields are read in the order they are declared.
+
+    Parametrised by the method's result Struct, so a typed call
+    (:meth:`console.client.asyncclient.AsyncClient.request`) returns what its params
+    name: ``await client.request(Decide(...))`` is a :class:`DecideResult`."""
 
 
 # ---------------------------------------------------------------- core
 
 
-class Hello(MethodParams, frozen=True, kw_only=True):
+class Hello(MethodParams[results.HelloResult], frozen=True, kw_only=True):
     token: Annotated[str, Meta(max_length=256)] = ""  # operator.sock: the operator token
     # operator.sock: a one-time ticket from link.ticket, instead of the token
     ticket: Annotated[str, Meta(max_length=128)] = ""
@@ -109,51 +119,51 @@ class Hello(MethodParams, frozen=True, kw_only=True):
     per_call: bool = False
 
 
-class DaemonStatus(MethodParams, frozen=True, kw_only=True):
+class DaemonStatus(MethodParams[results.DaemonStatusResult], frozen=True, kw_only=True):
     pass
 
 
-class LinkTicket(MethodParams, frozen=True, kw_only=True):
+class LinkTicket(MethodParams[results.LinkTicketResult], frozen=True, kw_only=True):
     pass
 
 
-class DaemonStop(MethodParams, frozen=True, kw_only=True):
+class DaemonStop(MethodParams[results.DaemonStopResult], frozen=True, kw_only=True):
     pass
 
 
-class Subscribe(MethodParams, frozen=True, kw_only=True):
+class Subscribe(MethodParams[results.SubscribeResult], frozen=True, kw_only=True):
     # Each must be a Topic (the method says so); absent: every topic.
     topics: Annotated[tuple[str, ...], Meta(max_length=16)] = tuple(t.value for t in Topic)
 
 
-class Unsubscribe(MethodParams, frozen=True, kw_only=True):
+class Unsubscribe(MethodParams[results.UnsubscribeResult], frozen=True, kw_only=True):
     pass
 
 
 # ---------------------------------------------------------------- approvals
 
 
-class OperationSubmit(MethodParams, frozen=True, kw_only=True):
+class OperationSubmit(MethodParams[results.OperationSubmitResult], frozen=True, kw_only=True):
     operation: dict[str, Any]  # docs/operations.md; parsed by the contract
     timeout_s: Timeout | None = None
     cols: Size = 120  # of the session an allowed interactive or durable operation becomes
     rows: Size = 40
 
 
-class OperationCancel(MethodParams, frozen=True, kw_only=True):
+class OperationCancel(MethodParams[results.OperationCancelResult], frozen=True, kw_only=True):
     request_id: RequestId
 
 
-class PendingList(MethodParams, frozen=True, kw_only=True):
+class PendingList(MethodParams[results.PendingListResult], frozen=True, kw_only=True):
     limit: Annotated[int, Meta(ge=1, le=1000)] = 200
     after: Annotated[str, Meta(max_length=64)] = ""  # a request id from the previous page's next
 
 
-class RequestGet(MethodParams, frozen=True, kw_only=True):
+class RequestGet(MethodParams[results.RequestGetResult], frozen=True, kw_only=True):
     request_id: RequestId
 
 
-class Decide(MethodParams, frozen=True, kw_only=True):
+class Decide(MethodParams[results.DecideResult], frozen=True, kw_only=True):
     target: Annotated[str, Meta(max_length=64)]  # a request id, or a fingerprint or its unique prefix
     action: DecideAction
     scope: GrantScope = GrantScope.ONCE
@@ -165,11 +175,11 @@ class Decide(MethodParams, frozen=True, kw_only=True):
     rule: Annotated[str, Meta(max_length=1024)] = ""
 
 
-class GrantsList(MethodParams, frozen=True, kw_only=True):
+class GrantsList(MethodParams[results.GrantsListResult], frozen=True, kw_only=True):
     include_inactive: bool = False
 
 
-class GrantsAdd(MethodParams, frozen=True, kw_only=True):
+class GrantsAdd(MethodParams[results.GrantsAddResult], frozen=True, kw_only=True):
     fingerprint: Annotated[str, Meta(max_length=64)]  # 64 lowercase hex (the method parses it)
     scope: GrantScope = GrantScope.ALWAYS
     effect: Effect = Effect.ALLOW
@@ -180,37 +190,37 @@ class GrantsAdd(MethodParams, frozen=True, kw_only=True):
     summary: Annotated[str, Meta(max_length=4096)] = ""
 
 
-class GrantsRevoke(MethodParams, frozen=True, kw_only=True):
+class GrantsRevoke(MethodParams[results.GrantsRevokeResult], frozen=True, kw_only=True):
     target: Annotated[str, Meta(max_length=64)]  # a grant id or a fingerprint
 
 
 # ---------------------------------------------------------------- execute
 
 
-class OperationExec(MethodParams, frozen=True, kw_only=True):
+class OperationExec(MethodParams[results.OperationExecResult], frozen=True, kw_only=True):
     operation: dict[str, Any]
     timeout_s: Timeout | None = None
     stream: bool = True
 
 
-class OperationHold(MethodParams, frozen=True, kw_only=True):
+class OperationHold(MethodParams[results.OperationHoldResult], frozen=True, kw_only=True):
     operation: dict[str, Any]
     timeout_s: Timeout | None = None
 
 
-class OperationRun(MethodParams, frozen=True, kw_only=True):
+class OperationRun(MethodParams[results.OperationRunResult], frozen=True, kw_only=True):
     ticket: Annotated[str, Meta(max_length=256)]
     stream: bool = True
 
 
-class OperationHeld(MethodParams, frozen=True, kw_only=True):
+class OperationHeld(MethodParams[results.OperationHeldResult], frozen=True, kw_only=True):
     command: Annotated[str, Meta(max_length=MAX_HELD_COMMAND)]
 
 
 # ---------------------------------------------------------------- history
 
 
-class HistoryQuery(MethodParams, frozen=True, kw_only=True):
+class HistoryQuery(MethodParams[results.HistoryQueryResult], frozen=True, kw_only=True):
     # each one of console.protocol.history.KINDS (the method checks)
     kinds: Annotated[tuple[str, ...], Meta(max_length=len(KINDS))] = ("decision",)
     verdict: Annotated[str, Meta(max_length=16)] | None = None
@@ -230,21 +240,21 @@ class HistoryQuery(MethodParams, frozen=True, kw_only=True):
     count: bool = False
 
 
-class HistoryDetail(MethodParams, frozen=True, kw_only=True):
+class HistoryDetail(MethodParams[results.HistoryDetailResult], frozen=True, kw_only=True):
     request_id: RequestId
 
 
-class HistoryPrevious(MethodParams, frozen=True, kw_only=True):
+class HistoryPrevious(MethodParams[results.HistoryPreviousResult], frozen=True, kw_only=True):
     tool: Annotated[str, Meta(max_length=128)]
     executable: Annotated[str, Meta(max_length=MAX_PATH)]
     limit: Annotated[int, Meta(ge=1, le=200)] = 20
 
 
-class HistoryVerify(MethodParams, frozen=True, kw_only=True):
+class HistoryVerify(MethodParams[results.HistoryVerifyResult], frozen=True, kw_only=True):
     pass
 
 
-class HistoryAccept(MethodParams, frozen=True, kw_only=True):
+class HistoryAccept(MethodParams[results.HistoryAcceptResult], frozen=True, kw_only=True):
     through_seq: Annotated[int, Meta(ge=1, le=2**62)]
     note: Annotated[str, Meta(max_length=1024)] = ""
 
@@ -252,15 +262,15 @@ class HistoryAccept(MethodParams, frozen=True, kw_only=True):
 # ---------------------------------------------------------------- sessions
 
 
-class SessionsList(MethodParams, frozen=True, kw_only=True):
+class SessionsList(MethodParams[results.SessionsListResult], frozen=True, kw_only=True):
     pass
 
 
-class SessionsGet(MethodParams, frozen=True, kw_only=True):
+class SessionsGet(MethodParams[results.SessionsGetResult], frozen=True, kw_only=True):
     session: SessionId
 
 
-class SessionsNew(MethodParams, frozen=True, kw_only=True):
+class SessionsNew(MethodParams[results.SessionsNewResult], frozen=True, kw_only=True):
     argv: Annotated[tuple[str, ...], Meta(max_length=10_000)]
     # The workspace of a confined session (its working directory); "" (or absent) for an
     # unconfined one: the operator's home directory, which the daemon resolves
@@ -275,100 +285,100 @@ class SessionsNew(MethodParams, frozen=True, kw_only=True):
     agent: Annotated[str, Meta(max_length=32)] = ""
 
 
-class SessionsAttach(MethodParams, frozen=True, kw_only=True):
+class SessionsAttach(MethodParams[results.SessionsAttachResult], frozen=True, kw_only=True):
     session: SessionId
     read_only: bool = False
 
 
-class SessionsDetach(MethodParams, frozen=True, kw_only=True):
+class SessionsDetach(MethodParams[results.SessionsDetachResult], frozen=True, kw_only=True):
     session: SessionId
 
 
-class SessionsInput(MethodParams, frozen=True, kw_only=True):
+class SessionsInput(MethodParams[results.SessionsInputResult], frozen=True, kw_only=True):
     session: SessionId
     text: Annotated[str, Meta(max_length=MAX_INPUT)] | None = None  # exactly one of text and data_base64
     data_base64: Annotated[str, Meta(max_length=MAX_INPUT * 2)] | None = None
 
 
-class SessionsResize(MethodParams, frozen=True, kw_only=True):
+class SessionsResize(MethodParams[results.SessionsResizeResult], frozen=True, kw_only=True):
     session: SessionId
     cols: Size = 120
     rows: Size = 40
 
 
-class SessionsSignal(MethodParams, frozen=True, kw_only=True):
+class SessionsSignal(MethodParams[results.SessionsSignalResult], frozen=True, kw_only=True):
     session: SessionId
     signal: Annotated[
         str, Meta(max_length=16)
     ]  # INT TERM HUP KILL QUIT STOP CONT USR1 USR2 WINCH, SIG prefix optional
 
 
-class SessionsKill(MethodParams, frozen=True, kw_only=True):
+class SessionsKill(MethodParams[results.SessionsKillResult], frozen=True, kw_only=True):
     session: SessionId
     grace_s: Annotated[float, Meta(ge=0, le=60)] = 3.0
 
 
-class SessionsWait(MethodParams, frozen=True, kw_only=True):
+class SessionsWait(MethodParams[results.SessionsWaitResult], frozen=True, kw_only=True):
     session: SessionId
     timeout_s: Annotated[float, Meta(ge=0, le=86_400)] | None = None
 
 
-class SessionsRead(MethodParams, frozen=True, kw_only=True):
+class SessionsRead(MethodParams[results.SessionsReadResult], frozen=True, kw_only=True):
     session: SessionId
     offset: Offset = 0
     max_bytes: Annotated[int, Meta(ge=1, le=1 << 20)] = 65536
 
 
-class SessionsScreen(MethodParams, frozen=True, kw_only=True):
+class SessionsScreen(MethodParams[results.SessionsScreenResult], frozen=True, kw_only=True):
     session: SessionId
     scrollback: bool = False
 
 
-class SessionsRemove(MethodParams, frozen=True, kw_only=True):
+class SessionsRemove(MethodParams[results.SessionsRemoveResult], frozen=True, kw_only=True):
     session: SessionId
 
 
-class SessionsAdopt(MethodParams, frozen=True, kw_only=True):
+class SessionsAdopt(MethodParams[results.SessionsAdoptResult], frozen=True, kw_only=True):
     session: SessionId
 
 
-class SessionsPrune(MethodParams, frozen=True, kw_only=True):
+class SessionsPrune(MethodParams[results.SessionsPruneResult], frozen=True, kw_only=True):
     all: bool = False  # every finished recording, not only those beyond the quota
 
 
 # ---------------------------------------------------------------- watch
 
 
-class WatchStatus(MethodParams, frozen=True, kw_only=True):
+class WatchStatus(MethodParams[results.WatchStatusResult], frozen=True, kw_only=True):
     pass
 
 
-class WatchRecent(MethodParams, frozen=True, kw_only=True):
+class WatchRecent(MethodParams[results.WatchRecentResult], frozen=True, kw_only=True):
     limit: Annotated[int, Meta(ge=1, le=10_000)] = 200
     protected_only: bool = False
     session: Annotated[str, Meta(max_length=64)] = ""
     agent_session: Annotated[str, Meta(max_length=MAX_SESSION_CHARS)] = ""
 
 
-class WatchDiff(MethodParams, frozen=True, kw_only=True):
+class WatchDiff(MethodParams[results.WatchDiffResult], frozen=True, kw_only=True):
     workspace_root: Annotated[str, Meta(max_length=MAX_PATH)]
     path: Annotated[str, Meta(max_length=MAX_PATH)]  # relative to the root
 
 
-class WatchAdd(MethodParams, frozen=True, kw_only=True):
+class WatchAdd(MethodParams[results.WatchAddResult], frozen=True, kw_only=True):
     workspace_root: Annotated[str, Meta(max_length=MAX_PATH)]
 
 
-class WatchRemove(MethodParams, frozen=True, kw_only=True):
+class WatchRemove(MethodParams[results.WatchRemoveResult], frozen=True, kw_only=True):
     workspace_root: Annotated[str, Meta(max_length=MAX_PATH)]
 
 
-class TripwireList(MethodParams, frozen=True, kw_only=True):
+class TripwireList(MethodParams[results.TripwireListResult], frozen=True, kw_only=True):
     include_resolved: bool = False
     open: bool = False  # paused, kept paused, and exited writers' items
 
 
-class TripwireResolve(MethodParams, frozen=True, kw_only=True):
+class TripwireResolve(MethodParams[results.TripwireResolveResult], frozen=True, kw_only=True):
     """``revert``: put the protected file back as its baseline (default: on kill, not on
     keep_paused; never with resume). ``accept``: resume makes the new content the
     baseline, and must say so (true) to be done."""
@@ -379,30 +389,30 @@ class TripwireResolve(MethodParams, frozen=True, kw_only=True):
     accept: bool = False
 
 
-class TripwireRevert(MethodParams, frozen=True, kw_only=True):
+class TripwireRevert(MethodParams[results.TripwireRevertResult], frozen=True, kw_only=True):
     id: TripwireId
 
 
 # ---------------------------------------------------------------- workspaces
 
 
-class WorkspacesList(MethodParams, frozen=True, kw_only=True):
+class WorkspacesList(MethodParams[results.WorkspacesListResult], frozen=True, kw_only=True):
     pass
 
 
-class WorkspacesAdd(MethodParams, frozen=True, kw_only=True):
+class WorkspacesAdd(MethodParams[results.WorkspacesAddResult], frozen=True, kw_only=True):
     workspace_root: Annotated[str, Meta(max_length=MAX_PATH)]
     note: Annotated[str, Meta(max_length=1024)] = ""
 
 
-class WorkspacesRemove(MethodParams, frozen=True, kw_only=True):
+class WorkspacesRemove(MethodParams[results.WorkspacesRemoveResult], frozen=True, kw_only=True):
     workspace_root: Annotated[str, Meta(max_length=MAX_PATH)]
 
 
 # ---------------------------------------------------------------- attention
 
 
-class AgentAttention(MethodParams, frozen=True, kw_only=True):
+class AgentAttention(MethodParams[results.AgentAttentionResult], frozen=True, kw_only=True):
     state: AttentionState
     session_id: Annotated[str, Meta(max_length=MAX_SESSION_CHARS)] = ""
     message: Annotated[str, Meta(max_length=MAX_MESSAGE_CHARS)] = ""
@@ -410,7 +420,7 @@ class AgentAttention(MethodParams, frozen=True, kw_only=True):
     kind: Annotated[str, Meta(max_length=MAX_KIND_CHARS)] = ""
 
 
-class AgentAttentionList(MethodParams, frozen=True, kw_only=True):
+class AgentAttentionList(MethodParams[results.AgentAttentionListResult], frozen=True, kw_only=True):
     pass
 
 
@@ -419,65 +429,9 @@ def struct_name(method: str) -> str:
     return "".join(part.capitalize() for part in re.split(r"[._]", method))
 
 
-PARAMS: dict[str, type[MethodParams]] = {
-    "hello": Hello,
-    "link.ticket": LinkTicket,
-    "daemon.status": DaemonStatus,
-    "daemon.stop": DaemonStop,
-    "subscribe": Subscribe,
-    "unsubscribe": Unsubscribe,
-    "operation.submit": OperationSubmit,
-    "operation.cancel": OperationCancel,
-    "pending.list": PendingList,
-    "request.get": RequestGet,
-    "decide": Decide,
-    "grants.list": GrantsList,
-    "grants.add": GrantsAdd,
-    "grants.revoke": GrantsRevoke,
-    "operation.exec": OperationExec,
-    "operation.hold": OperationHold,
-    "operation.run": OperationRun,
-    "operation.held": OperationHeld,
-    "history.query": HistoryQuery,
-    "history.detail": HistoryDetail,
-    "history.previous": HistoryPrevious,
-    "history.verify": HistoryVerify,
-    "history.accept": HistoryAccept,
-    "sessions.list": SessionsList,
-    "sessions.get": SessionsGet,
-    "sessions.new": SessionsNew,
-    "sessions.attach": SessionsAttach,
-    "sessions.detach": SessionsDetach,
-    "sessions.input": SessionsInput,
-    "sessions.resize": SessionsResize,
-    "sessions.signal": SessionsSignal,
-    "sessions.kill": SessionsKill,
-    "sessions.wait": SessionsWait,
-    "sessions.read": SessionsRead,
-    "sessions.screen": SessionsScreen,
-    "sessions.remove": SessionsRemove,
-    "sessions.adopt": SessionsAdopt,
-    "sessions.prune": SessionsPrune,
-    "watch.status": WatchStatus,
-    "watch.recent": WatchRecent,
-    "watch.diff": WatchDiff,
-    "watch.add": WatchAdd,
-    "watch.remove": WatchRemove,
-    "tripwire.list": TripwireList,
-    "tripwire.resolve": TripwireResolve,
-    "tripwire.revert": TripwireRevert,
-    "workspaces.list": WorkspacesList,
-    "workspaces.add": WorkspacesAdd,
-    "workspaces.remove": WorkspacesRemove,
-    "agent.attention": AgentAttention,
-    "agent.attention_list": AgentAttentionList,
-}
-"""Every method's params, by method name."""
-
-
 # ---------------------------------------------------------------- reading
 
-S = TypeVar("S", bound=MethodParams)
+S = TypeVar("S", bound=MethodParams[Any])
 _MISSING: Any = object()
 Reader = Callable[[Params], Any]
 
@@ -493,7 +447,7 @@ def read_params(params: dict[str, Any] | Params, cls: type[S]) -> S:
     """
     if not isinstance(params, Params):
         try:
-            args = msgspec.convert(params, cls)
+            args: S = msgspec.convert(params, cls)
         except msgspec.ValidationError:
             pass
         else:
@@ -506,7 +460,7 @@ def read_params(params: dict[str, Any] | Params, cls: type[S]) -> S:
 
 
 @functools.cache
-def _texts(cls: type[MethodParams]) -> tuple[str, ...]:
+def _texts(cls: type[MethodParams[Any]]) -> tuple[str, ...]:
     """The fields read with ``Params.text`` (which refuses a NUL; msgspec does not)."""
     info = mi.type_info(cls)
     assert isinstance(info, mi.StructType)
@@ -521,14 +475,14 @@ def _texts(cls: type[MethodParams]) -> tuple[str, ...]:
 
 
 @functools.cache
-def _plan(cls: type[MethodParams]) -> tuple[tuple[str, Reader], ...]:
+def _plan(cls: type[MethodParams[Any]]) -> tuple[tuple[str, Reader], ...]:
     """How to read each field of ``cls``, worked out once per Struct."""
     info = mi.type_info(cls)
     assert isinstance(info, mi.StructType)
     return tuple((f.name, _reader(cls, f)) for f in info.fields)
 
 
-def _reader(cls: type[MethodParams], f: mi.Field) -> Reader:
+def _reader(cls: type[MethodParams[Any]], f: mi.Field) -> Reader:
     name = f.name
     if f.default_factory is not msgspec.NODEFAULT:
         raise TypeError(f"{cls.__name__}.{name}: give a plain default (a tuple, not a list)")
@@ -575,7 +529,7 @@ def _reader(cls: type[MethodParams], f: mi.Field) -> Reader:
     raise TypeError(f"{cls.__name__}.{name}: no Params reader for {kind!r}")
 
 
-def _bound(cls: type[MethodParams], name: str, value: Any) -> Any:
+def _bound(cls: type[MethodParams[Any]], name: str, value: Any) -> Any:
     """Every length and range is explicit: Params' own defaults must never apply unseen."""
     if value is None:
         raise TypeError(f"{cls.__name__}.{name}: give its bound (max_length, or ge and le)")
@@ -585,7 +539,7 @@ def _bound(cls: type[MethodParams], name: str, value: Any) -> Any:
 # ---------------------------------------------------------------- clients and docs
 
 
-def to_params(args: MethodParams | dict[str, Any] | None) -> dict[str, Any] | None:
+def to_params(args: MethodParams[Any] | dict[str, Any] | None) -> dict[str, Any] | None:
     """A call's params as sent: a Struct's fields without those at their default."""
     if isinstance(args, MethodParams):
         out: dict[str, Any] = msgspec.to_builtins(args)
@@ -593,7 +547,7 @@ def to_params(args: MethodParams | dict[str, Any] | None) -> dict[str, Any] | No
     return args
 
 
-def describe(cls: type[MethodParams]) -> str:
+def describe(cls: type[MethodParams[Any]]) -> str:
     """The params of ``cls`` as docs/protocol.md writes them: ``Params of `m`: …``."""
     info = mi.type_info(cls)
     assert isinstance(info, mi.StructType)

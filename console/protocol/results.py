@@ -9,13 +9,13 @@ With one type per result, shared by both ends:
 - the daemon's handlers (console/daemon/methods/) build these Structs, so what a method
   answers is written down in one place that mypy checks, not spread over dict literals;
 - the clients (console/client/) check each answer against its Struct at the socket
-  (:func:`decode_result`) and raise :class:`ResultError`, naming the method and the field,
+  (:func:`console.protocol.table.decode_result`) and raise :class:`ResultError`, naming the method and the field,
   never the value, before any caller reads it; the connection goes on serving;
 - docs/protocol.md gives each method a ``Result of`` line made by :func:`describe`, which
   tests/test_protocol_results.py checks, together with real answers of a real daemon.
 
 A Struct is named after its method with ``Result`` (``grants.add`` → :class:`GrantsAddResult`);
-:data:`RESULTS` maps each method name to it.
+:mod:`console.protocol.table` pairs it with its method's name and params.
 
 Unknown fields are allowed on every result, unlike params and events: a newer daemon that
 adds a key to an answer must not break an older client that never reads it (the event
@@ -44,14 +44,13 @@ the tripwire item (``tripwire.list``, ``tripwire.resolve``,
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 from msgspec import inspect as mi
 
 from console.protocol.grants import GrantObject
-from console.protocol.invalid import problem
 from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
 from console.protocol.pending import AgentIdentity, PendingItem
 from console.protocol.sessions import SessionObject
@@ -453,63 +452,6 @@ class AgentAttentionListResult(MethodResult, frozen=True, kw_only=True):
     waiting: int
 
 
-RESULTS: dict[str, type[MethodResult]] = {
-    "hello": HelloResult,
-    "link.ticket": LinkTicketResult,
-    "daemon.status": DaemonStatusResult,
-    "daemon.stop": DaemonStopResult,
-    "subscribe": SubscribeResult,
-    "unsubscribe": UnsubscribeResult,
-    "operation.submit": OperationSubmitResult,
-    "operation.cancel": OperationCancelResult,
-    "pending.list": PendingListResult,
-    "request.get": RequestGetResult,
-    "decide": DecideResult,
-    "grants.list": GrantsListResult,
-    "grants.add": GrantsAddResult,
-    "grants.revoke": GrantsRevokeResult,
-    "operation.exec": OperationExecResult,
-    "operation.hold": OperationHoldResult,
-    "operation.run": OperationRunResult,
-    "operation.held": OperationHeldResult,
-    "history.query": HistoryQueryResult,
-    "history.detail": HistoryDetailResult,
-    "history.previous": HistoryPreviousResult,
-    "history.verify": HistoryVerifyResult,
-    "history.accept": HistoryAcceptResult,
-    "sessions.list": SessionsListResult,
-    "sessions.get": SessionsGetResult,
-    "sessions.new": SessionsNewResult,
-    "sessions.attach": SessionsAttachResult,
-    "sessions.detach": SessionsDetachResult,
-    "sessions.input": SessionsInputResult,
-    "sessions.resize": SessionsResizeResult,
-    "sessions.signal": SessionsSignalResult,
-    "sessions.kill": SessionsKillResult,
-    "sessions.wait": SessionsWaitResult,
-    "sessions.read": SessionsReadResult,
-    "sessions.screen": SessionsScreenResult,
-    "sessions.remove": SessionsRemoveResult,
-    "sessions.adopt": SessionsAdoptResult,
-    "sessions.prune": SessionsPruneResult,
-    "watch.status": WatchStatusResult,
-    "watch.recent": WatchRecentResult,
-    "watch.diff": WatchDiffResult,
-    "watch.add": WatchAddResult,
-    "watch.remove": WatchRemoveResult,
-    "tripwire.list": TripwireListResult,
-    "tripwire.resolve": TripwireResolveResult,
-    "tripwire.revert": TripwireRevertResult,
-    "workspaces.list": WorkspacesListResult,
-    "workspaces.add": WorkspacesAddResult,
-    "workspaces.remove": WorkspacesRemoveResult,
-    "agent.attention": AgentAttentionResult,
-    "agent.attention_list": AgentAttentionListResult,
-}
-"""Every method's result, by method name."""
-_METHOD_OF: dict[type[MethodResult], str] = {cls: name for name, cls in RESULTS.items()}
-
-
 # ---------------------------------------------------------------- clients
 
 
@@ -526,33 +468,6 @@ class ResultError(RPCError):
             {"method": method, "path": path},
         )
         self.method = method
-
-
-def decode_result(method: str, result: Any) -> MethodResult | None:
-    """``result`` (decoded JSON) checked against ``method``'s Struct and converted to it;
-    None for a method this protocol does not know (nothing to check it against). Raises
-    :class:`ResultError` naming the method and the field."""
-    cls = RESULTS.get(method)
-    if cls is None:
-        return None
-    try:
-        return msgspec.convert(result, cls)
-    except msgspec.ValidationError as exc:
-        what, path = problem(exc)
-        raise ResultError(method, what, path) from None
-
-
-R = TypeVar("R", bound=MethodResult)
-
-
-def as_result(kind: type[R], result: Any) -> R:
-    """An answer as its Struct: for a caller that wants attributes, not the dict the
-    clients hand back. The client already checked it, so this only converts (it raises
-    :class:`ResultError` as the client would, for an answer nobody checked)."""
-    method = _METHOD_OF[kind]
-    decoded = decode_result(method, result)
-    assert isinstance(decoded, kind)
-    return decoded
 
 
 # ---------------------------------------------------------------- docs
@@ -599,10 +514,10 @@ def _describe_type(kind: Any) -> str:
     if isinstance(kind, mi.StructType):
         if kind.cls in NAMED:
             return f"object, {NAMED[kind.cls]}"
-        like = _LIKE.get(kind.cls)
-        if like is not None:
+        named = _LIKE.get(kind.cls)
+        if named is not None:
             # A method's result (or a part every field of which is one) is named, not repeated.
-            whole = RESULTS[like]
+            like, whole = named
             assert issubclass(whole, kind.cls), (kind.cls, like)
             extra = [
                 f"`{name}`" for name in whole.__struct_fields__ if name not in kind.cls.__struct_fields__
@@ -613,7 +528,10 @@ def _describe_type(kind: Any) -> str:
     raise TypeError(f"no words for {kind!r}: say how docs/protocol.md names it")
 
 
-_LIKE: dict[type, str] = {OperationDecision: "operation.submit", HistoryDetailResult: "history.detail"}
+_LIKE: dict[type, tuple[str, type[MethodResult]]] = {
+    OperationDecision: ("operation.submit", OperationSubmitResult),
+    HistoryDetailResult: ("history.detail", HistoryDetailResult),
+}
 # Parts docs/protocol.md describes once, each on a line of its own (``A pending item: …``).
 NAMED: dict[type, str] = {
     GrantObject: "a grant",

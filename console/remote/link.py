@@ -41,7 +41,8 @@ with warnings.catch_warnings():
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import MAX_FRAME, METHOD_NOT_FOUND, UNAVAILABLE
-from console.protocol.results import LinkTicketResult, ResultError, as_result
+from console.protocol.results import LinkTicketResult, ResultError
+from console.protocol.table import as_result
 from console.remote.url import HostURL
 
 log = logging.getLogger("agent-console.remote")

@@ -38,7 +38,8 @@ from console import __version__
 from console.client import AsyncClient, DaemonUnreachable, ResultError, RPCError
 from console.protocol import events as ev
 from console.protocol.pending import PendingItem
-from console.protocol.results import PendingListResult, as_result
+from console.protocol.requests import MethodParams, PendingList
+from console.protocol.results import MethodResult
 
 PAGE = 500
 TOPICS = [t.value for t in ev.Topic]  # every topic: the console shows them all
@@ -48,6 +49,7 @@ REFUSED_CHECK_S = 1.0  # how often the link looks whether the client refused eve
 
 Connect = Callable[[], Awaitable[AsyncClient]]
 E = TypeVar("E", bound=ev.Event)
+R = TypeVar("R", bound=MethodResult)
 
 
 class DaemonLink:
@@ -167,10 +169,19 @@ class DaemonLink:
         self.client: AsyncClient | None = None
         self.connected = asyncio.Event()
 
+    async def request(self, params: MethodParams[R]) -> R:
+        """One typed request on the shared connection (:meth:`AsyncClient.request`),
+        waiting for a reconnection as :meth:`call` does."""
+        return await (await self._client()).request(params)
+
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """One request on the shared connection. While the link is (re)connecting — at
-        start-up, after a resume from SIGSTOP — it waits up to :data:`CONNECT_WAIT_S` for
-        the connection rather than failing at once; DaemonUnreachable after that."""
+        """One request by name on the shared connection; prefer :meth:`request`."""
+        return await (await self._client()).call(method, params)
+
+    async def _client(self) -> AsyncClient:
+        """The connection. While the link is (re)connecting — at start-up, after a resume
+        from SIGSTOP — it waits up to :data:`CONNECT_WAIT_S` for it rather than failing at
+        once; DaemonUnreachable after that."""
         client = self.client
         if client is None:
             with contextlib.suppress(TimeoutError):
@@ -180,7 +191,7 @@ class DaemonLink:
             raise DaemonUnreachable(
                 f"the daemon did not answer within {CONNECT_WAIT_S:g} s (still reconnecting)"
             )
-        return await client.call(method, params)
+        return client
 
     async def run(self) -> None:
         """Connect, stream events, reconnect; returns only when cancelled. Attempts that
@@ -226,10 +237,7 @@ class DaemonLink:
         pending: list[PendingItem] = []
         after = ""
         while True:
-            params: dict[str, Any] = {"limit": PAGE}
-            if after:
-                params["after"] = after
-            page = as_result(PendingListResult, await client.call("pending.list", params))
+            page = await client.request(PendingList(limit=PAGE, after=after))
             pending.extend(page.pending)
             if page.next is None:
                 break

@@ -20,7 +20,8 @@ from textual.screen import ModalScreen
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.events import WatchBatch
-from console.protocol.results import TripwireListResult, as_result
+from console.protocol.results import TripwireListResult
+from console.protocol.table import as_result
 from console.protocol.tripwire import TripwireNotice
 from console.tui.desktop import sequence
 from console.tui.model.pending import queue_key

@@ -22,7 +22,8 @@ from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol import events as ev
 from console.protocol.pending import PendingItem
-from console.protocol.results import PendingListResult, as_result
+from console.protocol.results import PendingListResult
+from console.protocol.table import as_result
 
 log = logging.getLogger("agent-console.web")
 

@@ -15,6 +15,8 @@ from typing import Any
 from console.contract.operation import parse
 from console.demo import demo_mix
 from console.policy import PolicyConfig, evaluate, policy_from_toml
+from console.protocol.requests import MethodParams, to_params
+from console.protocol.table import BY_PARAMS, decode_result
 from support.fakehost import FakeHost
 
 NOW = 1_796_032_400.0
@@ -180,6 +182,11 @@ class ReplayClient:
 
     async def subscribe(self, topics: list[str] | None = None) -> dict[str, Any]:
         return {"topics": topics or [], "status": {}}
+
+    async def request(self, params: MethodParams[Any]) -> Any:
+        """A typed call as AsyncClient makes it: the answer checked and read into its Struct."""
+        row = BY_PARAMS[type(params)]
+        return decode_result(row.name, await self.call(row.name, to_params(params)))
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         params = params or {}

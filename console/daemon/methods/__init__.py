@@ -9,16 +9,16 @@ as it is.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 from typing import Any
 
 from console.daemon.connection import CallContext, Handler, Method
 from console.daemon.methods import approvals, attention, core, execute, history, sessions, watch, workspaces
 from console.daemon.methods.errors import mapped
 from console.protocol.requests import MethodParams, read_params
+from console.protocol.table import BY_NAME
 
 
-def typed(handler: Handler, cls: type[MethodParams]) -> Handler:
+def typed(handler: Handler, cls: type[MethodParams[Any]]) -> Handler:
     """``handler``, also callable with its params as a mapping or a
     :class:`~console.protocol.params.Params` (a test calling a method without a socket):
     they are read into ``cls`` just as the dispatcher reads them."""
@@ -33,11 +33,13 @@ def typed(handler: Handler, cls: type[MethodParams]) -> Handler:
 
 
 def all_methods() -> dict[str, Method]:
-    """Every method, its handler wrapped so a service's refusal reaches the wire as its
-    JSON-RPC error (console/daemon/methods/errors.py)."""
-    table: dict[str, Method] = {}
+    """Every method of the table (console/protocol/table.py) with its handler, wrapped so
+    a service's refusal reaches the wire as its JSON-RPC error
+    (console/daemon/methods/errors.py)."""
+    handlers: dict[str, Handler] = {}
     for module in (core, approvals, execute, history, sessions, watch, workspaces, attention):
-        for name, method in module.METHODS.items():
-            assert name not in table, name
-            table[name] = replace(method, handler=mapped(typed(method.handler, method.params)))
-    return table
+        for name, handler in module.METHODS.items():
+            assert name not in handlers, name
+            handlers[name] = handler
+    assert set(handlers) == set(BY_NAME), set(handlers) ^ set(BY_NAME)
+    return {name: Method(mapped(typed(handlers[name], row.params)), row) for name, row in BY_NAME.items()}

@@ -13,7 +13,7 @@ from console.contract.operation import Mode, parse
 from console.contract.outcome import CONTENT_CHANGED
 from console.contract.problem import InvalidInput
 from console.daemon.admission import admitted
-from console.daemon.connection import CallContext, Method
+from console.daemon.connection import CallContext, Handler
 from console.daemon.errors import ServiceError
 from console.daemon.methods.history import bounded_detail
 from console.daemon.quotas import MAX_RESULT_BYTES
@@ -227,13 +227,13 @@ async def grants_revoke(ctx: CallContext, args: GrantsRevoke) -> GrantsRevokeRes
     return GrantsRevokeResult(revoked=await ctx.services.broker.grants.revoke(args.target))
 
 
-METHODS = {
-    "operation.submit": Method(submit, OperationSubmit),
-    "operation.cancel": Method(cancel, OperationCancel),
-    "pending.list": Method(pending_list, PendingList, operator_only=True),
-    "request.get": Method(request_get, RequestGet, operator_only=True),
-    "decide": Method(decide, Decide, operator_only=True),
-    "grants.list": Method(grants_list, GrantsList, operator_only=True),
-    "grants.add": Method(grants_add, GrantsAdd, operator_only=True),
-    "grants.revoke": Method(grants_revoke, GrantsRevoke, operator_only=True),
+METHODS: dict[str, Handler] = {
+    "operation.submit": submit,
+    "operation.cancel": cancel,
+    "pending.list": pending_list,
+    "request.get": request_get,
+    "decide": decide,
+    "grants.list": grants_list,
+    "grants.add": grants_add,
+    "grants.revoke": grants_revoke,
 }

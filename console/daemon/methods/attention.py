@@ -8,7 +8,7 @@ and an agent its own. See console/daemon/attention.py.
 
 from __future__ import annotations
 
-from console.daemon.connection import CallContext, Method, Role
+from console.daemon.connection import CallContext, Handler, Role
 from console.protocol.jsonrpc import FORBIDDEN, INVALID_PARAMS, RPCError
 from console.protocol.requests import AgentAttention, AgentAttentionList, AttentionState
 from console.protocol.results import AgentAttentionListResult, AgentAttentionResult
@@ -45,7 +45,7 @@ async def attention_list(ctx: CallContext, args: AgentAttentionList) -> AgentAtt
     )
 
 
-METHODS = {
-    "agent.attention": Method(attention, AgentAttention),
-    "agent.attention_list": Method(attention_list, AgentAttentionList, inert=True),
+METHODS: dict[str, Handler] = {
+    "agent.attention": attention,
+    "agent.attention_list": attention_list,
 }

@@ -9,7 +9,7 @@ from typing import Any
 from msgspec import UNSET, UnsetType
 
 from console.daemon import identity
-from console.daemon.connection import CallContext, Method, Role
+from console.daemon.connection import CallContext, Handler, Role
 from console.daemon.events import Topic
 from console.daemon.link_tickets import TICKET_TTL_S
 from console.protocol.jsonrpc import INVALID_PARAMS, PROTOCOL_VERSION, UNAUTHORIZED, RPCError
@@ -158,11 +158,11 @@ async def stop(ctx: CallContext, args: DaemonStop) -> DaemonStopResult:
     return DaemonStopResult(stopping=True, pid=ctx.services.pid)
 
 
-METHODS = {
-    "hello": Method(hello, Hello, before_auth=True),
-    "daemon.status": Method(status, DaemonStatus, inert=True),
-    "link.ticket": Method(link_ticket, LinkTicket, operator_only=True),
-    "daemon.stop": Method(stop, DaemonStop, operator_only=True),
-    "subscribe": Method(subscribe, Subscribe, operator_only=True),
-    "unsubscribe": Method(unsubscribe, Unsubscribe, operator_only=True),
+METHODS: dict[str, Handler] = {
+    "hello": hello,
+    "daemon.status": status,
+    "link.ticket": link_ticket,
+    "daemon.stop": stop,
+    "subscribe": subscribe,
+    "unsubscribe": unsubscribe,
 }

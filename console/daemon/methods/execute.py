@@ -16,7 +16,7 @@ from typing import Any
 
 from console.contract.operation import Mode
 from console.contract.outcome import CONTENT_CHANGED
-from console.daemon.connection import CallContext, Method
+from console.daemon.connection import CallContext, Handler
 from console.daemon.held import TicketError
 from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation, submit_bound, watch_owner
 from console.locations import locate
@@ -148,9 +148,9 @@ async def held(ctx: CallContext, args: OperationHeld) -> OperationHeldResult:
     return OperationHeldResult(held=found is not None, ticket=found.request_id if found else None)
 
 
-METHODS = {
-    "operation.exec": Method(exec_, OperationExec),
-    "operation.hold": Method(hold, OperationHold),
-    "operation.run": Method(run, OperationRun),
-    "operation.held": Method(held, OperationHeld, inert=True),
+METHODS: dict[str, Handler] = {
+    "operation.exec": exec_,
+    "operation.hold": hold,
+    "operation.run": run,
+    "operation.held": held,
 }

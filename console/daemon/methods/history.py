@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from console.daemon.connection import CallContext, Method
+from console.daemon.connection import CallContext, Handler
 from console.daemon.quotas import MAX_RESULT_BYTES, MAX_ROW_BYTES
 from console.protocol import jsonrpc
 from console.protocol.history import KINDS
@@ -200,10 +200,10 @@ async def accept(ctx: CallContext, args: HistoryAccept) -> HistoryAcceptResult:
     return HistoryAcceptResult(accepted=list(accepted), unaccepted=list(store.unaccepted_rows))
 
 
-METHODS = {
-    "history.query": Method(query, HistoryQueryParams, operator_only=True),
-    "history.detail": Method(detail, HistoryDetail, operator_only=True),
-    "history.previous": Method(previous, HistoryPrevious, operator_only=True),
-    "history.verify": Method(verify, HistoryVerify, operator_only=True),
-    "history.accept": Method(accept, HistoryAccept, operator_only=True),
+METHODS: dict[str, Handler] = {
+    "history.query": query,
+    "history.detail": detail,
+    "history.previous": previous,
+    "history.verify": verify,
+    "history.accept": accept,
 }

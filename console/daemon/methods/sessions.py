@@ -7,7 +7,7 @@ import binascii
 import os
 import signal as signals
 
-from console.daemon.connection import CallContext, Method, Role
+from console.daemon.connection import CallContext, Handler, Role
 from console.daemon.session_service import OPERATOR, unknown
 from console.protocol.jsonrpc import BUSY, FORBIDDEN, INVALID_PARAMS, RPCError
 from console.protocol.requests import (
@@ -220,20 +220,20 @@ async def prune(ctx: CallContext, args: SessionsPrune) -> SessionsPruneResult:
     )
 
 
-METHODS = {
-    "sessions.list": Method(sessions_list, SessionsList),
-    "sessions.get": Method(sessions_get, SessionsGet),
-    "sessions.new": Method(sessions_new, SessionsNew, operator_only=True),
-    "sessions.attach": Method(attach, SessionsAttach),
-    "sessions.detach": Method(detach, SessionsDetach),
-    "sessions.input": Method(send_input, SessionsInput),
-    "sessions.resize": Method(resize, SessionsResize),
-    "sessions.signal": Method(send_signal, SessionsSignal),
-    "sessions.kill": Method(kill, SessionsKill),
-    "sessions.wait": Method(wait, SessionsWait),
-    "sessions.read": Method(read, SessionsRead),
-    "sessions.screen": Method(screen, SessionsScreen),
-    "sessions.remove": Method(remove, SessionsRemove, operator_only=True),
-    "sessions.adopt": Method(adopt, SessionsAdopt, operator_only=True),
-    "sessions.prune": Method(prune, SessionsPrune, operator_only=True),
+METHODS: dict[str, Handler] = {
+    "sessions.list": sessions_list,
+    "sessions.get": sessions_get,
+    "sessions.new": sessions_new,
+    "sessions.attach": attach,
+    "sessions.detach": detach,
+    "sessions.input": send_input,
+    "sessions.resize": resize,
+    "sessions.signal": send_signal,
+    "sessions.kill": kill,
+    "sessions.wait": wait,
+    "sessions.read": read,
+    "sessions.screen": screen,
+    "sessions.remove": remove,
+    "sessions.adopt": adopt,
+    "sessions.prune": prune,
 }

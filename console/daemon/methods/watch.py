@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from console.daemon.connection import CallContext, Method
+from console.daemon.connection import CallContext, Handler
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.requests import (
     TripwireList,
@@ -111,13 +111,13 @@ async def tripwire_revert(ctx: CallContext, args: TripwireRevert) -> TripwireRev
     return TripwireRevertResult(item=await ctx.services.tripwire.revert(args.id))
 
 
-METHODS = {
-    "watch.status": Method(status, WatchStatus, operator_only=True),
-    "watch.recent": Method(recent, WatchRecent, operator_only=True),
-    "watch.diff": Method(diff, WatchDiff, operator_only=True),
-    "watch.add": Method(add, WatchAdd, operator_only=True),
-    "watch.remove": Method(remove, WatchRemove, operator_only=True),
-    "tripwire.list": Method(tripwire_list, TripwireList, operator_only=True),
-    "tripwire.resolve": Method(tripwire_resolve, TripwireResolve, operator_only=True),
-    "tripwire.revert": Method(tripwire_revert, TripwireRevert, operator_only=True),
+METHODS: dict[str, Handler] = {
+    "watch.status": status,
+    "watch.recent": recent,
+    "watch.diff": diff,
+    "watch.add": add,
+    "watch.remove": remove,
+    "tripwire.list": tripwire_list,
+    "tripwire.resolve": tripwire_resolve,
+    "tripwire.revert": tripwire_revert,
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from console.daemon.connection import CallContext, Method
+from console.daemon.connection import CallContext, Handler
 from console.protocol.requests import WorkspacesAdd, WorkspacesList, WorkspacesRemove
 from console.protocol.results import (
     TrustedWorkspace,
@@ -25,8 +25,8 @@ async def workspaces_remove(ctx: CallContext, args: WorkspacesRemove) -> Workspa
     return WorkspacesRemoveResult(**await ctx.services.workspaces.remove(args.workspace_root))
 
 
-METHODS = {
-    "workspaces.list": Method(workspaces_list, WorkspacesList, operator_only=True),
-    "workspaces.add": Method(workspaces_add, WorkspacesAdd, operator_only=True),
-    "workspaces.remove": Method(workspaces_remove, WorkspacesRemove, operator_only=True),
+METHODS: dict[str, Handler] = {
+    "workspaces.list": workspaces_list,
+    "workspaces.add": workspaces_add,
+    "workspaces.remove": workspaces_remove,
 }

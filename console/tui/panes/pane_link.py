@@ -24,8 +24,9 @@ from typing import Any
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import BUSY, NOT_FOUND
-from console.protocol.results import SessionsGetResult, as_result
+from console.protocol.results import SessionsGetResult
 from console.protocol.sessions import SessionObject
+from console.protocol.table import as_result
 from console.terminal import KeyEncoder, MouseEncoder, Screen
 
 Connect = Callable[[], Awaitable[AsyncClient]]

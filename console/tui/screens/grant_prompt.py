@@ -13,7 +13,8 @@ from rich.text import Text
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
-from console.protocol.results import GrantsAddResult, as_result
+from console.policy import Effect, GrantScope
+from console.protocol.requests import GrantsAdd
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt
 
@@ -33,21 +34,20 @@ def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
 
     async def add() -> None:
         try:
-            result = await link.call(
-                "grants.add",
-                {
-                    "fingerprint": fingerprint,
-                    "scope": "always",
-                    "effect": "allow",
-                    "tool": str(row.get("tool", ""))[:128],
-                    "summary": str(row.get("command", ""))[:4096],
-                    "note": f"from history {row.get('request_id', '')}",
-                },
+            result = await link.request(
+                GrantsAdd(
+                    fingerprint=fingerprint,
+                    scope=GrantScope.ALWAYS,
+                    effect=Effect.ALLOW,
+                    tool=str(row.get("tool", ""))[:128],
+                    summary=str(row.get("command", ""))[:4096],
+                    note=f"from history {row.get('request_id', '')}",
+                )
             )
         except (RPCError, DaemonUnreachable) as exc:
             screen.notify(f"grant not added: {inert(str(exc))}", severity="error", markup=False)
             return
-        added = as_result(GrantsAddResult, result).grant
+        added = result.grant
         screen.notify(f"grant {added.id} added: always allow {shown[:60]}", markup=False)
 
     def answered(yes: bool | None) -> None:

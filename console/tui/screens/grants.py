@@ -19,7 +19,7 @@ from textual.timer import Timer
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.grants import GrantObject
-from console.protocol.results import GrantsListResult, GrantsRevokeResult, as_result
+from console.protocol.requests import GrantsList, GrantsRevoke
 from console.tui.link import DaemonLink
 from console.tui.screens.base import ConsoleScreen, Services
 from console.tui.screens.prompts import ConfirmPrompt
@@ -60,24 +60,21 @@ class GrantsScreen(ConsoleScreen):
             await self._load_every_host(include_inactive)
             return
         try:
-            result = await self.services.link.call("grants.list", {"include_inactive": include_inactive})
+            result = await self.services.link.request(GrantsList(include_inactive=include_inactive))
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"grants unavailable: {inert(str(exc))}", "error")
             view = self.query_one(GrantsView)
             view.set_rows([])
             view.empty_message = "The grants could not be read (see the status line)."
             return
-        rows = as_result(GrantsListResult, result).grants
+        rows = result.grants
         self.query_one(GrantsView).set_rows(rows)
         self.say(f"{len(rows)} {self._what(include_inactive)}")
 
     async def _load_every_host(self, include_inactive: bool) -> None:
         hosts = list(self.services.links)
         answers = await asyncio.gather(
-            *(
-                self.services.links[h].call("grants.list", {"include_inactive": include_inactive})
-                for h in hosts
-            ),
+            *(self.services.links[h].request(GrantsList(include_inactive=include_inactive)) for h in hosts),
             return_exceptions=True,
         )
         merged: list[tuple[float, int, str, GrantObject]] = []
@@ -88,7 +85,7 @@ class GrantsScreen(ConsoleScreen):
                 continue
             if isinstance(answer, BaseException):
                 raise answer
-            merged += [(g.created_at, order, host, g) for g in as_result(GrantsListResult, answer).grants]
+            merged += [(g.created_at, order, host, g) for g in answer.grants]
         merged.sort(key=lambda row: (row[0], row[1]))
         view = self.query_one(GrantsView)
         view.set_rows([row[3] for row in merged], [row[2] for row in merged])
@@ -155,10 +152,10 @@ class GrantsScreen(ConsoleScreen):
         """Revoke ``gid`` on the daemon of ``host`` (the one that holds it)."""
         where = f" on {inert(host)}" if host else ""
         try:
-            result = await self.services.link_for(host).call("grants.revoke", {"target": gid})
+            result = await self.services.link_for(host).request(GrantsRevoke(target=gid))
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"revoke {gid}{where}: {inert(str(exc))}", "error")
             return
-        revoked = ", ".join(as_result(GrantsRevokeResult, result).revoked) or "nothing"
+        revoked = ", ".join(result.revoked) or "nothing"
         self.say(f"revoked {revoked}{where}", "ok")
         self.reload()

@@ -22,7 +22,8 @@ from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.policy.rules import suggested
 from console.protocol.jsonrpc import NOT_FOUND
-from console.protocol.results import TripwireResolveResult, as_result
+from console.protocol.results import TripwireResolveResult
+from console.protocol.table import as_result
 from console.tui.link import DaemonLink
 from console.tui.model.badges import confirmation
 from console.tui.model.guard import TypeAheadGuard

@@ -30,8 +30,9 @@ from textual.timer import Timer
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.events import SessionChanged
-from console.protocol.results import SessionsListResult, SessionsNewResult, TripwireListResult, as_result
+from console.protocol.results import SessionsListResult, SessionsNewResult, TripwireListResult
 from console.protocol.sessions import SessionObject
+from console.protocol.table import as_result
 from console.remote.workdir import NoRemoteWorkspace, remote_cwd
 from console.tui.link import DaemonLink
 from console.tui.panes.pane_area import Layout, PaneArea
