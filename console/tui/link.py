@@ -115,14 +115,35 @@ class DaemonLink:
     class GrantsRevoked(DaemonEvent[ev.GrantsRevoked], bubble=False):
         KIND = ev.GrantsRevoked
 
+    # Bursty events that carry a whole state: one still queued is dropped for a newer one
+    # of the same thing (Textual asks the queued message, ``can_replace``), so a burst is
+    # handled once, with the newest state, instead of once per event.
+
     class StatusChanged(DaemonEvent[ev.StatusChanged], bubble=False):
         KIND = ev.StatusChanged
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, DaemonLink.StatusChanged) and message.host == self.host
 
     class WatchStatusChanged(DaemonEvent[ev.WatchStatusChanged], bubble=False):
         KIND = ev.WatchStatusChanged
 
+        def can_replace(self, message: Message) -> bool:
+            # A whole status holds the watcher's part too; the reverse is not true.
+            return (
+                isinstance(message, DaemonLink.StatusChanged | DaemonLink.WatchStatusChanged)
+                and message.host == self.host
+            )
+
     class SessionChanged(DaemonEvent[ev.SessionChanged], bubble=False):
         KIND = ev.SessionChanged
+
+        def can_replace(self, message: Message) -> bool:
+            return (
+                isinstance(message, DaemonLink.SessionChanged)
+                and message.host == self.host
+                and message.event.session.id == self.event.session.id
+            )
 
     class OutcomeFinished(DaemonEvent[ev.OutcomeFinished], bubble=False):
         KIND = ev.OutcomeFinished
