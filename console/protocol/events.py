@@ -12,8 +12,8 @@ How a kind is told apart (msgspec tagged unions, one tag field per union):
 - ``topic`` then ``change``, for the topics with several: ``grants``
   (:data:`GrantsEvent`) and ``watch`` (:data:`WatchEvent`) are unions tagged on
   ``change``, each member with a ``topic`` field that must be the topic's name. msgspec
-  writes the tag first, so these encode as ``{"change": …, "topic": …, …}``: the same
-  JSON content as before, in another key order;
+  writes the tag first, so these encode as ``{"change": …, "topic": …, …}`` (JSON
+  readers do not depend on key order);
 - ``topic: status`` has two shapes told apart by their one key: ``status`` (the whole
   daemon status, :class:`StatusChanged`) or ``watch`` (the watcher's part,
   :class:`WatchStatusChanged`).

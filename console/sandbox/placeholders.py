@@ -53,7 +53,7 @@ def _dir_fd(root_fd: int, rel: str) -> int | None:
 def ensure(root_fd: int) -> list[str]:
     """Create the missing placeholders below the workspace opened as ``root_fd`` (a
     directory descriptor); returns what was created (relative). Failures are ignored:
-    what cannot be created is left to the watcher, as before."""
+    what cannot be created is left to the watcher, which reports its creation."""
     try:
         st = os.stat(".git", dir_fd=root_fd, follow_symlinks=False)
     except OSError:

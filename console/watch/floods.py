@@ -1,7 +1,7 @@
 """Floods of protected changes become one item each, in the root's worker thread.
 
-20,000 files created under ``.git/hooks/flood/`` used to be 20,000 protected events:
-20,000 attributions, history rows and frames. ``coalesce`` turns the protected records
+Without it, 20,000 files created under ``.git/hooks/flood/`` would be 20,000 protected
+events: 20,000 attributions, history rows and frames. ``coalesce`` turns the protected records
 of one batch that fall in one *group* into one ``Flood`` once there are more than
 ``FLOOD_MIN`` of them: a count, and the records themselves (the daemon keeps a bounded
 sample). A group is the directory right below the protected directory the change is in
