@@ -8,7 +8,7 @@ tests/agents/conftest.py): one row per (agent, interception point, fail mode) a 
 test proved. The table is a grid: a row per fail mode, a column
 per agent, each cell the interception point the passing test went through (or "—": not
 proved for that agent), and under it the tests that prove each row. The
-versions are the pinned ones (scripts/install-agents.sh). tests/test_agents_doc.py runs
+versions are the pinned ones (scripts/install-agents.sh). tests/project/test_agents_doc.py runs
 ``--check``.
 """
 

@@ -5,7 +5,7 @@
 Counts, under console/: annotations naming ``dict[str, Any]``, ``.get(`` calls (all of
 them, then those in the TUI and the renderers), functions returning ``Any``, and
 ``type: ignore`` comments without a reason after them. Also lists import cycles between
-modules, which tests/test_layers.py forbids.
+modules, which tests/project/test_layers.py forbids.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the real Claude Code CLI from npm into a cache, for the end-to-end tests
-# (tests/test_claude_code_e2e.py) — never globally, never into the project.
+# (tests/adapters/test_claude_code_e2e.py) — never globally, never into the project.
 #
 #   scripts/install-claude-code.sh           installs; prints the path of the `claude` binary
 #   scripts/install-claude-code.sh --check   exit 0 when that version is already installed

@@ -1,4 +1,4 @@
-"""Record real programs' output for the snapshot tests (tests/test_terminal_snapshot_runs.py).
+"""Record real programs' output for the snapshot tests (tests/terminal/test_terminal_snapshot_runs.py).
 
     python scripts/record_terminal_runs.py [--out tests/data/runs]
 

@@ -149,5 +149,5 @@ def issued(command: str, *, state_dir: str | None, deadline: float, client: str)
         return False
 
 
-# As console/protocol/requests.py bounds operation.held (tests/test_agents_hooks.py checks it).
+# As console/protocol/requests.py bounds operation.held (tests/adapters/test_agents_hooks.py checks it).
 MAX_HELD_COMMAND = 8192

@@ -1,7 +1,7 @@
 """The execution contract: operations, capabilities, fingerprints and outcomes.
 
 Pure data and validation. Nothing here imports Textual, asyncio servers or sqlite3
-(tests/test_layers.py enforces it); the filesystem is reached only through
+(tests/project/test_layers.py enforces it); the filesystem is reached only through
 :class:`~console.contract.host.Host`.
 
 The names below load from their modules when first read (console/contract/lazy.py): a

@@ -130,7 +130,7 @@ class OSHost:
         the ancestor's canonical path (cached like any existing one) joined with the rest,
         which is how realpath builds it, without its stat of every component: those made
         the candidate files of ``python -m name`` most of a request's parsing.
-        ``tests/test_host_resolve.py`` holds the two equal.
+        ``tests/contract/test_host_resolve.py`` holds the two equal.
         """
         rest: list[str] = []
         here = path

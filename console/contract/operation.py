@@ -524,7 +524,7 @@ def resolve(spec: _Spec, host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS) -
 def _operation(**fields: Any) -> Operation:
     """An :class:`Operation` of exactly these fields, made without the frozen dataclass's
     ``__init__`` (one ``object.__setattr__`` per field, on every request's path); equal
-    to ``Operation(**fields)`` (tests/test_operation.py holds them so)."""
+    to ``Operation(**fields)`` (tests/contract/test_operation.py holds them so)."""
     op = object.__new__(Operation)
     op.__dict__.update(fields)
     return op

@@ -159,7 +159,7 @@ def canonical_plain(value: Any) -> bytes:
     the same bytes, so :func:`_ready`'s walk is skipped: the fingerprint's canonical form
     is built that way from a parsed operation, and the walk was half its cost. Lone
     surrogates are still refused (``lone_surrogate``); any other shape is the caller's
-    bug, which ``tests/test_fingerprint_properties.py`` checks against :func:`canonical`.
+    bug, which ``tests/contract/test_fingerprint_properties.py`` checks against :func:`canonical`.
     """
     try:
         return _encoder.encode(value)

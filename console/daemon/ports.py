@@ -9,7 +9,7 @@ services is written down here.
 
 :class:`Services` is what a method handler may reach (``CallContext.services``): the
 daemon satisfies it, and a unit test can hand a method a few real services without a
-daemon process (tests/test_daemon_method_context.py).
+daemon process (tests/daemon/test_daemon_method_context.py).
 """
 
 from __future__ import annotations

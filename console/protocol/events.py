@@ -2,7 +2,7 @@
 builds and publishes them), the clients (which validate every ``event`` notification
 against them at the socket) and the console (one Textual message per kind).
 
-docs/protocol.md ("Events") lists every kind with its fields; tests/test_protocol_events.py
+docs/protocol.md ("Events") lists every kind with its fields; tests/protocol/test_protocol_events.py
 checks the table against these Structs and round-trips real events from a real daemon.
 
 How a kind is told apart (msgspec tagged unions, one tag field per union):

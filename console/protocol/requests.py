@@ -3,7 +3,7 @@
 Shared by the daemon (which reads each call's params into its Struct at the socket,
 before the method runs: console/daemon/connection.py), the clients (which may send a
 Struct as a call's params: :func:`to_params`) and docs/protocol.md ("Methods"), whose
-``Params of`` lines tests/test_protocol_requests.py checks against :func:`describe`.
+``Params of`` lines tests/protocol/test_protocol_requests.py checks against :func:`describe`.
 
 A Struct is named after its method (``grants.add`` → :class:`GrantsAdd`,
 ``agent.attention_list`` → :class:`AgentAttentionList`); :mod:`console.protocol.table` pairs
@@ -442,7 +442,7 @@ def read_params(params: dict[str, Any] | Params, cls: type[S]) -> S:
 
     A mapping that is valid takes the short way: ``msgspec.convert`` accepts exactly what
     the field-by-field reading accepts, except a NUL in a text, which is checked after it
-    (tests/test_protocol_requests.py holds the two to that). Anything it refuses is read
+    (tests/protocol/test_protocol_requests.py holds the two to that). Anything it refuses is read
     field by field, which raises the refusal the daemon always gave.
     """
     if not isinstance(params, Params):

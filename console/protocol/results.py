@@ -12,7 +12,7 @@ With one type per result, shared by both ends:
   (:func:`console.protocol.table.decode_result`) and raise :class:`ResultError`, naming the method and the field,
   never the value, before any caller reads it; the connection goes on serving;
 - docs/protocol.md gives each method a ``Result of`` line made by :func:`describe`, which
-  tests/test_protocol_results.py checks, together with real answers of a real daemon.
+  tests/protocol/test_protocol_results.py checks, together with real answers of a real daemon.
 
 A Struct is named after its method with ``Result`` (``grants.add`` → :class:`GrantsAddResult`);
 :mod:`console.protocol.table` pairs it with its method's name and params.

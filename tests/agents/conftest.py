@@ -5,7 +5,7 @@ is the driver the test ran with (its ``agent`` fixture), and a ``point`` that na
 the driver's ``points`` (shell, edit, install) is that agent's interception point. When
 the test passes, its row goes to tests/agents/results.json (rows of tests that did not run
 this time are kept; a row whose test failed is dropped), from which scripts/agents_table.py
-writes the table of docs/agents.md (tests/test_agents_doc.py checks that the two agree).
+writes the table of docs/agents.md (tests/project/test_agents_doc.py checks that the two agree).
 """
 
 from __future__ import annotations

@@ -5,15 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path
 
 import pytest
 from support.fakehost import FakeHost
+from support.paths import REPO
 
 from console.contract.fingerprint import canonical_bytes
 from console.contract.operation import parse
 
-DOC = Path(__file__).parent.parent / "docs" / "fingerprint.md"
+DOC = REPO / "docs" / "fingerprint.md"
 
 
 def _vectors() -> list[tuple[str, dict, dict, str, str]]:

@@ -8,7 +8,7 @@ mode, real sessions and real files, each trick 20 times where it races:
 - a double fork writing a deep protected path (``src/.env.local``) after its parent exits;
 - a rename into place beside a chatty neighbour session: only the writer is stopped;
 - without fanotify (the evidence path), a writer nobody can name stops the sessions live
-  in the workspace (tests/test_tripwire_attribution.py) and, with no session, raises an
+  in the workspace (tests/daemon/test_tripwire_attribution.py) and, with no session, raises an
   item against the operation that ran.
 """
 

@@ -14,11 +14,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
 from support.watch import codes, wait_status, watching, workspace, write
 
 from console.contract.outcome import ChangeKind
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 async def test_non_utf8_name_degrades_and_never_goes_silent(tmp_path):

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import TESTS
 
-sys.path.insert(0, str(Path(__file__).parent / "escapes"))
+sys.path.insert(0, str(TESTS / "escapes"))
 from sandbox_escape_helpers import HOST, config, real_dir, run
 
 from console.contract import parse

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 from support.daemon import short_tmp
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 SHIPPED = ("console", "themes", "keymaps", "pyproject.toml", "README.md")
 
 pytestmark = pytest.mark.wheel

@@ -12,13 +12,12 @@ scroll region, with a saved cursor or on the alternate screen sees what everyone
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from support.paths import TESTS
 
 from console.terminal import Screen
 
-RUNS = Path(__file__).parent / "data" / "runs"
+RUNS = TESTS / "data" / "runs"
 COLS, ROWS = 80, 24
 LATER = 256  # bytes after attaching at which the screens are compared again
 # Every byte offset of the apt-style run; every 2nd, 3rd or 7th of the longer ones,

@@ -18,6 +18,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from support.paths import REPO
 from textual.app import App
 from textual.css.stylesheet import Stylesheet
 from textual.screen import ModalScreen, Screen
@@ -28,7 +29,6 @@ from console.tui.render.present import ROLES
 from console.tui.screens.base import ConsoleScreen
 from console.tui.settings.roles import BADGE_CLASSES, DETAIL_LOOKS, ROLE_CLASSES
 
-REPO = Path(__file__).parent.parent
 TUI = REPO / "console" / "tui"
 # Reusable widgets whose own defaults stay with them (Textual's convention): how the
 # Line-API bases scroll, and the list's cursor (a component class).

@@ -1,7 +1,7 @@
 """SVG snapshots of the console's screens at a fixed size with fixed data and a frozen clock.
 
-Regenerate after an intended change with ``pytest tests/test_tui_snapshots.py --snapshot-update``
-and look at the SVGs in tests/__snapshots__/ before committing them.
+Regenerate after an intended change with ``pytest tests/tui/test_tui_snapshots.py --snapshot-update``
+and look at the SVGs in tests/tui/__snapshots__/ before committing them.
 """
 
 from __future__ import annotations

@@ -31,12 +31,13 @@ from support.daemon import (
 )
 from support.events import DECIDED
 from support.fake_daemon import client_of
+from support.paths import REPO
 
 from console.client import AsyncClient, Client
 from console.protocol import events as ev
 from console.protocol import jsonrpc
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
+DOC = REPO / "docs" / "protocol.md"
 HEADER = "| topic | change | kind | fields | what |"
 E = TypeVar("E", bound=ev.Event)
 

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 from support.daemon import DaemonProcess, operation, submit_in_thread, workspace
+from support.paths import REPO
 from support.sshd import free_port
 from support.web import CHROMIUM, CHROMIUM_ARGS, have_chromium, push_recorder, wait_until, web_page
 
@@ -24,7 +25,7 @@ from console.remote.contexts import LOCAL_TARGET
 pytestmark = pytest.mark.browser
 
 DAEMON_POLICY = "approval_timeout_s = 120\n"
-SCREENSHOTS = Path(__file__).parent.parent / "screenshots"
+SCREENSHOTS = REPO / "screenshots"
 
 
 @pytest.fixture(scope="module")

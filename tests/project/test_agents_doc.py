@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import REPO
+
+ROOT = REPO
 
 
 def test_the_doc_table_matches_the_agents_test_results():

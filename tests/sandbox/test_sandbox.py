@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.paths import REPO
 
 from console.contract import OSHost, parse
 from console.contract.host import DEFAULT_TRUSTED_PATH
@@ -677,7 +678,7 @@ asyncio.run(main())
 
 def test_the_sandbox_dies_with_the_daemon(ws, tmp_path):
     marker = "765.4321"
-    root = Path(__file__).parent.parent
+    root = REPO
     daemon = subprocess.Popen(
         [sys.executable, "-c", DAEMON % marker, str(ws), str(tmp_path), TREE],
         stdout=subprocess.PIPE,

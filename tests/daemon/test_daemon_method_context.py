@@ -9,10 +9,10 @@ from __future__ import annotations
 import ast
 import asyncio
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.paths import REPO
 
 from console.daemon.broker import Broker
 from console.daemon.connection import CallContext
@@ -31,7 +31,7 @@ from console.protocol.requests import TripwireResolution
 from console.protocol.results import GrantsAddResult, GrantsListResult, GrantsRevokeResult
 from console.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 DAEMON = ROOT / "console" / "daemon"
 
 

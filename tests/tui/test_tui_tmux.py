@@ -15,13 +15,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
 pytestmark = [
     pytest.mark.programs,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)"),
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 def demo_command() -> list[str]:

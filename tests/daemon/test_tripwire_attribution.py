@@ -31,7 +31,7 @@ def env():
     other = workspace()  # watched too: changes there are nobody's business here
     # The watched root is given as a symlink; sessions' cwds are real paths.
     policy = f'approval_timeout_s = 120\ntripwire = "pause"\nwatch = {json.dumps([str(link), str(other)])}\n'
-    # The evidence path (no fanotify): tests/test_tripwire_fanotify.py covers the kernel's pid.
+    # The evidence path (no fanotify): tests/daemon/test_tripwire_fanotify.py covers the kernel's pid.
     with running_daemon(policy, env={"AGENT_CONSOLE_NO_FANOTIFY": "1"}) as d:
         with d.operator() as op:
             wait_for(lambda: op.call("watch.status")["ok"] and len(op.call("watch.status")["roots"]) == 2)
@@ -157,7 +157,7 @@ def test_a_writer_that_exits_at_once_still_raises_an_item(env):
     with d.operator() as op:
         op.subscribe(["watch"])
         # Not in one of the fast lane's directories (.git/hooks is: a writer there is
-        # frozen before it can exit, tests/test_tripwire_fanotify.py).
+        # frozen before it can exit, tests/daemon/test_tripwire_fanotify.py).
         quick = new(op, ws, ["sh", "-c", "sleep 0.8; echo 'TOKEN=evil' > src/.env"])
         while (event := op.next_event()).get("change") != "alert":
             continue

@@ -3,7 +3,7 @@
 The connections are replayed (as in test_tui_snapshots.py): the list from fixed session
 records, each pane's attach from a snapshot made by a real emulator fed fixed bytes, so
 ids, times and contents are the same on every run. Regenerate after an intended change
-with ``pytest tests/test_tui_sessions_snapshots.py --snapshot-update`` and look at the SVGs.
+with ``pytest tests/tui/test_tui_sessions_snapshots.py --snapshot-update`` and look at the SVGs.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = REPO / "examples"
 
 
 def run(*args, stdin=None):

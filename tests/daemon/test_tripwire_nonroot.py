@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
 pytestmark = [pytest.mark.needs_root, pytest.mark.needs_bwrap]
 
-REPO = Path(__file__).resolve().parent.parent
 RUNS = 20
 
 DRIVER = r"""

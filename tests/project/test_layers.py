@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
-ROOT = Path(__file__).parent.parent / "console"
+ROOT = REPO / "console"
 
 # package -> the console packages it may import (besides itself).
 ALLOWED = {
