@@ -191,6 +191,10 @@ class HistoryScreen(ConsoleScreen):
         if row is not None and row.get("request_id"):
             self.app.push_screen(EntryScreen(self.services, str(row["request_id"])))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # "/" typed in the search box is text (the binding is a priority one).
+        return not (action == "search" and self.focused is self.search_box)
+
     def action_search(self) -> None:
         # Focus now, not on the next idle: keys typed right after "/" belong to the box.
         self.set_focus(self.search_box)

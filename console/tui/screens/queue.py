@@ -186,6 +186,8 @@ class QueueScreen(ConsoleScreen):
             return self._tripwire_shown
         if action in ("approve", "deny", "deny_always", "deny_note"):
             return not self._tripwire_shown
+        if action == "filter":  # "/" typed in the filter box is text (a priority binding)
+            return self.focused is not self.query_one("#queue-filter", Input)
         return True
 
     @work(group="changes", exclusive=True)

@@ -26,6 +26,12 @@ class ActionSpec:
     palette: bool = True  # in the command palette
     guarded: bool = False  # an approval: subject to the typed-ahead guard
     label: str = ""  # short footer label; the description when empty
+    # It moves the keyboard focus (to a search box): handled before the focused widget
+    # sees the key, so what is typed right after it lands where the focus went even when
+    # the widget focused before is busy (Textual hands a key to the widget focused when it
+    # arrives). The screen's check_action declines it while the box has the focus, so the
+    # key is typed there instead.
+    moves_focus: bool = False
 
 
 ACTIONS: list[ActionSpec] = [
@@ -135,12 +141,16 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec(
         "show-fingerprint", "queue", "f", "toggle_fingerprint", "Show the full fingerprint", show=False
     ),
-    ActionSpec("filter-queue", "queue", "slash", "filter", "Filter the queue", label="filter"),
+    ActionSpec(
+        "filter-queue", "queue", "slash", "filter", "Filter the queue", label="filter", moves_focus=True
+    ),
     ActionSpec(
         "clear-filter", "queue", "escape", "clear_filter", "Clear the filter", show=False, palette=False
     ),
     # the history
-    ActionSpec("history-search", "history", "slash", "search", "Search the history", label="search"),
+    ActionSpec(
+        "history-search", "history", "slash", "search", "Search the history", label="search", moves_focus=True
+    ),
     ActionSpec(
         "history-verdict",
         "history",

@@ -15,4 +15,6 @@ def binding(spec: ActionSpec, *, priority: bool = False) -> Binding:
 
 
 def bindings(scope: str) -> list[BindingType]:
-    return [binding(spec, priority=spec.id == "command-palette") for spec in in_scope(scope)]
+    return [
+        binding(spec, priority=spec.id == "command-palette" or spec.moves_focus) for spec in in_scope(scope)
+    ]
