@@ -200,6 +200,40 @@ def _read(body: dict[str, Any], kind: type[T]) -> T | None:
         return None
 
 
+def _filled(empty: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
+    """``found`` with what it lacks of ``empty``, object by object."""
+    out = dict(empty)
+    for key, value in found.items():
+        inner = empty.get(key)
+        out[key] = _filled(inner, value) if isinstance(inner, dict) and isinstance(value, dict) else value
+    return out
+
+
+_EMPTY_STREAM = {"head": "", "tail": "", "tail_offset": 0, "total_bytes": 0, "truncated": False}
+_EMPTY_ENFORCEMENT = {"backend": "", "level": "", "degraded": False, "downgrade_reason": ""}
+_EMPTY_EXEC: dict[str, Any] = {
+    "status": "",
+    "exit_code": None,
+    "signal": "",
+    "duration_ms": 0.0,
+    "outcome": {
+        "state": "",
+        "kind": "",
+        "process_id": "",
+        "exit": None,
+        "denial": None,
+        "enforcement": _EMPTY_ENFORCEMENT,
+        "changes": [],
+    },
+    "stdout": _EMPTY_STREAM,
+    "stderr": _EMPTY_STREAM,
+    "denials": [],
+    "enforcement": _EMPTY_ENFORCEMENT,
+    "reason": "",
+    "temp_root_removed": True,
+}
+
+
 # ------------------------------------------------------------------ the history row
 
 
@@ -235,10 +269,13 @@ class HistoryRow(msgspec.Struct, frozen=True, kw_only=True):
 
     def ran(self) -> ExecRecord | SessionRun | None:
         """An ``outcome`` row's body: the run's record, or the session it runs as; None
-        when it is neither (elided, or written in a shape this console cannot read)."""
+        when it is neither (elided, or written in a shape this console cannot read). A
+        key an older daemon did not record reads as its empty value."""
+        if self.elided is True or not self.body:
+            return None
         if self.body.get("kind") == "session":
             return _read(self.body, SessionRun)
-        return _read(self.body, ExecRecord)
+        return _read(self.body, ExecRecord) or _read(_filled(_EMPTY_EXEC, self.body), ExecRecord)
 
     def file_change(self) -> FileEventBody:
         """A ``file_event`` row's body (empty when it cannot be read)."""

@@ -18,6 +18,7 @@ from textual.widgets import Input
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.history import SOURCES, TRIPWIRE_KINDS, VERDICTS
+from console.protocol.requests import HistoryQuery
 from console.tui.link import DaemonLink
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
 from console.tui.screens.base import ConsoleScreen, Services
@@ -102,7 +103,7 @@ class HistoryScreen(ConsoleScreen):
     async def _fetch_first(self, generation: int, params: dict[str, Any], described: str) -> None:
         started = self.services.monotonic()
         try:
-            page = await self.services.link.call("history.query", {**params, "limit": PAGE})
+            page = await self.services.link.request(HistoryQuery(**params, limit=PAGE))
         except (RPCError, DaemonUnreachable) as exc:
             self.summary(f"history unavailable: {inert(str(exc))}", "error")
             self.view.empty_message = "The history could not be read."
@@ -111,19 +112,19 @@ class HistoryScreen(ConsoleScreen):
         if generation != self._generation:
             return
         self.view.empty_message = "Nothing matches." if set(params) - {"kinds"} else "Nothing recorded yet."
-        self.view.set_rows(page.get("rows", []), page.get("older"))
+        self.view.set_rows(page.rows, page.older)
         self.last_query_ms = (self.services.monotonic() - started) * 1000
         self._count(generation, params, described)
 
     @work(group="history-count", exclusive=True)
     async def _count(self, generation: int, params: dict[str, Any], described: str) -> None:
         try:
-            result = await self.services.link.call("history.query", {**params, "limit": 1, "count": True})
+            result = await self.services.link.request(HistoryQuery(**params, limit=1, count=True))
         except (RPCError, DaemonUnreachable):
             return
         if generation != self._generation:
             return
-        count = int(result.get("count", 0))
+        count = result.count if isinstance(result.count, int) else 0
         shown = f"{count:,}" if count < 10_000 else f"{count:,}+" if count % 10_000 == 0 else f"{count:,}"
         self.summary(f"{shown} matching: {described}")
 
@@ -133,15 +134,13 @@ class HistoryScreen(ConsoleScreen):
     @work(group="history-more", exclusive=True)
     async def _fetch_more(self, generation: int, params: dict[str, Any], older: int) -> None:
         try:
-            page = await self.services.link.call(
-                "history.query", {**params, "limit": PAGE, "before_seq": older}
-            )
+            page = await self.services.link.request(HistoryQuery(**params, limit=PAGE, before_seq=older))
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"could not load more: {inert(str(exc))}", "error")
             self.view.fetching = False
             return
         if generation == self._generation:
-            self.view.append_rows(page.get("rows", []), page.get("older"))
+            self.view.append_rows(page.rows, page.older)
 
     DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (
         DaemonLink.Decided,
@@ -161,35 +160,32 @@ class HistoryScreen(ConsoleScreen):
 
     def _catch_up(self) -> None:
         self._live = None
-        newest = self.view.rows[0].get("seq") if self.view.rows else None
-        if newest is None:
+        if not self.view.rows:
             self.run_query()
         elif self.view.scroll_offset.y == 0:
-            self._fetch_newer(self._generation, dict(self._params), int(newest))
+            self._fetch_newer(self._generation, dict(self._params), self.view.rows[0].seq)
 
     @work(group="history-newer", exclusive=True)
     async def _fetch_newer(self, generation: int, params: dict[str, Any], newest: int) -> None:
         try:
-            page = await self.services.link.call(
-                "history.query", {**params, "limit": PAGE, "after_seq": newest}
-            )
+            page = await self.services.link.request(HistoryQuery(**params, limit=PAGE, after_seq=newest))
         except (RPCError, DaemonUnreachable):
             return
-        if generation == self._generation and self.view.rows and self.view.rows[0].get("seq") == newest:
-            self.view.prepend_rows(page.get("rows", []))
+        if generation == self._generation and self.view.rows and self.view.rows[0].seq == newest:
+            self.view.prepend_rows(page.rows)
 
     # ------------------------------------------------------------ actions
 
     def on_line_list_opened(self, event: LineList.Opened) -> None:
         row = self.view.selected()
         watcher_kinds = ("file_event", *TRIPWIRE_KINDS)
-        if row is not None and row.get("kind") in watcher_kinds and not row.get("request_id"):
+        if row is not None and row.kind in watcher_kinds and not row.request_id:
             self.app.push_screen(
                 RecordScreen(self.services, row)
             )  # a change by a session or nobody: no request
             return
-        if row is not None and row.get("request_id"):
-            self.app.push_screen(EntryScreen(self.services, str(row["request_id"])))
+        if row is not None and row.request_id:
+            self.app.push_screen(EntryScreen(self.services, row.request_id))
 
     def action_search(self) -> None:
         # Focus now, not on the next idle: keys typed right after "/" belong to the box.
