@@ -184,6 +184,16 @@ class RequestBody(msgspec.Struct, frozen=True, kw_only=True):
     evaluation: dict[str, Any] = {}
 
 
+class ConnectionBody(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``connection`` row's body: where the egress broker let a connection go (or not)."""
+
+    host: str = ""
+    port: int = 0
+    address: str = ""  # the address it went to, when allowed
+    protocol: str = ""
+    agent_id: str = ""
+
+
 class TripwireBody(msgspec.Struct, frozen=True, kw_only=True):
     """A tripwire row's body: the item as it was then."""
 
@@ -289,6 +299,10 @@ class HistoryRow(msgspec.Struct, frozen=True, kw_only=True):
         """A ``request`` row's body (empty when it cannot be read)."""
         return _read(self.body, RequestBody) or RequestBody()
 
+    def connection(self) -> ConnectionBody:
+        """A ``connection`` row's body (empty when it cannot be read)."""
+        return _read(self.body, ConnectionBody) or ConnectionBody()
+
     def tripwire_item(self) -> TripwireNotice | None:
         """A tripwire row's item; None when it cannot be read."""
         found = _read(self.body, TripwireBody)
@@ -298,6 +312,7 @@ class HistoryRow(msgspec.Struct, frozen=True, kw_only=True):
 __all__ = [
     "AuthorizationRecord",
     "ChangeRecord",
+    "ConnectionBody",
     "DecisionBody",
     "DenialRecord",
     "DiffLine",
