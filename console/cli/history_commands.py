@@ -9,7 +9,8 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -33,6 +34,9 @@ from console.protocol.history import KIND_GROUPS, SOURCES, TRIPWIRE_KINDS, VERDI
 from console.protocol.records import HistoryRow
 from console.protocol.requests import HistoryAccept, HistoryQuery
 from console.store.chain import Anchor
+
+if TYPE_CHECKING:  # the store loads only for the offline commands
+    from console.store import Store, VerifyReport
 
 EXIT_TAMPERED = 1
 
@@ -133,7 +137,7 @@ def _text_row(r: HistoryRow) -> str:
     )
 
 
-def _open_history(args: argparse.Namespace) -> Any:
+def _open_history(args: argparse.Namespace) -> Store:
     """The history, read-only and offline (no daemon needed); exit 2 when there is none
     or it cannot be opened, with the reason."""
     from console.store import Store, StoreUnavailable
@@ -183,7 +187,7 @@ def _read_anchor(source: str) -> Anchor:
         raise CLIError(f"{source} is not an agent-console anchor file: {exc}", EXIT_INVALID) from None
 
 
-def _verified(args: argparse.Namespace, external: Anchor | None = None) -> Any:
+def _verified(args: argparse.Namespace, external: Anchor | None = None) -> VerifyReport:
     from console.store import StoreUnavailable
 
     store = _open_history(args)
@@ -265,7 +269,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
     return 0
 
 
-def _damage(path: Any) -> str:
+def _damage(path: Path) -> str:
     """What is wrong with the history file at ``path`` ("" when SQLite finds nothing)."""
     import sqlite3
 
@@ -284,7 +288,7 @@ def _damage(path: Any) -> str:
     return "" if said == ["ok"] else "; ".join(said)[:300]
 
 
-def _aside_name(path: Any) -> Any:
+def _aside_name(path: Path) -> Path:
     """``history.sqlite3.damaged-20261206-0332``; never one that exists (``.1``, ``.2`` …)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = path.with_name(f"{path.name}.damaged-{stamp}")

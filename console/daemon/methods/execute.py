@@ -34,7 +34,7 @@ from console.protocol.tickets import redeem_command, write_secret
 
 
 def _captured(ctx: CallContext, obj: dict[str, Any]) -> Operation:
-    op: Operation = parse_operation(ctx, obj)
+    op = parse_operation(ctx, obj)
     if op.mode is not Mode.CAPTURED:
         raise RPCError(
             INVALID_PARAMS,
