@@ -177,7 +177,7 @@ class ExecutionService:
         self,
         request_id: str,
         op: Operation,
-        authorization: dict[str, Any],
+        auth: Authorization,
         owner: int,
         send_output: Callable[[dict[str, Any]], None],
         agent: str = "",
@@ -185,7 +185,6 @@ class ExecutionService:
         """Execute an allowed operation; returns (the record as stored, the raw result).
         ``agent``: the identity it runs for (its network approvals are that agent's)."""
         assert self.probe is not None, "start() first"
-        auth = Authorization(**authorization)
         item = Running(request_id, op, owner, time.time(), asyncio.Event())
         self.running[request_id] = item
 

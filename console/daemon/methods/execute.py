@@ -20,6 +20,7 @@ from console.daemon.connection import CallContext, Handler
 from console.daemon.held import TicketError
 from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation, submit_bound, watch_owner
 from console.locations import locate
+from console.policy import Authorization
 from console.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.records import ExecRecord
 from console.protocol.requests import OperationExec, OperationHeld, OperationHold, OperationRun
@@ -57,7 +58,7 @@ async def _run(ctx: CallContext, op: Operation, decision: dict[str, Any], stream
     record, _ = await ctx.services.execution.run(
         decision["request_id"],
         op,
-        decision["authorization"],
+        Authorization(**decision["authorization"]),
         conn.id,
         send,
         agent=conn.agent.id if conn.agent else "",
