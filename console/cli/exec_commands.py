@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any
 
+import msgspec
+
 from console.cli.common import (
     EXIT_INVALID,
     EXIT_UNREACHABLE,
@@ -20,6 +22,9 @@ from console.cli.common import (
 )
 from console.client import DaemonUnreachable, RPCError
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.pending import CapabilityWire
+from console.protocol.requests import OperationExec, OperationRun
+from console.protocol.results import OperationExecResult, OperationRunResult
 from console.protocol.tickets import NoTicketFile, TicketFileError, read_secret
 
 # What `agent-console exec` exits with when the console, not the command, decided the
@@ -72,15 +77,15 @@ def build_operation(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_exec(args: argparse.Namespace) -> int:
     args.command = strip_dashes(args.command)
-    params: dict[str, Any]
+    params: OperationRun | OperationExec
     no_file: NoTicketFile | None = None
     if args.ticket:
         if args.command:
             raise CLIError("--ticket runs what the ticket holds: give no command with it")
         ticket, no_file = ticket_with_secret(args)
-        method, params = "operation.run", {"ticket": ticket}
+        params = OperationRun(ticket=ticket)
     else:
-        method, params = "operation.exec", {"operation": build_operation(args)}
+        params = OperationExec(operation=build_operation(args))
     out, err = sys.stdout.buffer, sys.stderr.buffer
 
     def on_notification(method: str, params: dict[str, Any]) -> None:
@@ -96,7 +101,12 @@ def cmd_exec(args: argparse.Namespace) -> int:
         raise CLIError(f"{exc} (nothing runs without the daemon)", EXIT_UNREACHABLE) from None
     try:
         with client:
-            reply = client.call(method, params, on_notification=on_notification)
+            # Two calls, so each is typed by its own method's result.
+            reply: OperationExecResult | OperationRunResult
+            if isinstance(params, OperationRun):
+                reply = client.request(params, on_notification=on_notification)
+            else:
+                reply = client.request(params, on_notification=on_notification)
     except RPCError as exc:
         if args.ticket and exc.code == NOT_FOUND:
             why = str(no_file) if no_file is not None else exc.message
@@ -110,27 +120,27 @@ def cmd_exec(args: argparse.Namespace) -> int:
             f"{exc} (the command's fate is unknown; see agent-console history)", EXIT_UNREACHABLE
         ) from None
 
-    decision, result = reply["decision"], reply["result"]
+    decision, result = reply.decision, reply.result
     if args.json:
-        print_json(reply)
+        print_json(msgspec.to_builtins(reply))
     if result is None:
         sys.stderr.write(
-            f"agent-console: denied: {decision['reason']}"
-            + (f" — {decision['note']}" if decision.get("note") else "")
+            f"agent-console: denied: {decision.reason}"
+            + (f" — {decision.note}" if decision.note else "")
             + "\n"
         )
         return EXIT_DENIED
-    for denial in result["denials"]:
-        cap = denial["capability"]
-        scope = f" ({cap['scope']})" if cap.get("scope") else ""
+    for denial in result.denials:
+        cap = denial.capability
+        scope = f" ({cap.scope})" if cap.scope else ""
         how = escalation_hint(cap) if args.ticket else "ask for it with approval"
-        sys.stderr.write(f"agent-console: sandbox denied {cap['kind']}{scope}: {denial['reason']}; {how}\n")
-    if result["denials"]:  # the outcome model loads only for a run that met a denial
+        sys.stderr.write(f"agent-console: sandbox denied {cap.kind}{scope}: {denial.reason}; {how}\n")
+    if result.denials:  # the outcome model loads only for a run that met a denial
         from console.contract.outcome import REFUSED_PROTECTED
 
-        if any(str(d["reason"]).startswith(REFUSED_PROTECTED) for d in result["denials"]):
+        if any(d.reason.startswith(REFUSED_PROTECTED) for d in result.denials):
             return EXIT_DENIED  # it ran, but what it planted was removed: not a success
-    status = result["status"]
+    status = result.status
     if status == "timed_out":
         sys.stderr.write("agent-console: timed out; the sandbox was killed\n")
         return EXIT_TIMED_OUT
@@ -138,17 +148,17 @@ def cmd_exec(args: argparse.Namespace) -> int:
         sys.stderr.write("agent-console: output limit exceeded; the sandbox was killed\n")
         return EXIT_OUTPUT_LIMIT
     if status == "not_started":
-        outcome = result["outcome"]
-        if outcome["state"] == "denied":  # e.g. content_changed: not what was approved
+        outcome = result.outcome
+        if outcome.state == "denied":  # e.g. content_changed: not what was approved
             again = (
                 " (nothing ran; run the command again to ask about it as it is now)" if args.ticket else ""
             )
-            sys.stderr.write(f"agent-console: denied: {result['reason']}{again}\n")
+            sys.stderr.write(f"agent-console: denied: {result.reason}{again}\n")
             return EXIT_DENIED
-        sys.stderr.write(f"agent-console: {outcome['kind']}: {result['reason']}\n")
-        return EXIT_NOT_FOUND if outcome["kind"] == "executable_not_found" else EXIT_SETUP_FAILED
-    code = result["exit_code"]
-    return int(code) if code is not None else 1
+        sys.stderr.write(f"agent-console: {outcome.kind}: {result.reason}\n")
+        return EXIT_NOT_FOUND if outcome.kind == "executable_not_found" else EXIT_SETUP_FAILED
+    code = result.exit_code
+    return code if code is not None else 1
 
 
 def ticket_with_secret(args: argparse.Namespace) -> tuple[str, NoTicketFile | None]:
@@ -165,12 +175,12 @@ def ticket_with_secret(args: argparse.Namespace) -> tuple[str, NoTicketFile | No
         raise CLIError(f"{exc}; nothing ran: ask again", EXIT_DENIED) from None
 
 
-def escalation_hint(capability: dict[str, Any]) -> str:
+def escalation_hint(capability: CapabilityWire) -> str:
     """How an agent whose command was rewritten by a hook asks for what the sandbox refused:
     the escalation lines of :mod:`console.adapters.escalation`."""
     from console.adapters.escalation import hint_for
 
-    return hint_for(capability.get("kind", ""), capability.get("scope") or "")
+    return hint_for(capability.kind, capability.scope or "")
 
 
 EXIT_CODES_HELP = f"""\

@@ -9,7 +9,10 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from console.cli.common import (
     EXIT_INVALID,
@@ -26,10 +29,14 @@ from console.cli.common import (
 )
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import flag_lookalikes, inert
-from console.contract.tool_words import row_words
+from console.contract.tool_words import line_words
 from console.protocol.history import KIND_GROUPS, SOURCES, TRIPWIRE_KINDS, VERDICTS
-from console.protocol.requests import HistoryAccept
+from console.protocol.records import HistoryRow
+from console.protocol.requests import HistoryAccept, HistoryQuery
 from console.store.chain import Anchor
+
+if TYPE_CHECKING:  # the store loads only for the offline commands
+    from console.store import Store, VerifyReport
 
 EXIT_TAMPERED = 1
 
@@ -70,17 +77,17 @@ def _query(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_history(args: argparse.Namespace) -> int:
     with connect(args, "operator") as client:
         try:
-            page = client.call("history.query", _query(args))
+            page = client.request(HistoryQuery(**_query(args)))
         except RPCError as exc:
             raise CLIError(exc.message) from None
-    rows = page["rows"]
+    rows = page.rows
     if args.json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps(msgspec.to_builtins(rows), indent=2) + "\n")
     elif args.csv:
         w = csv.writer(sys.stdout)
         w.writerow(COLUMNS)
         for r in rows:
-            w.writerow([r.get(c, "") for c in COLUMNS])
+            w.writerow([getattr(r, c) for c in COLUMNS])
     else:
         if not rows:
             print("no matching decisions" if args.kind == "decision" else "no matching events")
@@ -96,41 +103,41 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _text_row(r: dict[str, Any]) -> str:
-    kind = r.get("kind", "decision")
+def _text_row(r: HistoryRow) -> str:
+    kind = r.kind
     if kind == "file_event":
-        body = r.get("body") or {}
-        basis = (body.get("attribution") or {}).get("basis", "") if isinstance(body, dict) else ""
-        who = f"session {inert(r['session_id'])}" if r.get("session_id") else "unattributed"
+        attribution = r.file_change().attribution
+        basis = attribution.basis if attribution is not None else ""
+        who = f"session {inert(r.session_id)}" if r.session_id else "unattributed"
         tag = paint(f"{'PROTECTED':<14}", "red bold")
         return (
-            f"{when(r['at'])}  {tag} {inert(r.get('command') or '')[:80]:<40} "
-            f"{inert(r.get('reason') or ''):<18} {who} ({inert(str(basis or 'unattributed'))})"
+            f"{when(r.at)}  {tag} {inert(r.command)[:80]:<40} "
+            f"{inert(r.reason):<18} {who} ({inert(basis or 'unattributed')})"
         )
     if kind in TRIPWIRE_KINDS:
         label = {"tripwire": "TRIPWIRE", "tripwire_resolved": "RESOLVED"}.get(kind, kind[9:].upper())
         return (
-            f"{when(r['at'])}  {paint(f'{label:<14}', 'red bold' if kind == 'tripwire' else 'yellow')} "
-            f"{inert(r.get('verdict') or ''):<14} {fit(inert(r.get('note') or '')[:120], 51)}"
+            f"{when(r.at)}  {paint(f'{label:<14}', 'red bold' if kind == 'tripwire' else 'yellow')} "
+            f"{inert(r.verdict):<14} {fit(inert(r.note)[:120], 51)}"
         )
-    verdict = paint(f"{r['verdict']:<5}", "green" if r["verdict"] == "allow" else "red bold")
+    verdict = paint(f"{r.verdict:<5}", "green" if r.verdict == "allow" else "red bold")
     if kind == "connection":
-        body = r.get("body") or {}
-        address = body.get("address", "") if isinstance(body, dict) else ""
+        address = r.connection().address
         tag = paint(f"{'NET':<14}", "cyan")
         return (
-            f"{when(r['at'])}  {tag} {verdict} "
-            f"{r['source']:<8} {fit(flag_lookalikes(inert(r.get('command') or '')), 40)} {inert(str(address))[:40]:<16} "
-            f"{fit(inert(r.get('reason') or ''), 70)}"
+            f"{when(r.at)}  {tag} {verdict} "
+            f"{r.source:<8} {fit(flag_lookalikes(inert(r.command)), 40)} {inert(address)[:40]:<16} "
+            f"{fit(inert(r.reason), 70)}"
         )
-    command = flag_lookalikes(inert(row_words(r) or r.get("command") or ""))
+    words = line_words(r.tool, r.command, workspace_root=r.workspace_root, justification=r.justification)
+    command = flag_lookalikes(inert(words or r.command))
     return (
-        f"{when(r['at'])}  {r['request_id']:<14} {verdict} {r['source']:<8} {r.get('reason') or '':<28} "
-        f"{inert(r.get('tool') or '')[:18]:<18} {fit(command, 99)}"
+        f"{when(r.at)}  {r.request_id:<14} {verdict} {r.source:<8} {r.reason:<28} "
+        f"{inert(r.tool)[:18]:<18} {fit(command, 99)}"
     )
 
 
-def _open_history(args: argparse.Namespace) -> Any:
+def _open_history(args: argparse.Namespace) -> Store:
     """The history, read-only and offline (no daemon needed); exit 2 when there is none
     or it cannot be opened, with the reason."""
     from console.store import Store, StoreUnavailable
@@ -180,7 +187,7 @@ def _read_anchor(source: str) -> Anchor:
         raise CLIError(f"{source} is not an agent-console anchor file: {exc}", EXIT_INVALID) from None
 
 
-def _verified(args: argparse.Namespace, external: Anchor | None = None) -> Any:
+def _verified(args: argparse.Namespace, external: Anchor | None = None) -> VerifyReport:
     from console.store import StoreUnavailable
 
     store = _open_history(args)
@@ -248,23 +255,21 @@ def cmd_accept(args: argparse.Namespace) -> int:
                     f"agent-console history accept --through {flagged[-1][1]}"
                 )
                 return EXIT_TAMPERED
-            result = client.call(
-                "history.accept", HistoryAccept(through_seq=args.through, note=args.note or "")
-            )
+            result = client.request(HistoryAccept(through_seq=args.through, note=args.note or ""))
         except RPCError as exc:
             raise CLIError(f"the daemon refused: {exc.message}", EXIT_INVALID) from None
         except DaemonUnreachable as exc:
             raise CLIError(str(exc), EXIT_UNREACHABLE) from None
-    for low, high in result["accepted"]:
+    for low, high in result.accepted:
         print(f"accepted rows {low}-{high}: their grants are honoured from now on")
-    if not result["accepted"]:
+    if not result.accepted:
         print(f"no flagged rows end at or before seq {args.through}: nothing accepted")
-    for low, high in result["unaccepted"]:
+    for low, high in result.unaccepted:
         print(f"still unaccepted: rows {low}-{high}")
     return 0
 
 
-def _damage(path: Any) -> str:
+def _damage(path: Path) -> str:
     """What is wrong with the history file at ``path`` ("" when SQLite finds nothing)."""
     import sqlite3
 
@@ -283,7 +288,7 @@ def _damage(path: Any) -> str:
     return "" if said == ["ok"] else "; ".join(said)[:300]
 
 
-def _aside_name(path: Any) -> Any:
+def _aside_name(path: Path) -> Path:
     """``history.sqlite3.damaged-20261206-0332``; never one that exists (``.1``, ``.2`` …)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = path.with_name(f"{path.name}.damaged-{stamp}")

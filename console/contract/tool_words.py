@@ -138,16 +138,20 @@ def tool_words(
 
 def row_words(row: Mapping[str, Any]) -> str | None:
     """:func:`tool_words` for a history row, which keeps the command line, not the argv."""
-    tool = str(row.get("tool") or "")
-    if tool not in FILE_TOOLS and mcp_name(tool) is None:
-        return None
-    try:
-        argv = shlex.split(str(row.get("command") or ""))
-    except ValueError:
-        argv = []
-    return tool_words(
-        tool,
-        argv,
+    return line_words(
+        str(row.get("tool") or ""),
+        str(row.get("command") or ""),
         workspace_root=str(row.get("workspace_root") or ""),
         justification=str(row.get("justification") or ""),
     )
+
+
+def line_words(tool: str, command: str, *, workspace_root: str = "", justification: str = "") -> str | None:
+    """:func:`tool_words` for a command line (as the history and a grant keep it)."""
+    if tool not in FILE_TOOLS and mcp_name(tool) is None:
+        return None
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        argv = []
+    return tool_words(tool, argv, workspace_root=workspace_root, justification=justification)

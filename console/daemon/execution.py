@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from console.contract.capabilities import CapabilityKind as K
 from console.contract.operation import Operation, is_within
 from console.daemon.egress import EgressRun, EgressService, RunContext
@@ -29,6 +31,7 @@ from console.policy import Authorization
 from console.policy.diff import requested
 from console.policy.network import NetworkPolicyError, parse_pattern
 from console.protocol.events import OutcomeFinished
+from console.protocol.records import ExecRecord
 from console.sandbox import (
     ExecResult,
     OutputChunk,
@@ -174,15 +177,14 @@ class ExecutionService:
         self,
         request_id: str,
         op: Operation,
-        authorization: dict[str, Any],
+        auth: Authorization,
         owner: int,
         send_output: Callable[[dict[str, Any]], None],
         agent: str = "",
-    ) -> tuple[dict[str, Any], ExecResult]:
-        """Execute an allowed operation; returns (the stored record, the raw result).
+    ) -> tuple[ExecRecord, ExecResult]:
+        """Execute an allowed operation; returns (the record as stored, the raw result).
         ``agent``: the identity it runs for (its network approvals are that agent's)."""
         assert self.probe is not None, "start() first"
-        auth = Authorization(**authorization)
         item = Running(request_id, op, owner, time.time(), asyncio.Event())
         self.running[request_id] = item
 
@@ -233,21 +235,23 @@ class ExecutionService:
         result = dataclasses.replace(
             result, outcome=dataclasses.replace(result.outcome, changes=tuple(changes))
         )
-        record = outcome_record(result)
+        body = outcome_record(result)
+        # Typed once, from what the history stores: the answer and the event say the same.
+        record = msgspec.convert(body, ExecRecord)
         try:
             await asyncio.wrap_future(
-                self.store.append(outcome_event(request_id=request_id, at=ended, outcome=record, op=op))
+                self.store.append(outcome_event(request_id=request_id, at=ended, outcome=body, op=op))
             )
         except StoreUnavailable as exc:
             log.error("could not record the outcome of %s: %s", request_id, exc)
-            record["recorded"] = False
+            record = msgspec.structs.replace(record, recorded=False)
         self.events.publish(
             OutcomeFinished(
                 request_id=request_id,
                 status=result.status.value,
                 kind=result.outcome.kind.value,
                 exit_code=result.exit_code,
-                denials=record["denials"],
+                denials=record.denials,
             )
         )
         return record, result

@@ -50,6 +50,7 @@ import msgspec
 from console.protocol.grants import GrantObject
 from console.protocol.invalid import problem
 from console.protocol.pending import PendingItem
+from console.protocol.records import DenialRecord
 from console.protocol.sessions import SessionObject
 from console.protocol.tripwire import TripwireNotice
 
@@ -149,7 +150,7 @@ class OutcomeFinished(_Topical, tag="outcomes", kw_only=True, frozen=True):
     status: str
     kind: str
     exit_code: int | None
-    denials: list[dict[str, Any]]
+    denials: list[DenialRecord]
 
 
 # ------------------------------------------------------------------ watch

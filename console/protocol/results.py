@@ -28,18 +28,19 @@ is then absent on the wire too, never ``null``. No result Struct uses ``omit_def
 
 Deliberately left as mappings (``dict[str, Any]``), as in events.py, because they are big
 or open-ended, the console renders them field by field, and they have their own pages:
-history rows and records (``history.query``, ``history.detail``), the
-daemon status inside ``subscribe`` and the parts of ``daemon.status`` (policy, sandbox,
+the daemon status inside ``subscribe`` and the parts of ``daemon.status`` (policy, sandbox,
 sessions, watcher, attention), watch entries and watched roots (``watch.recent``,
-``watch.status``), attention entries, and inside an operation's answer the
-escalations, denials and authorization and the executed outcome's ``outcome``, streams and
-enforcement. What clients branch on (verdicts, ids, counts, cursors, flags) is typed, and
-so are the pending request item (``pending.list``, ``request.get``), which the operator
-decides on (:class:`~console.protocol.pending.PendingItem`), the session object
-(``sessions.list`` and the other session methods, :class:`~console.protocol.sessions.SessionObject`),
-the tripwire item (``tripwire.list``, ``tripwire.resolve``,
-:class:`~console.protocol.tripwire.TripwireNotice`) and the grant (``grants.list``,
-``grants.add``, ``decide``, :class:`~console.protocol.grants.GrantObject`).
+``watch.status``), attention entries, and a history row's ``body`` (its shape is its
+kind's; :class:`~console.protocol.records.HistoryRow` reads it). What clients branch on
+(verdicts, ids, counts, cursors, flags) is typed, and so are the pending request item
+(``pending.list``, ``request.get``), which the operator decides on
+(:class:`~console.protocol.pending.PendingItem`), the session object (``sessions.list``
+and the other session methods, :class:`~console.protocol.sessions.SessionObject`), the
+tripwire item (``tripwire.list``, ``tripwire.resolve``,
+:class:`~console.protocol.tripwire.TripwireNotice`), the grant (``grants.list``,
+``grants.add``, ``decide``, :class:`~console.protocol.grants.GrantObject`), and the
+history's rows, an execution's record and an answer's escalations, denials and
+authorization (console/protocol/records.py).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ from msgspec import inspect as mi
 
 from console.protocol.grants import GrantObject
 from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
-from console.protocol.pending import AgentIdentity, PendingItem
+from console.protocol.pending import AgentIdentity, DiffLine, PendingItem
+from console.protocol.records import AuthorizationRecord, DenialRecord, ExecRecord, HistoryRow
 from console.protocol.sessions import SessionObject
 from console.protocol.tripwire import TripwireNotice
 
@@ -147,11 +149,11 @@ class OperationDecision(MethodResult, frozen=True, kw_only=True):
     scope: str  # "" when no grant scope applies
     fingerprint: str
     note: str
-    escalations: list[dict[str, Any]]
-    authorization: dict[str, Any] | None  # allow only
+    escalations: list[DiffLine]
+    authorization: AuthorizationRecord | None  # allow only
     decided_at: float
     latency_ms: float
-    denials: list[dict[str, Any]]
+    denials: list[DenialRecord]
 
 
 class OperationSubmitResult(OperationDecision, frozen=True, kw_only=True):
@@ -174,11 +176,11 @@ class PendingListResult(MethodResult, frozen=True, kw_only=True):
 
 class HistoryDetailResult(MethodResult, frozen=True, kw_only=True):
     request_id: str
-    request: dict[str, Any] | None
-    decision: dict[str, Any] | None
-    outcome: dict[str, Any] | None
-    file_events: list[dict[str, Any]]
-    events: list[dict[str, Any]]
+    request: HistoryRow | None
+    decision: HistoryRow | None
+    outcome: HistoryRow | None
+    file_events: list[HistoryRow]
+    events: list[HistoryRow]
     truncated: bool | UnsetType = UNSET  # true when the 2 MiB bound cut the events
 
 
@@ -211,23 +213,6 @@ class GrantsRevokeResult(MethodResult, frozen=True, kw_only=True):
 # ---------------------------------------------------------------- execute
 
 
-class ExecRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """What a captured operation did, as the history records it (its ``outcome``)."""
-
-    status: str  # exited, signaled, timed_out, cancelled, output_limit, not_started
-    exit_code: int | None
-    signal: str
-    duration_ms: float
-    outcome: dict[str, Any]
-    stdout: dict[str, Any]
-    stderr: dict[str, Any]
-    denials: list[dict[str, Any]]
-    enforcement: dict[str, Any]
-    reason: str
-    temp_root_removed: bool
-    recorded: bool | UnsetType = UNSET  # false when the history could not store it
-
-
 class OperationExecResult(MethodResult, frozen=True, kw_only=True):
     decision: OperationDecision
     result: ExecRecord | None  # null when denied
@@ -253,14 +238,14 @@ class OperationRunResult(MethodResult, frozen=True, kw_only=True):
 
 
 class HistoryQueryResult(MethodResult, frozen=True, kw_only=True):
-    rows: list[dict[str, Any]]
+    rows: list[HistoryRow]
     older: int | None
     newer: int | None
     count: int | UnsetType = UNSET  # when asked for (count: true)
 
 
 class HistoryPreviousResult(MethodResult, frozen=True, kw_only=True):
-    decisions: list[dict[str, Any]]
+    decisions: list[HistoryRow]
 
 
 class HistoryVerifyResult(MethodResult, frozen=True, kw_only=True):
@@ -538,6 +523,9 @@ NAMED: dict[type, str] = {
     PendingItem: "a pending item",
     SessionObject: "a session object",
     TripwireNotice: "a tripwire item",
+    HistoryRow: "a history row",
+    ExecRecord: "an execution record",
+    DenialRecord: "a denial",
 }
 
 

@@ -320,7 +320,7 @@ async def test_screens_hear_the_events_they_listen_for(daemon):
 
         answer = await asyncio.to_thread(submit)
         assert answer["source"] == "policy"
-        await until(pilot, lambda: answer["request_id"] in [r.get("request_id") for r in history.view.rows])
+        await until(pilot, lambda: answer["request_id"] in [r.request_id for r in history.view.rows])
 
         app.action_show("grants")
         grants = await until(pilot, lambda: app.screen if isinstance(app.screen, GrantsScreen) else None)

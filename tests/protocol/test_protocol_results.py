@@ -120,7 +120,7 @@ def test_each_result_line_follows_its_params_line():
 def test_describe_says_what_may_be_absent_or_null():
     said = results.describe(results.HistoryQueryResult)
     assert said == (
-        "`rows` list of objects; `older` integer or null; `newer` integer or null; "
+        "`rows` list of objects, each a history row; `older` integer or null; `newer` integer or null; "
         "`count` integer, may be absent."
     )
     assert results.describe(results.UnsubscribeResult) == "an empty object."

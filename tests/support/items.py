@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from console.protocol.pending import EMPTY_EVALUATION, EMPTY_OPERATION, PendingItem
+from console.protocol.records import HistoryRow
 from console.protocol.tripwire import TripwireNotice
 
 _LINES = ("escalations", "within", "unused", "forbidden", "lifted")
@@ -63,3 +64,12 @@ def tripwire_notice(item: Mapping[str, Any]) -> TripwireNotice:
         **item,
     }
     return msgspec.convert(whole, TripwireNotice)
+
+
+def history_row(row: Mapping[str, Any]) -> HistoryRow:
+    """``row`` (a dict as ``history.query`` gives one, whole or in part) as a HistoryRow:
+    the columns it does not name are empty, as the store leaves a column that does not apply."""
+    blank: dict[str, Any] = dict.fromkeys(HistoryRow.__struct_fields__, "")
+    blank.update(seq=0, at=0.0, peer_pid=None, latency_ms=None, body={})
+    del blank["elided"], blank["elided_bytes"]
+    return msgspec.convert({**blank, **row}, HistoryRow)

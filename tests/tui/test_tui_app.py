@@ -231,12 +231,12 @@ async def test_history_finds_a_decision_and_opens_it(daemon, ws, clock):
         await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
         await pilot.press("slash", *tag, "enter")
         screen = app.screen
-        await until(pilot, lambda: [r["request_id"] for r in screen.view.rows] == [rid])
+        await until(pilot, lambda: [r.request_id for r in screen.view.rows] == [rid])
         assert tag in screen_text(app)
         await pilot.press("v")  # verdict:allow hides the denial
         await until(pilot, lambda: screen.view.rows == [] and "verdict:allow" in screen.search_box.value)
         await pilot.press("v")
-        await until(pilot, lambda: [r["request_id"] for r in screen.view.rows] == [rid])
+        await until(pilot, lambda: [r.request_id for r in screen.view.rows] == [rid])
         await pilot.press("enter")
         await until(pilot, lambda: app.screen.CONTEXT == "entry" and app.screen.detail is not None)
         await pilot.pause()
@@ -260,7 +260,7 @@ async def test_a_denial_in_the_history_becomes_a_grant(daemon, ws, clock):
         await pilot.press("2")
         await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
         await pilot.press("slash", *tag, "enter")
-        await until(pilot, lambda: [r["request_id"] for r in app.screen.view.rows] == [rid])
+        await until(pilot, lambda: [r.request_id for r in app.screen.view.rows] == [rid])
         await pilot.press("g")
         await until(pilot, lambda: app.screen.CONTEXT == "confirm")
         await pilot.press("y")
@@ -386,7 +386,7 @@ async def test_the_remaining_keys(daemon, ws, clock):
         await pilot.press("o")
         await until(pilot, lambda: "source:operator" in app.screen.search_box.value)
         await pilot.press("slash", *tag, "enter")
-        await until(pilot, lambda: [r["request_id"] for r in app.screen.view.rows] == [rid])
+        await until(pilot, lambda: [r.request_id for r in app.screen.view.rows] == [rid])
         await pilot.press("enter")
         await until(pilot, lambda: app.screen.CONTEXT == "entry" and app.screen.detail is not None)
         await pilot.pause()
@@ -436,7 +436,7 @@ async def test_requests_decided_elsewhere_or_timed_out_leave_the_queue(daemon, w
         await pilot.press("2")
         await until(pilot, lambda: isinstance(app.screen, HistoryScreen))
         await pilot.press("slash", *f"{tag2} source:timeout", "enter")
-        await until(pilot, lambda: [r["request_id"] for r in app.screen.view.rows] == [rid2])
+        await until(pilot, lambda: [r.request_id for r in app.screen.view.rows] == [rid2])
 
 
 async def test_the_queue_filter_shows_one_kind_of_agent(daemon, ws, clock):

@@ -94,7 +94,7 @@ async def test_an_outcome_with_a_sandbox_denial_and_changes_shows_in_the_history
         await until(pilot, lambda: not isinstance(app.screen, EntryScreen))
         app.screen.search_box.value = f"kind:outcome id:{rid}"
         app.screen.run_query()
-        await until(pilot, lambda: app.screen.view.rows and app.screen.view.rows[0]["kind"] == "outcome")
+        await until(pilot, lambda: app.screen.view.rows and app.screen.view.rows[0].kind == "outcome")
         await pilot.pause(0.1)
         assert "1 sandbox denial" in screen_text(app)
 

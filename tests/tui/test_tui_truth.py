@@ -339,6 +339,7 @@ def test_a_request_that_ran_as_a_session_shows_it_and_its_protected_changes():
     import json
 
     from support.daemon import in_background, wait_for
+    from support.items import history_row
 
     from console.tui.render.outcome_text import render_outcome
     from console.tui.render.present import PLAIN
@@ -373,7 +374,7 @@ def test_a_request_that_ran_as_a_session_shows_it_and_its_protected_changes():
             )
             op.call("sessions.kill", {"session": sid, "grace_s": 0.5})
         assert detail["outcome"]["body"]["session"] == sid
-        shown = render_outcome(detail["outcome"], PLAIN, 1000).plain
+        shown = render_outcome(history_row(detail["outcome"]), PLAIN, 1000).plain
         assert "RAN AS A SESSION" in shown and "not run by the console" not in shown
         assert "UNRESTRICTED" in shown
         assert [e["command"] for e in detail["file_events"]] == [".git/hooks/pre-commit"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from support.items import tripwire_notice
+from support.items import history_row, tripwire_notice
 
 from console.tui.model.watch_model import (
     TripwireEntry,
@@ -102,9 +102,9 @@ def test_history_rows_and_outcomes_read_well():
         "command": ".env",
         "body": {"change": "modified"},
     }
-    assert "modified s1" in " ".join(record_row(file_row, STYLES).plain.split())
+    assert "modified s1" in " ".join(record_row(history_row(file_row), STYLES).plain.split())
     nobody = {**file_row, "session_id": ""}
-    assert "unattributed" in record_row(nobody, STYLES).plain
+    assert "unattributed" in record_row(history_row(nobody), STYLES).plain
     outcome = {
         "kind": "outcome",
         "at": 1.0,
@@ -136,8 +136,8 @@ def test_history_rows_and_outcomes_read_well():
             ],
         },
     }
-    assert "1 sandbox denial" in record_row(outcome, STYLES).plain
-    plain = render_outcome(outcome, STYLES, 2000).plain
+    assert "1 sandbox denial" in record_row(history_row(outcome), STYLES).plain
+    plain = render_outcome(history_row(outcome), STYLES, 2000).plain
     assert "SIGNALED" in plain and "signal SIGKILL" in plain
     assert "⚠ DEGRADED (none, unsandboxed): no bwrap" in plain
     assert "✖ external_network — Network is unreachable" in plain

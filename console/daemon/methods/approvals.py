@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from console.contract.fingerprint import parse_fingerprint
-from console.contract.operation import Mode, parse
+from console.contract.operation import Mode, Operation, parse
 from console.contract.outcome import CONTENT_CHANGED
 from console.contract.problem import InvalidInput
 from console.daemon.admission import admitted
@@ -44,7 +44,7 @@ from console.protocol.results import (
 )
 
 
-def parse_operation(ctx: CallContext, obj: dict[str, Any]) -> Any:
+def parse_operation(ctx: CallContext, obj: dict[str, Any]) -> Operation:
     try:
         return parse(obj, ctx.services.host, ctx.services.workspaces.limits)
     except InvalidInput as exc:
@@ -67,8 +67,8 @@ MAX_RESUBMISSIONS = 3
 
 
 async def submit_bound(
-    ctx: CallContext, obj: dict[str, Any], op: Any, timeout: float | None, supersedes: str = ""
-) -> tuple[Any, dict[str, Any]]:
+    ctx: CallContext, obj: dict[str, Any], op: Operation, timeout: float | None, supersedes: str = ""
+) -> tuple[Operation, dict[str, Any]]:
     """Submit ``op``; when the answer is ``content_changed`` (the operator decided on
     content that has changed since), parse the wire form again and submit that as a
     fresh request naming the old one, at most :data:`MAX_RESUBMISSIONS` times."""

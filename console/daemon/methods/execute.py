@@ -1,8 +1,8 @@
 """Running captured operations in the sandbox, with output streamed back.
 
-The decision and the run's record stay dicts here (the broker and the execution service
-make them, and the held table keeps the decision); each answer wraps them in its result
-Struct (console/protocol/results.py) as it leaves.
+The decision stays a dict here (the broker makes it and the held table keeps it); each
+answer wraps it in its result Struct (console/protocol/results.py) as it leaves. The run's
+record comes typed from the execution service (console/protocol/records.py).
 
 ``operation.exec`` asks and, if allowed, runs. ``operation.hold`` asks and, if allowed,
 keeps the operation behind a one-time ticket (:mod:`console.daemon.held`) that
@@ -14,16 +14,17 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from console.contract.operation import Mode
+from console.contract.operation import Mode, Operation
 from console.contract.outcome import CONTENT_CHANGED
 from console.daemon.connection import CallContext, Handler
 from console.daemon.held import TicketError
 from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation, submit_bound, watch_owner
 from console.locations import locate
+from console.policy import Authorization
 from console.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, NOT_FOUND, RPCError
+from console.protocol.records import ExecRecord
 from console.protocol.requests import OperationExec, OperationHeld, OperationHold, OperationRun
 from console.protocol.results import (
-    ExecRecord,
     OperationDecision,
     OperationExecResult,
     OperationHeldResult,
@@ -33,7 +34,7 @@ from console.protocol.results import (
 from console.protocol.tickets import redeem_command, write_secret
 
 
-def _captured(ctx: CallContext, obj: dict[str, Any]) -> Any:
+def _captured(ctx: CallContext, obj: dict[str, Any]) -> Operation:
     op = parse_operation(ctx, obj)
     if op.mode is not Mode.CAPTURED:
         raise RPCError(
@@ -43,7 +44,7 @@ def _captured(ctx: CallContext, obj: dict[str, Any]) -> Any:
     return op
 
 
-async def _run(ctx: CallContext, op: Any, decision: dict[str, Any], stream: bool) -> dict[str, Any]:
+async def _run(ctx: CallContext, op: Operation, decision: dict[str, Any], stream: bool) -> ExecRecord:
     """Run an allowed operation for this connection (which may cancel it by closing)."""
     conn = ctx.conn
 
@@ -57,7 +58,7 @@ async def _run(ctx: CallContext, op: Any, decision: dict[str, Any], stream: bool
     record, _ = await ctx.services.execution.run(
         decision["request_id"],
         op,
-        decision["authorization"],
+        Authorization(**decision["authorization"]),
         conn.id,
         send,
         agent=conn.agent.id if conn.agent else "",
@@ -77,14 +78,14 @@ async def exec_(ctx: CallContext, args: OperationExec) -> OperationExecResult:
         if decided.verdict != "allow":
             return OperationExecResult(decision=decided, result=None)
         record = await _run(ctx, op, decision, stream)
-        denial = (record.get("outcome") or {}).get("denial") or {}
-        if denial.get("reason") != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:
+        denial = record.outcome.denial
+        if denial is None or denial.reason != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:
             break
         # What would have run is not what was allowed (a file changed after the decision):
         # the operation as it is now is a fresh request.
         supersedes = decision["request_id"]
         op = parse_operation(ctx, obj)
-    return OperationExecResult(decision=decided, result=ExecRecord(**record))
+    return OperationExecResult(decision=decided, result=record)
 
 
 def _asker(ctx: CallContext) -> str:
@@ -138,7 +139,7 @@ async def run(ctx: CallContext, args: OperationRun) -> OperationRunResult:
     except TicketError as exc:
         raise RPCError(NOT_FOUND, str(exc)) from None
     record = await _run(ctx, held.operation, held.decision, args.stream)
-    return OperationRunResult(decision=OperationDecision(**held.decision), result=ExecRecord(**record))
+    return OperationRunResult(decision=OperationDecision(**held.decision), result=record)
 
 
 async def held(ctx: CallContext, args: OperationHeld) -> OperationHeldResult:

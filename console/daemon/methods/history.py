@@ -22,6 +22,7 @@ from console.daemon.quotas import MAX_RESULT_BYTES, MAX_ROW_BYTES
 from console.protocol import jsonrpc
 from console.protocol.history import KINDS
 from console.protocol.jsonrpc import NOT_FOUND, RPCError
+from console.protocol.records import HistoryRow
 from console.protocol.requests import (
     HistoryAccept,
     HistoryDetail,
@@ -47,16 +48,19 @@ MAX_READ_BYTES = 4 * MAX_RESULT_BYTES
 ELIDED_TEXT = 4096
 
 
-def _elide(row: dict[str, Any], size: int) -> dict[str, Any]:
-    out = {k: (v[:ELIDED_TEXT] if isinstance(v, str) and len(v) > ELIDED_TEXT else v) for k, v in row.items()}
-    out["body"] = {}
-    out["elided"] = True
-    out["elided_bytes"] = size
-    return out
+def _elide(row: HistoryRow, size: int) -> HistoryRow:
+    cut = {
+        name: value[:ELIDED_TEXT]
+        for name in row.__struct_fields__
+        if isinstance(value := getattr(row, name), str) and len(value) > ELIDED_TEXT
+    }
+    return msgspec.structs.replace(row, **cut, body={}, elided=True, elided_bytes=size)
 
 
-def _sized(row: dict[str, Any]) -> tuple[dict[str, Any], int, int]:
-    """The row as sent, its size as sent, and its size as stored."""
+def _sized(record: dict[str, Any]) -> tuple[HistoryRow, int, int]:
+    """The row as sent, its size as sent, and its size as stored (``record``: the store's
+    dict of one record, every column and its body)."""
+    row = HistoryRow(**record)
     raw = size = len(jsonrpc.encode(row))
     if size > MAX_ROW_BYTES:
         row = _elide(row, size)
@@ -67,7 +71,7 @@ def _sized(row: dict[str, Any]) -> tuple[dict[str, Any], int, int]:
 def bounded_page(store: Store, q: HistoryQuery) -> HistoryQueryResult:
     """One page of at most ``q.limit`` rows and :data:`MAX_RESULT_BYTES`, newest first."""
     ascending = q.after_seq is not None and q.before_seq is None
-    kept: list[dict[str, Any]] = []  # in the order of travel
+    kept: list[HistoryRow] = []  # in the order of travel
     used = 0
     read = 0  # bytes of the rows as stored: what the next bite will cost to read
     bite = min(q.limit, FIRST_BITE)
@@ -106,7 +110,7 @@ def bounded_page(store: Store, q: HistoryQuery) -> HistoryQueryResult:
         bite = max(1, min(q.limit - len(kept), MAX_BITE, (MAX_RESULT_BYTES - used) // average + 1))
     if not kept:
         return HistoryQueryResult(rows=[], older=None, newer=None)
-    edge = kept[-1]["seq"] if more else None
+    edge = kept[-1].seq if more else None
     if ascending:
         return HistoryQueryResult(rows=list(reversed(kept)), older=first_cursor, newer=edge)
     return HistoryQueryResult(rows=kept, older=edge, newer=first_cursor)
@@ -115,7 +119,7 @@ def bounded_page(store: Store, q: HistoryQuery) -> HistoryQueryResult:
 def bounded_detail(detail: dict[str, Any]) -> HistoryDetailResult:
     """One request's story within :data:`MAX_RESULT_BYTES`: big rows elided, the rest cut."""
     used = 0
-    events: list[dict[str, Any]] = []
+    events: list[HistoryRow] = []
     truncated = False
     for record in detail["events"]:
         row, size, _ = _sized(record)
@@ -124,9 +128,9 @@ def bounded_detail(detail: dict[str, Any]) -> HistoryDetailResult:
             break
         used += size
         events.append(row)
-    by_seq = {r["seq"]: r for r in events}
+    by_seq = {r.seq: r for r in events}
 
-    def pick(r: dict[str, Any] | None) -> dict[str, Any] | None:
+    def pick(r: dict[str, Any] | None) -> HistoryRow | None:
         if r is None:
             return None
         return by_seq.get(r["seq"]) or _sized(r)[0]
@@ -179,7 +183,7 @@ async def previous(ctx: CallContext, args: HistoryPrevious) -> HistoryPreviousRe
     rows = await asyncio.to_thread(
         ctx.services.store.previous_decisions, args.tool, args.executable, args.limit
     )
-    return HistoryPreviousResult(decisions=rows)
+    return HistoryPreviousResult(decisions=[HistoryRow(**r) for r in rows])
 
 
 async def verify(ctx: CallContext, args: HistoryVerify) -> HistoryVerifyResult:

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from console.contract.inert import Finding, command_findings, findings, inert, lookalike_notes
 from console.protocol.pending import EMPTY_EVALUATION, EMPTY_OPERATION, Evaluation, OperationWire, PendingItem
+from console.protocol.records import HistoryRow
 from console.tui.model.argdiff import argv_diff, closest, split_command
 from console.tui.model.badges import Badge
 from console.tui.model.shellsplit import PartKind, chain_for, shell_script
@@ -772,9 +773,7 @@ def render_previous(
 T = TypeVar("T")
 
 
-def item_from_request_record(
-    record: Mapping[str, Any], decision: Mapping[str, Any] | None = None
-) -> PendingItem:
+def item_from_request_record(record: HistoryRow, decision: HistoryRow | None = None) -> PendingItem:
     """A request event from the history as a pending item, for :func:`render_request`.
 
     The evaluation is the decision's: the request event holds the operation only, and a
@@ -782,21 +781,18 @@ def item_from_request_record(
     request that escalated. What the record lacks is empty (no deadline, no content
     binding); a part it holds in a shape this console cannot read (a history written by
     another version) is left out rather than guessed at, and so is said as empty."""
-    body = _mapping(record.get("body"))
-    decided = _mapping(_mapping(decision).get("body"))
-    operation = _mapping(body.get("operation"))
-    evaluation = _mapping(body.get("evaluation")) or _mapping(decided.get("capability_diff"))
-    at, pid = record.get("at"), record.get("peer_pid")
+    body = record.request()
+    evaluation = body.evaluation or ((decision.decision().capability_diff if decision else None) or {})
     return PendingItem(
-        request_id=str(record.get("request_id", "")),
-        fingerprint=str(record.get("fingerprint", "")),
-        submitted_at=float(at) if isinstance(at, int | float) else 0.0,
+        request_id=record.request_id,
+        fingerprint=record.fingerprint,
+        submitted_at=record.at,
         deadline=0.0,
-        peer_pid=pid if type(pid) is int else 0,
+        peer_pid=record.peer_pid or 0,
         agent_id="",
-        session_id=str(record.get("session_id", "")),
-        command=str(record.get("command", "")),
-        operation=_recorded(OperationWire, EMPTY_OPERATION, operation),
+        session_id=record.session_id,
+        command=record.command,
+        operation=_recorded(OperationWire, EMPTY_OPERATION, body.operation),
         content=[],
         unbound=[],
         supersedes="",
@@ -812,41 +808,33 @@ def _recorded(kind: type[T], empty: Mapping[str, Any], found: Mapping[str, Any])
         return msgspec.convert(dict(empty), kind)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def render_decision(record: Mapping[str, Any] | None, styles: Styles, limit: int) -> Text:
+def render_decision(record: HistoryRow | None, styles: Styles, limit: int) -> Text:
     out = Text(end="")
     out.append("Decision\n", styles["heading"])
     if record is None:
         out.append("  none recorded (still pending, or the daemon stopped first)\n", styles["dim"])
         return out
-    verdict = str(record.get("verdict", ""))
+    verdict = record.verdict
     out.append(f"  {verdict.upper():<6}", styles["allow" if verdict == "allow" else "deny"])
-    out.append(f" by {record.get('source', '?')}", styles["label"])
-    if record.get("scope"):
-        out.append(f", scope {record['scope']}", styles["label"])
-    out.append(f"  at {clock_time(record.get('at'))}", styles["dim"])
-    if record.get("latency_ms") is not None:
-        out.append(f"  after {float(record['latency_ms']) / 1000:.1f} s", styles["dim"])
+    out.append(f" by {record.source}", styles["label"])
+    if record.scope:
+        out.append(f", scope {record.scope}", styles["label"])
+    out.append(f"  at {clock_time(record.at)}", styles["dim"])
+    if record.latency_ms is not None:
+        out.append(f"  after {record.latency_ms / 1000:.1f} s", styles["dim"])
     out.append("\n")
-    for label, key in (("reason", "reason"), ("note", "note")):
-        if record.get(key):
-            piece, _ = agent_text(str(record[key]), styles, limit=limit)
+    for label, said in (("reason", record.reason), ("note", record.note)):
+        if said:
+            piece, _ = agent_text(said, styles, limit=limit)
             field(out, label, piece, styles)
-    body = record.get("body") or {}
-    for d in body.get("denials") or []:
+    body = record.decision()
+    for d in body.denials:
         out.append("  ✖ ", styles["escalation"])
-        out.append(
-            f"{d.get('capability', {}).get('kind', '?') if isinstance(d.get('capability'), dict) else d.get('capability', '?')}"
-            f" — {d.get('reason', '')}; next: {d.get('next_action', '')}",
-            styles["escalation"],
-        )
+        out.append(f"{d.capability.kind} — {d.reason}; next: {d.next_action}", styles["escalation"])
         out.append("\n")
-    if body.get("grant_id"):
-        if record.get("scope") == "rule":
-            field(out, "rule", f"allowed by rule {body['grant_id']} (agent-console grants lists it)", styles)
+    if body.grant_id:
+        if record.scope == "rule":
+            field(out, "rule", f"allowed by rule {body.grant_id} (agent-console grants lists it)", styles)
         else:
-            field(out, "grant", str(body["grant_id"]), styles)
+            field(out, "grant", body.grant_id, styles)
     return out

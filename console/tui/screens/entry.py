@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -10,6 +10,8 @@ from textual.binding import BindingType
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.protocol.requests import HistoryDetail
+from console.protocol.results import HistoryDetailResult
 from console.tui.screens.base import ConsoleScreen, Services
 from console.tui.screens.grant_prompt import grant_from_record
 from console.tui.settings.bindings import bindings
@@ -24,7 +26,7 @@ class EntryScreen(ConsoleScreen):
     def __init__(self, services: Services, request_id: str) -> None:
         super().__init__(services)
         self.request_id = request_id
-        self.detail: dict[str, Any] | None = None
+        self.detail: HistoryDetailResult | None = None
 
     def compose_body(self) -> ComposeResult:
         yield EntryView(
@@ -38,7 +40,7 @@ class EntryScreen(ConsoleScreen):
     @work(group="entry", exclusive=True)
     async def _load(self) -> None:
         try:
-            self.detail = await self.services.link.call("history.detail", {"request_id": self.request_id})
+            self.detail = await self.services.link.request(HistoryDetail(request_id=self.request_id))
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"{self.request_id}: {inert(str(exc))}", "error")
             return
@@ -53,6 +55,6 @@ class EntryScreen(ConsoleScreen):
 
     def action_grant(self) -> None:
         if self.detail is not None:
-            record = self.detail.get("decision") or self.detail.get("request")
+            record = self.detail.decision or self.detail.request
             if record is not None:
                 grant_from_record(self, record)

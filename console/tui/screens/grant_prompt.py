@@ -6,31 +6,29 @@ screen and neither has to import the other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rich.text import Text
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.policy import Effect, GrantScope
+from console.protocol.records import HistoryRow
 from console.protocol.requests import GrantsAdd
 from console.tui.screens.base import ConsoleScreen
 from console.tui.screens.prompts import ConfirmPrompt
 
 
-def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
+def grant_from_record(screen: ConsoleScreen, row: HistoryRow) -> None:
     """Ask, then add a standing allow grant for the fingerprint of a past decision."""
     link = screen.services.link
-    fingerprint = str(row.get("fingerprint", ""))
+    fingerprint = row.fingerprint
     if len(fingerprint) != 64:
         screen.notify("this row has no fingerprint to grant", severity="warning", markup=False)
         return
-    command = inert(str(row.get("command", "")))
+    command = inert(row.command)
     shown = command if len(command) <= 300 else command[:299] + "…"
     text = Text("Every request with this exact fingerprint will be allowed without asking:\n\n")
     text.append(shown, "bold")
-    text.append(f"\n\nfingerprint {fingerprint[:16]}…   tool {inert(str(row.get('tool', '')))[:60]}")
+    text.append(f"\n\nfingerprint {fingerprint[:16]}…   tool {inert(row.tool)[:60]}")
 
     async def add() -> None:
         try:
@@ -39,9 +37,9 @@ def grant_from_record(screen: ConsoleScreen, row: Mapping[str, Any]) -> None:
                     fingerprint=fingerprint,
                     scope=GrantScope.ALWAYS,
                     effect=Effect.ALLOW,
-                    tool=str(row.get("tool", ""))[:128],
-                    summary=str(row.get("command", ""))[:4096],
-                    note=f"from history {row.get('request_id', '')}",
+                    tool=row.tool[:128],
+                    summary=row.command[:4096],
+                    note=f"from history {row.request_id}",
                 )
             )
         except (RPCError, DaemonUnreachable) as exc:

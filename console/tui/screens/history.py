@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import msgspec
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -18,6 +19,7 @@ from textual.widgets import Input
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.history import SOURCES, TRIPWIRE_KINDS, VERDICTS
+from console.protocol.requests import HistoryQuery
 from console.tui.link import DaemonLink
 from console.tui.model.historyquery import cycle, parse_query, set_token, token_value
 from console.tui.screens.base import ConsoleScreen, Services
@@ -42,7 +44,7 @@ class HistoryScreen(ConsoleScreen):
     def __init__(self, services: Services) -> None:
         super().__init__(services, id="history")
         self._debounce: Timer | None = None
-        self._params: dict[str, Any] = {}
+        self._query = HistoryQuery(limit=PAGE)
         self._generation = 0
         self.last_query_ms: float | None = None
         self._live: Timer | None = None
@@ -92,17 +94,21 @@ class HistoryScreen(ConsoleScreen):
         if parsed.errors:
             self.summary("; ".join(parsed.errors), "error")
             return
-        self._params = parsed.params
+        # The search line's filters as the query's params, once: the pages after it add a cursor.
+        self._query = HistoryQuery(**parsed.params, limit=PAGE)
+        filtered = bool(set(parsed.params) - {"kinds"})
         self._generation += 1
         self.view.empty_message = "Searching…"
         self.summary(f"showing {parsed.describe()} — counting…")
-        self._fetch_first(self._generation, dict(parsed.params), parsed.describe())
+        self._fetch_first(self._generation, self._query, filtered, parsed.describe())
 
     @work(group="history-query", exclusive=True)
-    async def _fetch_first(self, generation: int, params: dict[str, Any], described: str) -> None:
+    async def _fetch_first(
+        self, generation: int, query: HistoryQuery, filtered: bool, described: str
+    ) -> None:
         started = self.services.monotonic()
         try:
-            page = await self.services.link.call("history.query", {**params, "limit": PAGE})
+            page = await self.services.link.request(query)
         except (RPCError, DaemonUnreachable) as exc:
             self.summary(f"history unavailable: {inert(str(exc))}", "error")
             self.view.empty_message = "The history could not be read."
@@ -110,38 +116,36 @@ class HistoryScreen(ConsoleScreen):
             return
         if generation != self._generation:
             return
-        self.view.empty_message = "Nothing matches." if set(params) - {"kinds"} else "Nothing recorded yet."
-        self.view.set_rows(page.get("rows", []), page.get("older"))
+        self.view.empty_message = "Nothing matches." if filtered else "Nothing recorded yet."
+        self.view.set_rows(page.rows, page.older)
         self.last_query_ms = (self.services.monotonic() - started) * 1000
-        self._count(generation, params, described)
+        self._count(generation, query, described)
 
     @work(group="history-count", exclusive=True)
-    async def _count(self, generation: int, params: dict[str, Any], described: str) -> None:
+    async def _count(self, generation: int, query: HistoryQuery, described: str) -> None:
         try:
-            result = await self.services.link.call("history.query", {**params, "limit": 1, "count": True})
+            result = await self.services.link.request(msgspec.structs.replace(query, limit=1, count=True))
         except (RPCError, DaemonUnreachable):
             return
         if generation != self._generation:
             return
-        count = int(result.get("count", 0))
+        count = result.count if isinstance(result.count, int) else 0
         shown = f"{count:,}" if count < 10_000 else f"{count:,}+" if count % 10_000 == 0 else f"{count:,}"
         self.summary(f"{shown} matching: {described}")
 
     def on_history_view_need_more(self, event: HistoryView.NeedMore) -> None:
-        self._fetch_more(self._generation, dict(self._params), event.older)
+        self._fetch_more(self._generation, self._query, event.older)
 
     @work(group="history-more", exclusive=True)
-    async def _fetch_more(self, generation: int, params: dict[str, Any], older: int) -> None:
+    async def _fetch_more(self, generation: int, query: HistoryQuery, older: int) -> None:
         try:
-            page = await self.services.link.call(
-                "history.query", {**params, "limit": PAGE, "before_seq": older}
-            )
+            page = await self.services.link.request(msgspec.structs.replace(query, before_seq=older))
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"could not load more: {inert(str(exc))}", "error")
             self.view.fetching = False
             return
         if generation == self._generation:
-            self.view.append_rows(page.get("rows", []), page.get("older"))
+            self.view.append_rows(page.rows, page.older)
 
     DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (
         DaemonLink.Decided,
@@ -161,35 +165,32 @@ class HistoryScreen(ConsoleScreen):
 
     def _catch_up(self) -> None:
         self._live = None
-        newest = self.view.rows[0].get("seq") if self.view.rows else None
-        if newest is None:
+        if not self.view.rows:
             self.run_query()
         elif self.view.scroll_offset.y == 0:
-            self._fetch_newer(self._generation, dict(self._params), int(newest))
+            self._fetch_newer(self._generation, self._query, self.view.rows[0].seq)
 
     @work(group="history-newer", exclusive=True)
-    async def _fetch_newer(self, generation: int, params: dict[str, Any], newest: int) -> None:
+    async def _fetch_newer(self, generation: int, query: HistoryQuery, newest: int) -> None:
         try:
-            page = await self.services.link.call(
-                "history.query", {**params, "limit": PAGE, "after_seq": newest}
-            )
+            page = await self.services.link.request(msgspec.structs.replace(query, after_seq=newest))
         except (RPCError, DaemonUnreachable):
             return
-        if generation == self._generation and self.view.rows and self.view.rows[0].get("seq") == newest:
-            self.view.prepend_rows(page.get("rows", []))
+        if generation == self._generation and self.view.rows and self.view.rows[0].seq == newest:
+            self.view.prepend_rows(page.rows)
 
     # ------------------------------------------------------------ actions
 
     def on_line_list_opened(self, event: LineList.Opened) -> None:
         row = self.view.selected()
         watcher_kinds = ("file_event", *TRIPWIRE_KINDS)
-        if row is not None and row.get("kind") in watcher_kinds and not row.get("request_id"):
+        if row is not None and row.kind in watcher_kinds and not row.request_id:
             self.app.push_screen(
                 RecordScreen(self.services, row)
             )  # a change by a session or nobody: no request
             return
-        if row is not None and row.get("request_id"):
-            self.app.push_screen(EntryScreen(self.services, str(row["request_id"])))
+        if row is not None and row.request_id:
+            self.app.push_screen(EntryScreen(self.services, row.request_id))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # "/" typed in the search box is text (the binding is a priority one).

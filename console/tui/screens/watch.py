@@ -21,6 +21,7 @@ from textual.binding import BindingType
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.records import HistoryRow
 from console.tui.model.watch_model import degraded_roots
 from console.tui.render.watch_text import DIFF_NONE
 from console.tui.screens.base import ConsoleScreen, Services
@@ -195,7 +196,7 @@ class RecordScreen(ConsoleScreen):
     BINDINGS: ClassVar[list[BindingType]] = bindings("record")
     CSS_PATH = "watch.tcss"
 
-    def __init__(self, services: Services, record: Mapping[str, Any]) -> None:
+    def __init__(self, services: Services, record: HistoryRow) -> None:
         super().__init__(services)
         self.record = record
 

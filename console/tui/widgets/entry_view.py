@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
 
 from rich.text import Text
 
+from console.protocol.results import HistoryDetailResult
 from console.tui.model.badges import badges
 from console.tui.render.outcome_text import render_files, render_outcome
 from console.tui.render.present import (
@@ -25,7 +24,7 @@ class EntryView(DetailView):
         self.options = DetailOptions(
             max_chars=max_chars, max_lines=max_lines, with_previous=False, with_target=False
         )
-        self.detail: Mapping[str, Any] | None = None
+        self.detail: HistoryDetailResult | None = None
 
     def on_mount(self) -> None:
         self.set_text(Text("Loading…"))
@@ -33,7 +32,7 @@ class EntryView(DetailView):
     def refresh_view(self) -> None:
         self.refresh_entry()
 
-    def show(self, detail: Mapping[str, Any]) -> None:
+    def show(self, detail: HistoryDetailResult) -> None:
         self.detail = detail
         self.refresh_entry()
 
@@ -47,9 +46,9 @@ class EntryView(DetailView):
             return
         styles = self.styles_map()
         limit = 10**9 if self.options.expanded else self.options.max_chars
-        request = self.detail.get("request")
-        if request is not None:
-            item = item_from_request_record(request, self.detail.get("decision"))
+        detail = self.detail
+        if detail.request is not None:
+            item = item_from_request_record(detail.request, detail.decision)
             rendered = render_request(item, badges(item), styles, self.options, now=time.time())
             text = rendered.text
         else:
@@ -59,11 +58,11 @@ class EntryView(DetailView):
             [
                 ("request", text),
                 ("", gap),
-                ("decision", render_decision(self.detail.get("decision"), styles, limit)),
+                ("decision", render_decision(detail.decision, styles, limit)),
                 ("", gap),
-                ("outcome", render_outcome(self.detail.get("outcome"), styles, limit)),
+                ("outcome", render_outcome(detail.outcome, styles, limit)),
                 ("", gap),
-                ("files", render_files(self.detail.get("file_events") or [], styles, limit)),
+                ("files", render_files(detail.file_events, styles, limit)),
             ]
         )
 

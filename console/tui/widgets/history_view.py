@@ -6,14 +6,15 @@ far and asks for the next (``NeedMore``) when the cursor nears the end of what i
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Hashable
+from typing import ClassVar
 
 from rich.text import Text
 from textual.message import Message
 from textual.strip import Strip
 
-from console.contract.tool_words import row_words
+from console.contract.tool_words import line_words
+from console.protocol.records import HistoryRow
 from console.tui.model.columns import Column, cell, fit
 from console.tui.model.timefmt import clock_time
 from console.tui.render.outcome_text import RECORD_KINDS, record_row
@@ -54,14 +55,14 @@ class HistoryView(LineList):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[Mapping[str, Any]] = []
+        self.rows: list[HistoryRow] = []
         self.older: int | None = None
         self.fetching = False
         self.empty_message = "Loading…"
 
     # ------------------------------------------------------------ data
 
-    def set_rows(self, rows: list[Mapping[str, Any]], older: int | None) -> None:
+    def set_rows(self, rows: list[HistoryRow], older: int | None) -> None:
         self.rows = list(rows)
         self.older = older
         self.fetching = False
@@ -72,14 +73,14 @@ class HistoryView(LineList):
         if self.rows:
             self.post_message(self.Highlighted(self, 0))
 
-    def append_rows(self, rows: list[Mapping[str, Any]], older: int | None) -> None:
+    def append_rows(self, rows: list[HistoryRow], older: int | None) -> None:
         first = len(self.rows)
         self.rows.extend(rows)
         self.older = older
         self.fetching = False
         self.rows_changed(first)
 
-    def prepend_rows(self, rows: list[Mapping[str, Any]]) -> None:
+    def prepend_rows(self, rows: list[HistoryRow]) -> None:
         if not rows:
             return
         self.rows[:0] = rows
@@ -88,7 +89,7 @@ class HistoryView(LineList):
         )
         self.rows_changed(0)
 
-    def selected(self) -> Mapping[str, Any] | None:
+    def selected(self) -> HistoryRow | None:
         return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
 
     def watch_cursor(self, old: int, new: int) -> None:
@@ -116,7 +117,7 @@ class HistoryView(LineList):
         return len(self.rows)
 
     def row_key(self, index: int) -> Hashable:
-        return self.rows[index].get("seq")
+        return self.rows[index].seq
 
     def render_line(self, y: int) -> Strip:
         if not self.rows and y == 1:
@@ -130,14 +131,14 @@ class HistoryView(LineList):
         get = self.component_style
         styles = self.agent_styles()
         row = Text(style=self.row_style(selected), no_wrap=True, overflow="crop", end="")
-        kind = str(r.get("kind", ""))
+        kind = r.kind
         if kind in RECORD_KINDS:
             row.append_text(record_row(r, {**styles, **{k: get(look) for k, look in self.LOOKS.items()}}))
             return Strip(list(row.render(self.app.console))).crop(0, width)
         w_time, w_verdict, w_source, w_reason, w_tool, _ = fit(COLUMNS, width - 1)
         row.append(" ")
-        row.append(cell(clock_time(r.get("at"), with_date=w_time >= 20), w_time), get(self.LOOKS["time"]))
-        verdict = str(r.get("verdict", "")) or kind
+        row.append(cell(clock_time(r.at, with_date=w_time >= 20), w_time), get(self.LOOKS["time"]))
+        verdict = r.verdict or kind
         row.append(
             cell(verdict, w_verdict),
             get(
@@ -148,19 +149,20 @@ class HistoryView(LineList):
                 else role_class("muted")
             ),
         )
-        source = f"{r.get('source', '')}/{r.get('scope', '')}" if r.get("scope") else str(r.get("source", ""))
+        source = f"{r.source}/{r.scope}" if r.scope else r.source
         row.append(cell(source, w_source), get(self.LOOKS["source"]))
         if w_reason:
-            reason, _ = agent_text(
-                str(r.get("reason", "")), styles, get(role_class("muted")), limit=w_reason - 1
-            )
+            reason, _ = agent_text(r.reason, styles, get(role_class("muted")), limit=w_reason - 1)
             reason.pad_right(w_reason - reason.cell_len)
             row.append_text(reason)
         if w_tool:
-            tool, _ = agent_text(str(r.get("tool", "")), styles, get(self.LOOKS["tool"]), limit=w_tool - 1)
+            tool, _ = agent_text(r.tool, styles, get(self.LOOKS["tool"]), limit=w_tool - 1)
             tool.pad_right(w_tool - tool.cell_len)
             row.append_text(tool)
         room = max(8, width - row.cell_len)
-        words = row_words(r) or str(r.get("command", ""))
+        words = (
+            line_words(r.tool, r.command, workspace_root=r.workspace_root, justification=r.justification)
+            or r.command
+        )
         row.append_text(command_cell(words, styles, room))
         return Strip(list(row.render(self.app.console))).crop(0, width)

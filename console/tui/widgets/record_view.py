@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from console.protocol.records import HistoryRow
 from console.tui.render.outcome_text import render_record
 from console.tui.widgets.text_view import DetailView
 
 
 class RecordView(DetailView):
-    def __init__(self, record: Mapping[str, Any], *, limit: int, id: str | None = None) -> None:
+    def __init__(self, record: HistoryRow, *, limit: int, id: str | None = None) -> None:
         super().__init__(id=id)
         self.record = record
         self.limit = limit
