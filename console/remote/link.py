@@ -41,8 +41,8 @@ with warnings.catch_warnings():
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import MAX_FRAME, METHOD_NOT_FOUND, UNAVAILABLE
-from console.protocol.results import LinkTicketResult, ResultError
-from console.protocol.table import as_result
+from console.protocol.requests import LinkTicket
+from console.protocol.results import ResultError
 from console.remote.url import HostURL
 
 log = logging.getLogger("agent-console.remote")
@@ -177,7 +177,7 @@ class RemoteHost:
             if minter is None:
                 fresh = minter = await self._stdio_client(client)
             try:
-                ticket = as_result(LinkTicketResult, await minter.call("link.ticket"))
+                ticket = await minter.request(LinkTicket())
             except RPCError as exc:
                 if exc.code == METHOD_NOT_FOUND:  # an older daemon: dial-stdio serves as well
                     self.transport = "stdio: the daemon gives no link tickets"
