@@ -16,7 +16,7 @@ from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.events import Event, EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
-from console.protocol.requests import MethodParams, OperationSubmit, Subscribe, to_params
+from console.protocol.requests import Hello, MethodParams, OperationSubmit, Subscribe, to_params
 from console.protocol.results import MethodResult, ResultError, SubscribeResult
 from console.protocol.table import BY_PARAMS, decode_result
 
@@ -70,9 +70,11 @@ class AsyncClient:
         check_peer(writer.get_extra_info("socket"))
         self = cls(reader, writer, role)
         try:
-            params: dict[str, Any] = {"token": token, "client": client} if token else {"client": client}
+            params = Hello(token=token, client=client)
             if identity and not token:
-                params.update(identity)
+                params = Hello(
+                    client=client, agent_id=identity["agent_id"], agent_secret=identity["agent_secret"]
+                )
             self.hello = await self.call("hello", params)
         except BaseException:
             await self.close()

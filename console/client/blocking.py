@@ -16,7 +16,7 @@ from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.events import EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
-from console.protocol.requests import MethodParams, OperationSubmit, Subscribe, to_params
+from console.protocol.requests import Hello, MethodParams, OperationSubmit, Subscribe, to_params
 from console.protocol.results import MethodResult, ResultError, SubscribeResult
 from console.protocol.table import BY_PARAMS, decode_result
 
@@ -90,11 +90,12 @@ class Client:
             raise
         self._idle_s = timeout_s
         try:
-            params: dict[str, Any] = {"token": token, "client": client} if token else {"client": client}
-            if agent_pid is not None and not token:
-                params["agent_pid"] = agent_pid
-            if per_call and not token:
-                params["per_call"] = True
+            params = Hello(
+                token=token,
+                client=client,
+                agent_pid=None if token else agent_pid,
+                per_call=per_call and not token,
+            )
             self.hello = self.call("hello", params)
         except BaseException:
             self.close()
