@@ -25,6 +25,8 @@ from typing import Any
 from console.client import AsyncClient, Client, DaemonUnreachable, RPCError
 from console.client.spawn import running_pid, start_daemon
 from console.locations import Locations, UnsafeLocation, locate
+from console.protocol.requests import DaemonStop, OperationSubmit
+from console.protocol.results import OperationSubmitResult
 
 
 def make_workspace(root: Path) -> Path:
@@ -165,7 +167,7 @@ class DemoAgent:
         self.pace_s = pace_s
         self.max_waiting = max_waiting
         self.rng = random.Random(seed)  # noqa: S311 - pacing, not secrets
-        self.answers: list[dict[str, Any]] = []
+        self.answers: list[OperationSubmitResult] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, name="demo-agent", daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -228,7 +230,7 @@ class DemoAgent:
 
     async def _ask(self, client: AsyncClient, op: dict[str, Any]) -> None:
         with contextlib.suppress(RPCError, DaemonUnreachable):
-            self.answers.append(await client.submit(op))
+            self.answers.append(await client.request(OperationSubmit(operation=op)))
 
 
 DEMO_POLICY = """\
@@ -329,7 +331,7 @@ class Demo:
             contextlib.suppress(DaemonUnreachable, RPCError, UnsafeLocation, OSError),
             Client.connect(self.loc, role="operator", client="demo", timeout_s=5) as c,
         ):
-            c.call("daemon.stop")
+            c.request(DaemonStop())
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and running_pid(self.loc) is not None:
             time.sleep(0.05)

@@ -23,6 +23,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (every ho
 if TYPE_CHECKING:
     from typing import Any
 
+    from console.adapters.hookwire import HookClient
+
 # How long after the hook's own timeout it still waits for the daemon's approval_timeout
 # deny (which the daemon records); past it the hook denies by itself. Keeps the whole
 # hook within its timeout + 1 s of its start.
@@ -45,7 +47,7 @@ def deadline_for(started: float, timeout_s: float) -> float:
     return started + timeout_s + ANSWER_GRACE_S
 
 
-def _connect(state_dir: str | None, client: str, deadline: float) -> Any:
+def _connect(state_dir: str | None, client: str, deadline: float) -> HookClient:
     from console.adapters.hookwire import HookClient
     from console.protocol.procs import agent_process_pid
 
@@ -121,18 +123,32 @@ def _command_problem(command: Any) -> str:
 
 
 def read_answer(answer: Any, command: Any, operation: dict[str, Any]) -> Answer:
+    """:func:`answer_of` a decision as sent (decoded JSON)."""
     if not isinstance(answer, dict):
         return Answer(False, "agent-console sent no decision; denying")
-    note = answer.get("note") or ""
-    if answer.get("verdict") == "allow":
-        if operation.get("kind") == "shell" and not (isinstance(command, str) and command):
+    return answer_of(
+        allow=answer.get("verdict") == "allow",
+        source=str(answer.get("source")),
+        reason=answer.get("reason") or "",
+        note=answer.get("note") or "",
+        command=command if isinstance(command, str) else None,
+        operation=operation,
+    )
+
+
+def answer_of(
+    *, allow: bool, source: str, reason: str, note: str, command: str | None, operation: dict[str, Any]
+) -> Answer:
+    """The hook's answer to a decision (its verdict, source, reason and note) on
+    ``operation``; ``command`` the ticket command that replaces a shell call's text."""
+    if allow:
+        if operation.get("kind") == "shell" and not command:
             # Never an allow without the rewrite: the agent would run the command itself.
             return Answer(False, "agent-console allowed the command but held no ticket for it; denying")
         how = "; it runs in agent-console's sandbox" if command and "capabilities" not in operation else ""
-        reason = f"approved by agent-console ({answer.get('source')})" + (f": {note}" if note else "") + how
-        return Answer(True, reason, command if isinstance(command, str) else None)
-    reason = answer.get("reason") or "denied"
-    return Answer(False, f"denied by agent-console: {reason}" + (f" — {note}" if note else ""))
+        said = f"approved by agent-console ({source})" + (f": {note}" if note else "") + how
+        return Answer(True, said, command)
+    return Answer(False, f"denied by agent-console: {reason or 'denied'}" + (f" — {note}" if note else ""))
 
 
 def issued(command: str, *, state_dir: str | None, deadline: float, client: str) -> bool:

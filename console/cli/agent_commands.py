@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import msgspec
+
 from console.cli.common import (
     EXIT_DENIED,
     EXIT_INVALID,
@@ -18,6 +20,7 @@ from console.cli.common import (
 from console.client import DaemonUnreachable, RPCError
 from console.contract.operation import decode
 from console.contract.problem import InvalidInput, Problem
+from console.protocol.requests import OperationSubmit
 
 
 def cmd_request(args: argparse.Namespace) -> int:
@@ -35,15 +38,15 @@ def cmd_request(args: argparse.Namespace) -> int:
         raise CLIError(f"{exc} (nothing is allowed without the daemon)", EXIT_UNREACHABLE) from None
     try:
         with client:
-            answer = client.submit(operation, timeout_s=args.timeout)
+            answer = client.request(OperationSubmit(operation=operation, timeout_s=args.timeout))
     except RPCError as exc:
         raise refused(exc, "the request") from None
     except DaemonUnreachable as exc:
         raise CLIError(f"{exc} (nothing is allowed without the daemon)", EXIT_UNREACHABLE) from None
-    print_json(answer)
-    if answer.get("verdict") == "allow":
+    print_json(msgspec.to_builtins(answer))
+    if answer.verdict == "allow":
         return 0
-    raise CLIError(f"denied: {answer.get('reason')}", EXIT_DENIED)
+    raise CLIError(f"denied: {answer.reason}", EXIT_DENIED)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

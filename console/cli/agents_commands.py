@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from console.cli.common import CLIError, add_state_dir, age, connect, print_json
 from console.client import RPCError
 from console.contract.inert import inert
+from console.protocol.requests import AgentAttentionList
+from console.protocol.results import AgentAttentionListResult
 
 
-def attention_list(args: argparse.Namespace) -> dict[str, Any]:
+def attention_list(args: argparse.Namespace) -> AgentAttentionListResult:
     with connect(args, "operator") as client:
         try:
-            result: dict[str, Any] = client.call("agent.attention_list")
+            result = client.request(AgentAttentionList())
         except RPCError as exc:
             raise CLIError(f"the daemon refused agent.attention_list: {exc.message}", 1) from None
     return result
@@ -21,7 +22,7 @@ def attention_list(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_agents(args: argparse.Namespace) -> int:
     result = attention_list(args)
-    agents = result.get("agents", [])
+    agents = result.agents
     if args.agent:
         agents = [a for a in agents if a.get("agent_kind") == args.agent]
     if args.json:
@@ -30,7 +31,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
     if not agents:
         print("no agent has reported its state (install the hooks: agent-console hook install claude-code)")
         return 0
-    waiting = result.get("waiting", 0)
+    waiting = result.waiting
     print(
         f"{waiting} agent{'s' if waiting != 1 else ''} waiting for you"
         if waiting

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from console.cli.common import EXIT_INVALID, CLIError, add_state_dir, locations
@@ -30,18 +31,20 @@ def _approval_timeout(args: argparse.Namespace) -> float | None:
     """The daemon's approval_timeout_s, or None when no daemon answers."""
     from console.client import Client, DaemonUnreachable, RPCError
     from console.locations import UnsafeLocation
+    from console.protocol.requests import DaemonStatus
 
     for role in ("operator", "agent"):
         try:
             with Client.connect(
                 locations(args), role=role, client="agent-console-hook", deadline=time.monotonic() + 5
             ) as client:
-                status = client.call("daemon.status")
+                status = client.request(DaemonStatus())
         except (DaemonUnreachable, RPCError, UnsafeLocation, OSError):
             continue
-        value: Any = status.get("approval_timeout_s")
-        if value is None and isinstance(status.get("policy"), dict):
-            value = status["policy"].get("approval_timeout_s")
+        # agent.sock says it on its own; operator.sock within the whole policy.
+        value: object = status.approval_timeout_s
+        if not isinstance(value, int | float):
+            value = status.policy.get("approval_timeout_s")
         if isinstance(value, int | float):
             return float(value)
     return None
@@ -55,7 +58,7 @@ def _settings_file(args: argparse.Namespace) -> Path:
     return settings_path("project" if args.project else "user")
 
 
-def _agent_module(agent: str) -> Any:
+def _agent_module(agent: str) -> ModuleType:
     import importlib
 
     return importlib.import_module(f"console.adapters.{agent.replace('-', '_')}.install")

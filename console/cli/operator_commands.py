@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TypeVar
 
 import msgspec
+from msgspec import UnsetType
 
 from console.cli import tripwire_commands
 from console.cli.common import (
@@ -24,24 +25,36 @@ from console.cli.common import (
 from console.client import RPCError
 from console.contract.inert import flag_lookalikes, inert, lookalike_notes
 from console.contract.tool_words import row_words
+from console.policy import GrantScope
+from console.protocol.grants import GrantObject
 from console.protocol.jsonrpc import ALREADY_DECIDED, CONFLICT, NOT_FOUND
-from console.protocol.pending import AgentIdentity, PendingItem
+from console.protocol.pending import PendingItem
+from console.protocol.requests import (
+    Decide,
+    DecideAction,
+    GrantsList,
+    GrantsRevoke,
+    MethodParams,
+    PendingList,
+)
+from console.protocol.results import DecideResult, MethodResult
 from console.tui.model.badges import badges, confirmation
 from console.tui.model.words import shown_command
 
+R = TypeVar("R", bound=MethodResult)
 
-def _badges(item: dict[str, Any]) -> str:
+
+def _badges(item: PendingItem) -> str:
     """The console's badges, in its words and order (console/tui/model/badges.py)."""
-    return ",".join(b.label for b in badges(msgspec.convert(item, PendingItem))) or "-"
+    return ",".join(b.label for b in badges(item)) or "-"
 
 
-def agent_shown(item: dict[str, Any]) -> str:
+def agent_shown(item: PendingItem) -> str:
     """Who asked, in 32 columns: ``a-1234abcd label claude[4321]`` or ``anonymous a-1234abcd``
     (the label is the agent's text: escaped, cut before the process)."""
-    agent = item.get("agent")
-    if not isinstance(agent, dict):
-        return (item.get("agent_id") or "operator")[:32]
-    identity = msgspec.convert(agent, AgentIdentity)
+    identity = item.agent
+    if isinstance(identity, UnsetType):
+        return (item.agent_id or "operator")[:32]
     if identity.anonymous:
         return identity.shown
     process = (
@@ -53,25 +66,25 @@ def agent_shown(item: dict[str, Any]) -> str:
     return " ".join(p for p in (identity.id[:10], label, process) if p)[:32]
 
 
-def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
+def _request(args: argparse.Namespace, params: MethodParams[R]) -> R:
     with connect(args, "operator") as client:
         try:
-            return client.call(method, params)
+            return client.request(params)
         except RPCError as exc:
             code = 1 if exc.code in (ALREADY_DECIDED, NOT_FOUND, CONFLICT) else EXIT_INVALID
             raise CLIError(exc.message, code) from None
 
 
-def _all_pending(args: argparse.Namespace) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+def _all_pending(args: argparse.Namespace) -> list[PendingItem]:
+    rows: list[PendingItem] = []
     with connect(args, "operator") as client:
-        params: dict[str, Any] = {"limit": 1000}
+        after = ""
         while True:
-            page = client.call("pending.list", params)
-            rows.extend(page["pending"])
-            if not page["next"]:
+            page = client.request(PendingList(limit=1000, after=after))
+            rows.extend(page.pending)
+            if not page.next:
                 return rows
-            params["after"] = page["next"]
+            after = page.next
 
 
 def agent_kind(tool: str) -> str:
@@ -82,12 +95,14 @@ def agent_kind(tool: str) -> str:
 def cmd_pending(args: argparse.Namespace) -> int:
     rows = _all_pending(args)
     if args.agent:
-        rows = [r for r in rows if agent_kind(r["operation"]["tool"]) == args.agent]
+        rows = [r for r in rows if agent_kind(r.operation.tool) == args.agent]
     with connect(args, "operator") as client:
         # A tripwire belongs to no agent's queue: shown only when not filtering by agent.
         tripwires = [] if args.agent else tripwire_commands.open_items(client)
     if args.json:
-        print_json(rows + [{"kind": "tripwire", **t} for t in tripwires])
+        print_json(
+            msgspec.to_builtins(rows) + [{"kind": "tripwire", **msgspec.to_builtins(t)} for t in tripwires]
+        )
         return 0
     if tripwires:
         print("tripwire (agent-console tripwire resume|kill|keep ID):")
@@ -106,46 +121,47 @@ def cmd_pending(args: argparse.Namespace) -> int:
         agent = agent_shown(item)
         # In the tool's words (Write .env (+12 −3)), look-alike letters written as code
         # points; whole when piped, cut at a word on a terminal.
-        command = flag_lookalikes(inert(shown_command(msgspec.convert(item, PendingItem))))
+        command = flag_lookalikes(inert(shown_command(item)))
         badge_text = _badges(item)
         shown = paint(f"{badge_text:<14}", "red bold" if badge_text != "-" else "dim")
         print(
-            f"{item['request_id']:<14} {age(item['submitted_at']):>4}  {item['fingerprint'][:12]}  {agent:<32}  "
-            f"{inert(item['operation']['tool'])[:18]:<18} {shown} {fit(command, 114)}"
+            f"{item.request_id:<14} {age(item.submitted_at):>4}  {item.fingerprint[:12]}  {agent:<32}  "
+            f"{inert(item.operation.tool)[:18]:<18} {shown} {fit(command, 114)}"
         )
-        notes = lookalike_notes(" ".join([item["operation"]["executable"], *item["operation"]["args"]]))
+        notes = lookalike_notes(" ".join(item.operation.argv))
         if notes:
             print(f"{'':<14}   look-alike letters, shown as code points: {inert('; '.join(notes[:8]))}")
-        for e in item["evaluation"]["escalations"]:
-            if e.get("code") == "new_workspace":
+        for e in item.evaluation.escalations:
+            if e.code == "new_workspace":
                 # e.g. "new workspace: /x is not among your trusted workspaces; approve always to trust it"
-                print(f"{'':<14}   {inert(str(e.get('reason', '')))}")
+                print(f"{'':<14}   {inert(e.reason)}")
     return 0
 
 
-def _decided(result: dict[str, Any]) -> None:
-    ids = ", ".join(result["decided"])
-    line = f"{result['verdict']}: {ids}"
-    if result.get("grant"):
-        g = result["grant"]
+def _decided(result: DecideResult) -> None:
+    ids = ", ".join(result.decided)
+    line = f"{result.verdict}: {ids}"
+    g = result.grant
+    if g is not None:
         line += (
-            f" (grant {g['id']}, {g['effect']} {g['scope']}"
-            + (f", expires {when(g['expires_at'])}" if g["expires_at"] else "")
+            f" (grant {g.id}, {g.effect} {g.scope}"
+            + (f", expires {when(g.expires_at)}" if g.expires_at else "")
             + ")"
         )
     print(line)
 
 
-def _each(args: argparse.Namespace, params: dict[str, Any], *, within_only: bool) -> int:
-    """Decide every target in ``args.targets`` with ``params``: one answer line each, the
-    rest decided when one fails (exit 1 then). With ``within_only``, a request that asks
-    for more than the sandbox ceiling is left to be approved on its own."""
+def _each(args: argparse.Namespace, params: Decide, *, within_only: bool) -> int:
+    """Decide every target in ``args.targets`` as ``params`` says (its own target aside):
+    one answer line each, the rest decided when one fails (exit 1 then). With
+    ``within_only``, a request that asks for more than the sandbox ceiling is left to be
+    approved on its own."""
     failed = 0
     pending = _all_pending(args) if within_only else []
     with connect(args, "operator") as client:
         for target in args.targets:
-            named = [p for p in pending if p["request_id"] == target or p["fingerprint"].startswith(target)]
-            beyond = [p for p in named if p["evaluation"]["escalations"]]
+            named = [p for p in pending if p.request_id == target or p.fingerprint.startswith(target)]
+            beyond = [p for p in named if p.evaluation.escalations]
             if beyond:
                 print(
                     f"{target}: asks for more than the sandbox ceiling ({_badges(beyond[0])}); "
@@ -155,7 +171,7 @@ def _each(args: argparse.Namespace, params: dict[str, Any], *, within_only: bool
                 failed += 1
                 continue
             try:
-                _decided(client.call("decide", {**params, "target": target}))
+                _decided(client.request(msgspec.structs.replace(params, target=target)))
             except RPCError as exc:
                 print(f"{target}: {exc.message}", file=sys.stderr)
                 failed += 1
@@ -169,53 +185,62 @@ def _confirmed(args: argparse.Namespace) -> None:
     targets = args.targets
     for item in _all_pending(args):
         named = any(
-            item["request_id"] == target
-            or (not target.startswith("r-") and item["fingerprint"].startswith(target))
+            item.request_id == target or (not target.startswith("r-") and item.fingerprint.startswith(target))
             for target in targets
         )
         if not named:
             continue
-        needed = confirmation(msgspec.convert(item, PendingItem))
+        needed = confirmation(item)
         if needed is None:
             continue
         word, risk = needed
         if (args.confirm or "").strip().lower() != word:
-            raise CLIError(f"{item['request_id']}: {risk} To approve it, type the word: --confirm {word}")
+            raise CLIError(f"{item.request_id}: {risk} To approve it, type the word: --confirm {word}")
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
     _confirmed(args)
-    params: dict[str, Any] = {"action": "approve", "scope": args.scope, "note": args.note}
+    scope, rule = GrantScope(args.scope), ""
     if args.rule:
         if args.scope not in ("once", "rule"):
             raise CLIError("--rule makes a rule: leave --scope out (or give --scope rule)")
-        params["scope"], params["rule"] = "rule", args.rule
-    if args.expires:
-        if params["scope"] == "once":
-            raise CLIError("--expires applies to --scope session or always, or to --rule")
-        params["expires_in_s"] = args.expires
+        scope, rule = GrantScope.RULE, args.rule
+    if args.expires and scope == GrantScope.ONCE:
+        raise CLIError("--expires applies to --scope session or always, or to --rule")
+    params = Decide(
+        target=args.targets[0],
+        action=DecideAction.APPROVE,
+        scope=scope,
+        expires_in_s=args.expires or None,
+        note=args.note,
+        rule=rule,
+    )
     if len(args.targets) == 1:
-        _decided(_call(args, "decide", {**params, "target": args.targets[0]}))
+        _decided(_request(args, params))
         return 0
-    if params["scope"] != "once":
+    if scope != GrantScope.ONCE:
         raise CLIError("several requests are approved once each; a grant or a rule is made from one")
     return _each(args, params, within_only=True)
 
 
 def cmd_deny(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"action": "deny", "always": args.always, "note": args.note}
-    if args.reason:
-        params["reason"] = args.reason
+    params = Decide(
+        target=args.targets[0],
+        action=DecideAction.DENY,
+        always=args.always,
+        note=args.note,
+        reason=args.reason,
+    )
     if len(args.targets) == 1:
-        _decided(_call(args, "decide", {**params, "target": args.targets[0]}))
+        _decided(_request(args, params))
         return 0
     return _each(args, params, within_only=False)
 
 
 def cmd_grants(args: argparse.Namespace) -> int:
-    rows = _call(args, "grants.list", {"include_inactive": args.all})["grants"]
+    rows = _request(args, GrantsList(include_inactive=args.all)).grants
     if args.json:
-        print_json(rows)
+        print_json(msgspec.to_builtins(rows))
         return 0
     if not rows:
         print("no grants")
@@ -224,23 +249,23 @@ def cmd_grants(args: argparse.Namespace) -> int:
         f"{'ID':<13} {'EFFECT':<6} {'SCOPE':<8} {'FINGERPRINT':<12}  {'CREATED':<19}  {'EXPIRES':<19}  {'USES':>4}  SUMMARY"
     )
     for g in rows:
-        state = " (revoked)" if g.get("revoked_at") else ""
-        fp = "-" if g["scope"] == "rule" else g["fingerprint"][:12]  # a rule's key is its words
+        state = " (revoked)" if g.revoked_at else ""
+        fp = "-" if g.scope == "rule" else g.fingerprint[:12]  # a rule's key is its words
         print(
-            f"{g['id']:<13} {g['effect']:<6} {g['scope']:<8} {fp:<12}  {when(g['created_at']):<19}  "
-            f"{when(g.get('expires_at')):<19}  {g.get('uses', 0):>4}  {_what(g)[:80]}{state}"
+            f"{g.id:<13} {g.effect:<6} {g.scope:<8} {fp:<12}  {when(g.created_at):<19}  "
+            f"{when(g.expires_at):<19}  {g.uses:>4}  {_what(g)[:80]}{state}"
         )
     return 0
 
 
-def _what(grant: dict[str, Any]) -> str:
+def _what(grant: GrantObject) -> str:
     """What a grant covers, in its tool's words when it has them."""
-    words = row_words({"tool": grant.get("tool"), "command": grant.get("summary")})
-    return flag_lookalikes(inert(words or str(grant.get("summary") or "")))
+    words = row_words({"tool": grant.tool, "command": grant.summary})
+    return flag_lookalikes(inert(words or grant.summary))
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
-    revoked = _call(args, "grants.revoke", {"target": args.target})["revoked"]
+    revoked = _request(args, GrantsRevoke(target=args.target)).revoked
     print("revoked: " + ", ".join(revoked))
     return 0
 

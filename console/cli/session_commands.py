@@ -6,21 +6,40 @@ import argparse
 import base64
 import os
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import msgspec
 
 from console.cli.common import CLIError, add_state_dir, age, connect, local_files, one_host, print_json
 from console.client import RPCError
 from console.contract.inert import inert
-from console.protocol.requests import SessionsAttach, SessionsDetach
+from console.protocol.requests import (
+    AgentAttentionList,
+    MethodParams,
+    SessionsAttach,
+    SessionsDetach,
+    SessionsGet,
+    SessionsInput,
+    SessionsKill,
+    SessionsList,
+    SessionsNew,
+    SessionsPrune,
+    SessionsRead,
+    SessionsRemove,
+    SessionsScreen,
+    WorkspacesList,
+)
+from console.protocol.results import MethodResult
 from console.protocol.sessions import SessionObject, recording_note
 
+R = TypeVar("R", bound=MethodResult)
 
-def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
+
+def _request(args: argparse.Namespace, params: MethodParams[R]) -> R:
     with connect(args, "operator") as client:
         try:
-            return client.call(method, params)
+            return client.request(params)
         except RPCError as exc:
             raise CLIError(exc.message, 1) from None
 
@@ -33,16 +52,16 @@ def _mib(n: int | None) -> str:
 _URGENCY = {"waiting": 0, "working": 1, "done": 2}
 
 
-def attention_of(sessions: list[dict[str, Any]], agents: list[dict[str, Any]]) -> dict[str, str]:
+def attention_of(sessions: Sequence[SessionObject], agents: list[dict[str, Any]]) -> dict[str, str]:
     """Session id -> the attention state of the agents that belong to it: an agent that
     owns the session (``agent:<id>``), or whose process runs inside it (its root process
     descends from the session's)."""
     from console.protocol.procs import ancestry
 
-    alive = {s["pid"]: s["id"] for s in sessions if s.get("status") in ("running", "idle")}
+    alive = {s.pid: s.id for s in sessions if s.alive}
     found: dict[str, dict[str, Any]] = {}
     for a in agents:
-        owners = {s["id"] for s in sessions if s.get("owner") == f"agent:{a.get('agent_id')}"}
+        owners = {s.id for s in sessions if s.owner == f"agent:{a.get('agent_id')}"}
         root = a.get("root_pid")
         if isinstance(root, int) and a.get("agent_alive"):
             owners |= {alive[st.pid] for st in ancestry(root) if st.pid in alive}
@@ -54,15 +73,15 @@ def attention_of(sessions: list[dict[str, Any]], agents: list[dict[str, Any]]) -
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    sessions = _call(args, "sessions.list")["sessions"]
+    sessions = _request(args, SessionsList()).sessions
     if args.json:
-        print_json(sessions)
+        print_json(msgspec.to_builtins(sessions))
         return 0
     if not sessions:
         print("no sessions")
         return 0
     try:
-        attention = attention_of(sessions, _call(args, "agent.attention_list")["agents"])
+        attention = attention_of(sessions, _request(args, AgentAttentionList()).agents)
     except CLIError:
         attention = {}  # an older daemon: no attention column to fill
     print(
@@ -70,14 +89,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         f"{'OWNER':<22} {'BOX':<10} TITLE / COMMAND"
     )
     for s in sessions:
-        stats = s.get("stats") or {}
-        cpu = f"{stats['cpu_percent']:.1f}%" if stats else "-"
-        label = s["title"] or " ".join(s["argv"])
-        note = f"  [{said}]" if (said := recording_note(msgspec.convert(s, SessionObject))) else ""
+        cpu = f"{s.stats.cpu_percent:.1f}%" if s.stats else "-"
+        label = s.title or " ".join(s.argv)
+        note = f"  [{said}]" if (said := recording_note(s)) else ""
         print(
-            f"{s['id']:<14} {s['status_text']:<18} {attention.get(s['id'], '-'):<15} {age(s['created_at']):>5} "
-            f"{cpu:>6} {_mib(stats.get('rss_bytes')):>7}  {inert(s['owner'])[:22]:<22} "
-            f"{'sandbox' if s.get('sandboxed') else 'UNCONFINED':<10} {inert(label)[:80]}{note}"
+            f"{s.id:<14} {s.status_text:<18} {attention.get(s.id, '-'):<15} {age(s.created_at):>5} "
+            f"{cpu:>6} {_mib(s.stats.rss_bytes if s.stats else None):>7}  {inert(s.owner)[:22]:<22} "
+            f"{'sandbox' if s.sandboxed else 'UNCONFINED':<10} {inert(label)[:80]}{note}"
         )
     return 0
 
@@ -88,21 +106,14 @@ def cmd_new(args: argparse.Namespace) -> int:
         raise CLIError("nothing to run: agent-console sessions new [--title T] [--cwd DIR] -- CMD ...")
     cols, rows = os.get_terminal_size() if sys.stdout.isatty() else (120, 40)
     target = one_host(args)
-    params: dict[str, Any] = {
-        "argv": command,
-        "title": args.title,
-        "cols": cols,
-        "rows": rows,
-        "unconfined": args.unconfined,
-    }
-    if not args.unconfined:
-        params["agent"] = args.agent
+    cwd = ""
+    env: dict[str, Any] | None = None
     with connect(args, "operator") as client:
         try:
             if target.local:
-                params["cwd"] = os.path.abspath(args.cwd or os.getcwd())
+                cwd = os.path.abspath(args.cwd or os.getcwd())
                 if not args.unconfined:
-                    params["env"] = dict(os.environ)
+                    env = dict(os.environ)
             else:
                 # This machine's directory and environment (its keys, its PATH) stay here:
                 # the session runs in a directory of that host, with that host's environment.
@@ -110,15 +121,25 @@ def cmd_new(args: argparse.Namespace) -> int:
 
                 listed = None
                 if not args.cwd and not args.unconfined:
-                    listed = client.call("workspaces.list")["workspaces"]
+                    listed = client.request(WorkspacesList()).workspaces
                 try:
-                    params["cwd"] = remote_cwd(target.name, args.cwd, listed, unconfined=args.unconfined)
+                    cwd = remote_cwd(target.name, args.cwd, listed, unconfined=args.unconfined)
                 except NoRemoteWorkspace as exc:
                     raise CLIError(str(exc)) from None
-            info = client.call("sessions.new", params)["session"]
+            params = SessionsNew(
+                argv=tuple(command),
+                cwd=cwd,
+                title=args.title,
+                env=env,
+                cols=cols,
+                rows=rows,
+                unconfined=args.unconfined,
+                agent="" if args.unconfined else args.agent,
+            )
+            info = client.request(params).session
         except RPCError as exc:
             raise CLIError(exc.message, 1) from None
-    print(info["id"])
+    print(info.id)
     return 0
 
 
@@ -132,19 +153,19 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
         with connect(args, "operator") as client:
             try:
-                att = client.call("sessions.attach", SessionsAttach(session=args.id, read_only=True))
-                client.call("sessions.detach", SessionsDetach(session=args.id))
+                att = client.request(SessionsAttach(session=args.id, read_only=True))
+                client.request(SessionsDetach(session=args.id))
             except RPCError as exc:
                 raise CLIError(exc.message, 1) from None
-        screen = Screen(int(att["cols"]), int(att["rows"]), scrollback_lines=CAPTURE_SCROLLBACK_LINES)
+        screen = Screen(att.cols, att.rows, scrollback_lines=CAPTURE_SCROLLBACK_LINES)
         try:
-            screen.feed(base64.b64decode(att["snapshot_base64"]))
+            screen.feed(base64.b64decode(att.snapshot_base64))
             text = capture(screen, scrollback=args.scrollback)
         finally:
             screen.close()
         sys.stdout.write(text + ("\n" if text else ""))
         return 0
-    text = _call(args, "sessions.screen", {"session": args.id, "scrollback": args.scrollback})["text"]
+    text = _request(args, SessionsScreen(session=args.id, scrollback=args.scrollback)).text
     # Screen text is a program's output: printable, but escaped all the same (a joiner
     # inside an emoji sequence excepted: it is part of what was printed).
     sys.stdout.write(inert_clusters(text) + ("\n" if text and not text.endswith("\n") else ""))
@@ -156,37 +177,37 @@ CAPTURE_SCROLLBACK_LINES = 1_000_000  # room for whatever the daemon's snapshot 
 
 def cmd_send(args: argparse.Namespace) -> int:
     text = args.text + ("\n" if args.enter else "")
-    n = _call(args, "sessions.input", {"session": args.id, "text": text})["written"]
+    n = _request(args, SessionsInput(session=args.id, text=text)).written
     print(f"sent {n} bytes")
     return 0
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    info = _call(args, "sessions.kill", {"session": args.id, "grace_s": args.grace})["session"]
-    print(f"{info['id']}: {info['status_text']}")
+    info = _request(args, SessionsKill(session=args.id, grace_s=args.grace)).session
+    print(f"{info.id}: {info.status_text}")
     return 0
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    _call(args, "sessions.remove", {"session": args.id})
+    _request(args, SessionsRemove(session=args.id))
     print(f"removed {args.id}")
     return 0
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    r = _call(args, "sessions.prune", {"all": args.all})
+    r = _request(args, SessionsPrune(all=args.all))
     if getattr(args, "json", False):
-        print_json(r)
+        print_json(msgspec.to_builtins(r))
         return 0
 
     def mib(n: int) -> str:
         return f"{n / (1 << 20):.1f}M"
 
-    for item in r["pruned"]:
-        print(f"pruned {item['session']}: {mib(item['bytes'])}")
+    for item in r.pruned:
+        print(f"pruned {item.session}: {mib(item.bytes)}")
     print(
-        f"freed {mib(r['freed_bytes'])} in {len(r['pruned'])} recordings; "
-        f"recordings now {mib(r['total_bytes'])} of {mib(r['quota_bytes'])}"
+        f"freed {mib(r.freed_bytes)} in {len(r.pruned)} recordings; "
+        f"recordings now {mib(r.total_bytes)} of {mib(r.quota_bytes)}"
     )
     return 0
 
@@ -220,18 +241,18 @@ def cmd_attach(args: argparse.Namespace) -> int:
     except ImportError:
         raise CLIError("the console is not installed in this build", 1) from None
     # A session that does not exist is the same error, and exit code, as for `kill`.
-    _call(args, "sessions.get", {"session": args.id})
+    _request(args, SessionsGet(session=args.id))
     return open_console(args, session=args.id, targets=[one_host(args)])
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    r = _call(args, "sessions.read", {"session": args.id, "offset": args.offset, "max_bytes": args.max_bytes})
-    if r["dropped_bytes"]:
+    r = _request(args, SessionsRead(session=args.id, offset=args.offset, max_bytes=args.max_bytes))
+    if r.dropped_bytes:
         print(
-            f"agent-console: {r['dropped_bytes']} bytes before offset {args.offset} were dropped",
+            f"agent-console: {r.dropped_bytes} bytes before offset {args.offset} were dropped",
             file=sys.stderr,
         )
-    sys.stdout.write(inert(base64.b64decode(r["data_base64"]).decode("utf-8", "replace"), keep_newlines=True))
+    sys.stdout.write(inert(base64.b64decode(r.data_base64).decode("utf-8", "replace"), keep_newlines=True))
     return 0
 
 

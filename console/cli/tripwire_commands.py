@@ -12,13 +12,15 @@ cannot resume itself.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+import msgspec
 
 from console.cli.common import EXIT_INVALID, CLIError, add_state_dir, age, connect, print_json
-from console.client import RPCError
+from console.client import Client, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
 from console.protocol.requests import TripwireList, TripwireResolution, TripwireResolve, TripwireRevert
+from console.protocol.tripwire import TripwireNotice
 
 ACTIONS = {
     "resume": TripwireResolution.RESUME,
@@ -27,41 +29,37 @@ ACTIONS = {
 }
 
 
-def open_items(client: Any) -> list[dict[str, Any]]:
+def open_items(client: Client) -> list[TripwireNotice]:
     """Paused, kept-paused and exited-writer items, oldest first."""
-    items: list[dict[str, Any]] = client.call("tripwire.list", TripwireList(open=True))["items"]
-    return sorted(items, key=lambda i: i["at"])
+    return sorted(client.request(TripwireList(open=True)).items, key=lambda i: i.at)
 
 
-def stopped_by(item: dict[str, Any]) -> str:
+def stopped_by(item: TripwireNotice) -> str:
     """How the session is held, as it is: "cgroup freeze" or "process walk (SIGSTOP)"."""
-    if item["state"] not in ("paused", "kept") or not item.get("session"):
+    if item.state not in ("paused", "kept") or not item.session:
         return "-"
-    mode = item.get("stop_mode") or ""
+    mode = item.stop_mode
     return "process walk (SIGSTOP)" if mode == "process walk" else mode or "-"
 
 
-def item_line(item: dict[str, Any]) -> str:
-    state = item["state"]
-    if state == "paused" and item.get("stopped") is False:
+def item_line(item: TripwireNotice) -> str:
+    state = item.state
+    if state == "paused" and item.stopped is False:
         state = "paused?"  # not every process could be confirmed stopped
     return (
-        f"{item['id']:<12} {age(item['at']):>4}  {state:<8} {inert(item['session'] or '-'):<10} "
-        f"{stopped_by(item):<22} {inert(item.get('basis') or ''):<20} {inert(item['summary'])[:120]}"
+        f"{item.id:<12} {age(item.at):>4}  {state:<8} {inert(item.session or '-'):<10} "
+        f"{stopped_by(item):<22} {inert(item.basis):<20} {inert(item.summary)[:120]}"
     )
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     with connect(args, "operator") as client:
         if args.all:
-            items = sorted(
-                client.call("tripwire.list", TripwireList(include_resolved=True))["items"],
-                key=lambda i: i["at"],
-            )
+            items = sorted(client.request(TripwireList(include_resolved=True)).items, key=lambda i: i.at)
         else:
             items = open_items(client)
     if args.json:
-        print_json(items)
+        print_json(msgspec.to_builtins(items))
         return 0
     if not items:
         print("no tripwire items")
@@ -83,10 +81,9 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     revert = getattr(args, "revert", None)
     with connect(args, "operator") as client:
         try:
-            item = client.call(
-                "tripwire.resolve",
-                TripwireResolve(id=args.id, action=action, revert=revert, accept=bool(args.accept)),
-            )["item"]
+            item = client.request(
+                TripwireResolve(id=args.id, action=action, revert=revert, accept=bool(args.accept))
+            ).item
         except RPCError as exc:
             raise CLIError(exc.message, 1 if exc.code == NOT_FOUND else EXIT_INVALID) from None
     _said(args, item)
@@ -96,18 +93,18 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_revert(args: argparse.Namespace) -> int:
     with connect(args, "operator") as client:
         try:
-            item = client.call("tripwire.revert", TripwireRevert(id=args.id))["item"]
+            item = client.request(TripwireRevert(id=args.id)).item
         except RPCError as exc:
             raise CLIError(exc.message, 1 if exc.code == NOT_FOUND else EXIT_INVALID) from None
     _said(args, item)
-    return 0 if not str(item.get("reverted", "")).startswith("not all") else 1
+    return 0 if not item.reverted.startswith("not all") else 1
 
 
-def _said(args: argparse.Namespace, item: dict[str, Any]) -> None:
+def _said(args: argparse.Namespace, item: TripwireNotice) -> None:
     if args.json:
-        print_json(item)
+        print_json(msgspec.to_builtins(item))
     else:
-        print(f"{item['id']}: {item['state']} — {inert(item['summary'])}")
+        print(f"{item.id}: {item.state} — {inert(item.summary)}")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TypeVar
+
+import msgspec
 
 from console.cli.common import EXIT_INVALID, CLIError, add_state_dir, connect, print_json, when
 from console.client import RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.requests import MethodParams, WorkspacesAdd, WorkspacesList, WorkspacesRemove
+from console.protocol.results import MethodResult
+
+R = TypeVar("R", bound=MethodResult)
 
 
-def _call(args: argparse.Namespace, method: str, params: dict[str, Any] | None = None) -> Any:
+def _request(args: argparse.Namespace, params: MethodParams[R]) -> R:
     with connect(args, "operator") as client:
         try:
-            return client.call(method, params)
+            return client.request(params)
         except RPCError as exc:
             raise CLIError(exc.message, 1 if exc.code == NOT_FOUND else EXIT_INVALID) from None
 
@@ -34,29 +40,29 @@ def _path(text: str) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    rows = _call(args, "workspaces.list")["workspaces"]
+    rows = _request(args, WorkspacesList()).workspaces
     if args.json:
-        print_json(rows)
+        print_json(msgspec.to_builtins(rows))
         return 0
     if not rows:
         print("no trusted workspaces: every request waits with `new workspace` until you approve it always")
         return 0
     print(f"{'SOURCE':<9} {'SINCE':<19}  WORKSPACE")
     for r in rows:
-        print(f"{r['source']:<9} {when(r.get('at')):<19}  {inert(r['workspace_root'])}")
+        print(f"{r.source:<9} {when(r.at):<19}  {inert(r.workspace_root)}")
     return 0
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    result = _call(args, "workspaces.add", {"workspace_root": _path(args.path), "note": args.note})
-    state = "trusted" if result.get("added") else "already trusted"
-    print(f"{state}: {inert(result['workspace_root'])}")
+    result = _request(args, WorkspacesAdd(workspace_root=_path(args.path), note=args.note))
+    state = "trusted" if result.added else "already trusted"
+    print(f"{state}: {inert(result.workspace_root)}")
     return 0
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    result = _call(args, "workspaces.remove", {"workspace_root": _path(args.path)})
-    print(f"no longer trusted: {inert(result['workspace_root'])}")
+    result = _request(args, WorkspacesRemove(workspace_root=_path(args.path)))
+    print(f"no longer trusted: {inert(result.workspace_root)}")
     return 0
 
 

@@ -1,17 +1,21 @@
 """Python clients for the daemon: :class:`AsyncClient` (asyncio) and :class:`Client` (blocking).
 
-Agents use ``submit``; operators connect with ``role="operator"`` (the token is read
-from the state directory) and use the other helpers or :meth:`call` directly. Every
-failure to reach the daemon is :class:`DaemonUnreachable` — never a silent allow. Events
-and results are checked against their types (console/protocol/events.py, results.py) as
-they arrive: an answer that is not its method's result fails the call with
-:class:`ResultError`, an :class:`RPCError`.
+A call is ``request(params)``: the method's params Struct (console/protocol/requests.py)
+in, its result Struct (console/protocol/results.py) out. Agents submit operations;
+operators connect with ``role="operator"`` (the token is read from the state directory).
+Every failure to reach the daemon is :class:`DaemonUnreachable` — never a silent allow.
+Events and results are checked against their types (console/protocol/events.py,
+results.py) as they arrive: an answer that is not its method's result fails the call
+with :class:`ResultError`, an :class:`RPCError`. ``call(method, params)`` is for relaying
+raw JSON (a method this client does not know); it returns the answer as sent.
 
     from console.client import Client
+    from console.protocol.requests import OperationSubmit
     with Client.connect() as c:
-        answer = c.submit({"kind": "git", "executable": "git", "args": ["push"],
-                           "workspace_root": "/home/me/project", "network": "any"})
-        if answer["verdict"] != "allow": ...
+        answer = c.request(OperationSubmit(operation={
+            "kind": "git", "executable": "git", "args": ["push"],
+            "workspace_root": "/home/me/project", "network": "any"}))
+        if answer.verdict != "allow": ...
 """
 
 from typing import TYPE_CHECKING

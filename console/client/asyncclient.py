@@ -16,8 +16,8 @@ from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.events import Event, EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
-from console.protocol.requests import MethodParams, to_params
-from console.protocol.results import MethodResult, ResultError
+from console.protocol.requests import Hello, MethodParams, OperationSubmit, Subscribe, to_params
+from console.protocol.results import MethodResult, ResultError, SubscribeResult
 from console.protocol.table import BY_PARAMS, decode_result
 
 log = logging.getLogger("agent-console.client")
@@ -70,9 +70,11 @@ class AsyncClient:
         check_peer(writer.get_extra_info("socket"))
         self = cls(reader, writer, role)
         try:
-            params: dict[str, Any] = {"token": token, "client": client} if token else {"client": client}
+            params = Hello(token=token, client=client)
             if identity and not token:
-                params.update(identity)
+                params = Hello(
+                    client=client, agent_id=identity["agent_id"], agent_secret=identity["agent_secret"]
+                )
             self.hello = await self.call("hello", params)
         except BaseException:
             await self.close()
@@ -218,12 +220,14 @@ class AsyncClient:
     # --------------------------------------------------------------- helpers
 
     async def submit(self, operation: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        params: dict[str, Any] = {"operation": operation}
-        if timeout_s is not None:
-            params["timeout_s"] = timeout_s
+        """``operation.submit``, its answer as sent (decoded JSON, checked against
+        :class:`~console.protocol.results.OperationSubmitResult` at the socket), for a
+        script or test that reads the wire form; ``request(OperationSubmit(...))`` gives
+        the Struct."""
+        params = OperationSubmit(operation=operation, timeout_s=timeout_s)
         result: dict[str, Any] = await self.call("operation.submit", params)
         return result
 
-    async def subscribe(self, topics: list[str] | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = await self.call("subscribe", {"topics": topics} if topics else {})
-        return result
+    async def subscribe(self, topics: list[str] | None = None) -> SubscribeResult:
+        """``subscribe`` to ``topics`` (every topic when None); its answer holds the status."""
+        return await self.request(Subscribe(topics=tuple(topics)) if topics else Subscribe())

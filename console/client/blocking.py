@@ -16,8 +16,8 @@ from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.events import EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
-from console.protocol.requests import MethodParams, to_params
-from console.protocol.results import MethodResult, ResultError
+from console.protocol.requests import Hello, MethodParams, OperationSubmit, Subscribe, to_params
+from console.protocol.results import MethodResult, ResultError, SubscribeResult
 from console.protocol.table import BY_PARAMS, decode_result
 
 R = TypeVar("R", bound=MethodResult)
@@ -90,11 +90,12 @@ class Client:
             raise
         self._idle_s = timeout_s
         try:
-            params: dict[str, Any] = {"token": token, "client": client} if token else {"client": client}
-            if agent_pid is not None and not token:
-                params["agent_pid"] = agent_pid
-            if per_call and not token:
-                params["per_call"] = True
+            params = Hello(
+                token=token,
+                client=client,
+                agent_pid=None if token else agent_pid,
+                per_call=per_call and not token,
+            )
             self.hello = self.call("hello", params)
         except BaseException:
             self.close()
@@ -257,12 +258,14 @@ class Client:
         return self._events.popleft()
 
     def submit(self, operation: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        params: dict[str, Any] = {"operation": operation}
-        if timeout_s is not None:
-            params["timeout_s"] = timeout_s
+        """``operation.submit``, its answer as sent (decoded JSON, checked against
+        :class:`~console.protocol.results.OperationSubmitResult` at the socket), for a
+        script or test that reads the wire form; ``request(OperationSubmit(...))`` gives
+        the Struct."""
+        params = OperationSubmit(operation=operation, timeout_s=timeout_s)
         result: dict[str, Any] = self.call("operation.submit", params)
         return result
 
-    def subscribe(self, topics: list[str] | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = self.call("subscribe", {"topics": topics} if topics else {})
-        return result
+    def subscribe(self, topics: list[str] | None = None) -> SubscribeResult:
+        """``subscribe`` to ``topics`` (every topic when None); its answer holds the status."""
+        return self.request(Subscribe(topics=tuple(topics)) if topics else Subscribe())

@@ -20,6 +20,7 @@ from typing import Any
 from console.client import Client, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import UNAVAILABLE
+from console.protocol.requests import Hello
 from console.remote.contexts import Target
 from console.remote.link import HostUnreachable, RemoteHost
 
@@ -41,7 +42,7 @@ def connect_blocking(
         raise HostUnreachable(f"{target.name}: no answer from {target.url.address} in time") from None
     result = Client(sock, "operator", idle_s=timeout_s)
     try:
-        result.hello = result.call("hello", {"client": client})
+        result.hello = result.call("hello", Hello(client=client))
     except RPCError as exc:
         result.close()
         if exc.code == UNAVAILABLE and isinstance(exc.data, dict) and "dial" in exc.data:

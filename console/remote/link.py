@@ -41,8 +41,8 @@ with warnings.catch_warnings():
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import MAX_FRAME, METHOD_NOT_FOUND, UNAVAILABLE
-from console.protocol.results import LinkTicketResult, ResultError
-from console.protocol.table import as_result
+from console.protocol.requests import Hello, LinkTicket
+from console.protocol.results import ResultError
 from console.remote.url import HostURL
 
 log = logging.getLogger("agent-console.remote")
@@ -177,7 +177,7 @@ class RemoteHost:
             if minter is None:
                 fresh = minter = await self._stdio_client(client)
             try:
-                ticket = as_result(LinkTicketResult, await minter.call("link.ticket"))
+                ticket = await minter.request(LinkTicket())
             except RPCError as exc:
                 if exc.code == METHOD_NOT_FOUND:  # an older daemon: dial-stdio serves as well
                     self.transport = "stdio: the daemon gives no link tickets"
@@ -232,7 +232,7 @@ class RemoteHost:
         process = await self._dial_process(conn)
         sock, bridge, stderr = self._bridge(process.stdout, process.stdin, process)
         try:
-            return await self._hello(sock, {"client": client})
+            return await self._hello(sock, Hello(client=client))
         except HostUnreachable:
             raise
         except DaemonUnreachable:
@@ -256,9 +256,9 @@ class RemoteHost:
         conn = await self.ssh()
         reader, writer = await conn.open_unix_connection(path)
         sock, _, _ = self._bridge(reader, writer, None)
-        return await self._hello(sock, {"client": client, "ticket": ticket})
+        return await self._hello(sock, Hello(client=client, ticket=ticket))
 
-    async def _hello(self, sock: socket.socket, params: dict[str, Any]) -> AsyncClient:
+    async def _hello(self, sock: socket.socket, params: Hello) -> AsyncClient:
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_FRAME)
         client = AsyncClient(reader, writer, "operator")
         try:

@@ -11,32 +11,32 @@ read against this machine's directory.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from console.protocol.results import TrustedWorkspace
 
 
 class NoRemoteWorkspace(ValueError):
     """The host trusts no workspace and none was named; the message says what to do."""
 
 
-def remote_workspace(workspaces: Sequence[Mapping[str, Any]]) -> str | None:
+def remote_workspace(workspaces: Sequence[TrustedWorkspace]) -> str | None:
     """The workspace a confined session on another host starts in, from that host's
     ``workspaces.list``; None when it trusts none."""
     best: tuple[float, int, str] | None = None
     for index, entry in enumerate(workspaces):
-        root = entry.get("workspace_root")
-        if not isinstance(root, str) or not root.startswith("/"):
+        root = entry.workspace_root
+        if not root.startswith("/"):
             continue
-        at = entry.get("at")
         # The newest trusted wins; among the policy's (no time), the first listed.
-        key = (float(at) if isinstance(at, int | float) else float("-inf"), -index, root)
+        key = (entry.at if entry.at is not None else float("-inf"), -index, root)
         if best is None or key > best:
             best = key
     return None if best is None else best[2]
 
 
 def remote_cwd(
-    host: str, named: str | None, workspaces: Sequence[Mapping[str, Any]] | None, *, unconfined: bool
+    host: str, named: str | None, workspaces: Sequence[TrustedWorkspace] | None, *, unconfined: bool
 ) -> str:
     """The ``cwd`` of ``sessions.new`` on ``host``: ``named`` (absolute), else a trusted
     workspace there (confined) or "" (unconfined: the remote home). ``workspaces`` is the

@@ -19,6 +19,7 @@ from console.client import Client, DaemonUnreachable, RPCError
 from console.client.spawn import start_daemon
 from console.locations import ENV_HOME, Locations, UnsafeLocation, locate
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.requests import SessionsGet
 from console.remote.contexts import LOCAL_TARGET, Target
 from console.remote.hostset import HostSet
 from console.tui.settings.prepared import Settings
@@ -94,7 +95,7 @@ def start_console(
 def _check_session(loc: Locations, session: str) -> None:
     try:
         with Client.connect(loc, role="operator", client="agent-console-cli", timeout_s=15) as client:
-            client.call("sessions.get", {"session": session})
+            client.request(SessionsGet(session=session))
     except RPCError as exc:
         if exc.code == NOT_FOUND:
             raise LaunchError(

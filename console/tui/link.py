@@ -265,9 +265,7 @@ class DaemonLink:
             after = page.next
         self.client = client
         self.connected.set()
-        self.target.post_message(
-            self.Connected(client.hello, subscribed.get("status", {}), pending, self.host)
-        )
+        self.target.post_message(self.Connected(client.hello, subscribed.status, pending, self.host))
         checking = asyncio.create_task(self._check_refused(client))
         try:
             async for event in client.events():

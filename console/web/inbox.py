@@ -16,14 +16,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.policy import GrantScope
 from console.protocol import events as ev
 from console.protocol.pending import PendingItem
-from console.protocol.results import PendingListResult
-from console.protocol.table import as_result
+from console.protocol.requests import Decide, DecideAction, PendingList, Subscribe
+from console.protocol.results import DecideResult
 
 log = logging.getLogger("agent-console.web")
 
@@ -89,7 +89,17 @@ class Inbox:
         state = self.hosts.get(host)
         return None if state is None else state.pending.get(request_id)
 
-    async def decide(self, host: str, request_id: str, fingerprint: str, params: dict[str, Any]) -> Any:
+    async def decide(
+        self,
+        host: str,
+        request_id: str,
+        fingerprint: str,
+        action: DecideAction,
+        *,
+        scope: GrantScope = GrantScope.ONCE,
+        note: str = "",
+        expires_in_s: float | None = None,
+    ) -> DecideResult:
         state = self.hosts.get(host)
         if state is None:
             raise DecisionRefused(f"no host {host!r} here")
@@ -106,14 +116,15 @@ class Inbox:
                 f"{request_id} on {host} is not the request that was shown (fingerprint)", item.fingerprint
             )
         try:
-            result = await client.call("decide", {**params, "target": request_id})
+            result = await client.request(
+                Decide(target=request_id, action=action, scope=scope, note=note, expires_in_s=expires_in_s)
+            )
         except RPCError as exc:
             raise DecisionRefused(f"{host} refused: {inert(exc.message)[:300]}") from None
         except DaemonUnreachable as exc:
             raise DecisionRefused(f"{host}: not sent ({inert(str(exc))[:300]})") from None
         # Gone from the page at once, not when the daemon's event comes.
-        decided = result.get("decided") if isinstance(result, dict) else None
-        for rid in decided or [request_id]:
+        for rid in result.decided or [request_id]:
             if state.pending.pop(rid, None) is not None:
                 self._changed()
         return result
@@ -156,14 +167,11 @@ class Inbox:
         self._changed()
 
     async def _serve(self, state: HostState, client: AsyncClient) -> None:
-        await client.subscribe(["pending", "decided"])
+        await client.request(Subscribe(topics=(ev.Topic.PENDING.value, ev.Topic.DECIDED.value)))
         listed: dict[str, PendingItem] = {}
         after = ""
         while True:
-            page = as_result(
-                PendingListResult,
-                await client.call("pending.list", {"limit": PAGE, **({"after": after} if after else {})}),
-            )
+            page = await client.request(PendingList(limit=PAGE, after=after))
             listed.update((p.request_id, p) for p in page.pending)
             if page.next is None:
                 break

@@ -17,12 +17,13 @@ import re
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
+from console.policy import GrantScope
 from console.protocol.ids import FINGERPRINT, REQUEST_ID
+from console.protocol.requests import DecideAction
 from console.tui.model.badges import confirmation
 from console.web import page
 from console.web.auth import WebAuth
@@ -256,33 +257,34 @@ def build_app(inbox: Inbox, auth: WebAuth, site: Site) -> web.Application:
             return conflict(session.csrf, host, rid, fingerprint, item.fingerprint)
         decision = str(form.get("decision", ""))
         note = str(form.get("note", ""))[:1024]
-        params: dict[str, Any]
+        action, scope, expires_in_s = DecideAction.DENY, GrantScope.ONCE, None
         if decision == "deny":
-            params = {"action": "deny", "note": note}
+            pass
         elif decision.startswith("approve:") and decision.split(":", 1)[1] in SCOPES:
-            scope = decision.split(":", 1)[1]
+            action, scope = DecideAction.APPROVE, GrantScope(decision.split(":", 1)[1])
             needed = confirmation(item)
             if needed is not None and str(form.get("word", "")).strip().lower() != needed[0]:
                 flash(sid, f"type {needed[0]} to approve {rid}: nothing was decided", "error")
                 raise web.HTTPSeeOther(page.request_path(host, rid))
-            params = {"action": "approve", "scope": scope, "note": note}
             expires = str(form.get("expires", ""))
-            if scope == "always" and expires:
+            if scope == GrantScope.ALWAYS and expires:
                 if not expires.isdigit() or not 1 <= int(expires) <= 315_360_000:
                     return refuse(400, "expires: a number of seconds; nothing was decided")
-                params["expires_in_s"] = int(expires)
+                expires_in_s = float(expires)
         else:
             return refuse(400, "decision: approve:once, approve:session, approve:always or deny")
         try:
-            result = await inbox.decide(host, rid, fingerprint, params)
+            result = await inbox.decide(
+                host, rid, fingerprint, action, scope=scope, note=note, expires_in_s=expires_in_s
+            )
         except DecisionRefused as exc:
             if exc.now_pending is not None:
                 return conflict(session.csrf, host, rid, fingerprint, exc.now_pending)
             flash(sid, str(exc), "error")
             raise web.HTTPSeeOther("/") from None
-        verb = "approved " + params["scope"] if params["action"] == "approve" else "denied"
+        verb = "approved " + scope.value if action == DecideAction.APPROVE else "denied"
         log.info("web: %s %s on %s", verb, rid, host)
-        flash(sid, f"{verb}: {', '.join(result.get('decided', [rid]))} on {host}")
+        flash(sid, f"{verb}: {', '.join(result.decided)} on {host}")
         raise web.HTTPSeeOther("/")
 
     def conflict(csrf: str, host: str, rid: str, shown: str, now: str) -> web.Response:

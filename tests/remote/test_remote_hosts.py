@@ -10,6 +10,7 @@ import sys
 import pytest
 from support.daemon import DaemonProcess, short_tmp
 
+from console.protocol.results import TrustedWorkspace
 from console.remote.contexts import ContextError, Contexts, hosts_path, load_contexts
 from console.remote.url import HostURLError, parse_host_url
 from console.remote.workdir import NoRemoteWorkspace, remote_cwd, remote_workspace
@@ -116,14 +117,11 @@ def test_dial_stdio_takes_nothing_but_a_hello_first(daemon: DaemonProcess) -> No
 
 
 def test_a_session_on_another_host_starts_in_a_workspace_of_that_host() -> None:
-    policy = [
-        {"workspace_root": "/srv/src", "source": "policy", "at": None},
-        {"workspace_root": "/srv/other", "source": "policy", "at": None},
-    ]
-    trusted = [
-        {"workspace_root": "/home/me/old", "source": "operator", "at": 100.0},
-        {"workspace_root": "/home/me/new", "source": "approval", "at": 200.0},
-    ]
+    def entry(root: str, source: str, at: float | None) -> TrustedWorkspace:
+        return TrustedWorkspace(workspace_root=root, source=source, at=at, request_id="")
+
+    policy = [entry("/srv/src", "policy", None), entry("/srv/other", "policy", None)]
+    trusted = [entry("/home/me/old", "operator", 100.0), entry("/home/me/new", "approval", 200.0)]
     # The newest the host trusts; without any, the first its policy trusts; else none.
     assert remote_workspace(policy + trusted) == "/home/me/new"
     assert remote_workspace(policy) == "/srv/src"

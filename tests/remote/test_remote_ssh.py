@@ -200,6 +200,7 @@ async def test_a_remote_session_attaches_through_the_link(lab: SSHLab) -> None:
 
 
 async def test_the_web_inbox_merges_hosts_and_marks_one_unreachable(lab: SSHLab) -> None:
+    from console.protocol.requests import DecideAction
     from console.remote.contexts import Target
     from console.remote.hostset import HostSet
     from console.web.inbox import DecisionRefused, Inbox
@@ -226,20 +227,20 @@ async def test_the_web_inbox_merges_hosts_and_marks_one_unreachable(lab: SSHLab)
         await until(lambda: inbox.hosts["a"].state == "connected")
         # Bound to the host, the id and the fingerprint shown: another host or fingerprint is refused.
         with pytest.raises(DecisionRefused):
-            await inbox.decide("a", item.request_id, item.fingerprint, {"action": "deny"})
+            await inbox.decide("a", item.request_id, item.fingerprint, DecideAction.DENY)
         with pytest.raises(DecisionRefused):
-            await inbox.decide("b", item.request_id, "0" * 64, {"action": "deny"})
+            await inbox.decide("b", item.request_id, "0" * 64, DecideAction.DENY)
         b.stop_sshd()
         try:
             await until(lambda: inbox.hosts["b"].state == "unreachable")
             assert inbox.items() == [] and inbox.hosts["a"].state == "connected"
             with pytest.raises(DecisionRefused, match="unreachable"):
-                await inbox.decide("b", item.request_id, item.fingerprint, {"action": "approve"})
+                await inbox.decide("b", item.request_id, item.fingerprint, DecideAction.APPROVE)
         finally:
             b.start_sshd()
         await until(lambda: inbox.hosts["b"].state == "connected")
-        result = await inbox.decide("b", item.request_id, item.fingerprint, {"action": "deny", "note": "n"})
-        assert result["decided"] == [item.request_id]
+        result = await inbox.decide("b", item.request_id, item.fingerprint, DecideAction.DENY, note="n")
+        assert result.decided == [item.request_id]
         assert (await asyncio.to_thread(on_b))["note"] == "n"
     finally:
         await inbox.stop()

@@ -15,7 +15,7 @@ from typing import Any
 from console.contract.operation import parse
 from console.demo import demo_mix
 from console.policy import PolicyConfig, evaluate, policy_from_toml
-from console.protocol.requests import MethodParams, to_params
+from console.protocol.requests import MethodParams, Subscribe, to_params
 from console.protocol.table import BY_PARAMS, decode_result
 from support.fakehost import FakeHost
 
@@ -180,8 +180,13 @@ class ReplayClient:
         self._reader_task = asyncio.get_running_loop().create_future()
         self.refused_events = 0  # as AsyncClient: the replay sends no event, good or bad
 
-    async def subscribe(self, topics: list[str] | None = None) -> dict[str, Any]:
-        return {"topics": topics or [], "status": {}}
+    async def subscribe(self, topics: list[str] | None = None) -> Any:
+        """As AsyncClient subscribes: a typed request, answered by :meth:`call`."""
+        return await self.request(Subscribe(topics=tuple(topics)) if topics else Subscribe())
+
+    def status(self) -> dict[str, Any]:
+        """The daemon status ``subscribe`` answers with (a replay overrides it)."""
+        return {}
 
     async def request(self, params: MethodParams[Any]) -> Any:
         """A typed call as AsyncClient makes it: the answer checked and read into its Struct."""
@@ -190,6 +195,8 @@ class ReplayClient:
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         params = params or {}
+        if method == "subscribe":
+            return {"topics": params.get("topics", []), "status": self.status()}
         if method == "pending.list":
             return {"pending": self.items, "count": len(self.items), "next": None}
         if method == "history.previous":

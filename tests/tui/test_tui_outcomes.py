@@ -135,18 +135,15 @@ class NoSandboxClient(ReplayClient):
     """A daemon whose probe found no working sandbox (a fault a test cannot cause on a
     machine where bubblewrap works: the probe looks for it on a fixed trusted PATH)."""
 
-    async def subscribe(self, topics: list[str] | None = None) -> dict:
+    def status(self) -> dict:
         reason = "bwrap not found on the trusted PATH"
         return {
-            "topics": topics or [],
-            "status": {
-                "sandbox": {
-                    "summary": f"UNAVAILABLE: {reason}",
-                    "probe": {"available": False, "reason": reason},
-                    "running": 0,
-                },
-                "watch": {"ok": True, "roots": []},
+            "sandbox": {
+                "summary": f"UNAVAILABLE: {reason}",
+                "probe": {"available": False, "reason": reason},
+                "running": 0,
             },
+            "watch": {"ok": True, "roots": []},
         }
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from support.snapshot_data import NOW, ReplayClient
 
+from console.protocol.requests import MethodParams, SessionsResize, read_params, to_params
+from console.protocol.table import BY_PARAMS, decode_result
 from console.terminal import Screen
 from console.tui.app import ConsoleApp
 from console.tui.screens.sessions import SessionsScreen
@@ -131,6 +133,11 @@ class PaneReplay:
     def on_notification(self, method: str, handler: Any) -> None:
         self.handlers[method] = handler
 
+    async def request(self, params: MethodParams[Any]) -> Any:
+        """A typed call as AsyncClient makes it: the answer checked and read into its Struct."""
+        row = BY_PARAMS[type(params)]
+        return decode_result(row.name, await self.call(row.name, to_params(params)))
+
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         params = params or {}
         if method == "sessions.attach":
@@ -149,12 +156,16 @@ class PaneReplay:
         if method == "sessions.get":
             return {"session": next(s for s in SESSIONS if s["id"] == params["session"])}
         if method == "sessions.resize":
+            # Read as the daemon reads it: a size at its default (120x40) is not sent.
+            size = read_params({"session": self.sid, **params}, SessionsResize)
             self.handlers["session.resized"](
-                {"session": self.sid, "offset": 1000, "cols": params["cols"], "rows": params["rows"]}
+                {"session": self.sid, "offset": 1000, "cols": size.cols, "rows": size.rows}
             )
-            return {}
-        if method in ("sessions.input", "sessions.detach"):
-            return {}
+            return {"cols": size.cols, "rows": size.rows}
+        if method == "sessions.input":
+            return {"written": len(base64.b64decode(params["data_base64"]))}
+        if method == "sessions.detach":
+            return {"detached": params["session"]}
         raise AssertionError(f"unexpected pane call {method}")
 
     async def events(self):  # type: ignore[no-untyped-def]

@@ -81,7 +81,7 @@ EVENTS = [
 
 
 class WatchReplay(ReplayClient):
-    async def subscribe(self, topics: list[str] | None = None) -> dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         roots = [
             {"root": WS, "state": "ok", "mode": "inotify", "reasons": []},
             {
@@ -92,14 +92,11 @@ class WatchReplay(ReplayClient):
             },
         ]
         return {
-            "topics": topics or [],
-            "status": {
-                "watch": {"ok": False, "roots": roots},
-                "sandbox": {
-                    "summary": "bubblewrap 0.8.0, network isolated",
-                    "probe": {"available": True, "network_isolated": True},
-                    "running": 0,
-                },
+            "watch": {"ok": False, "roots": roots},
+            "sandbox": {
+                "summary": "bubblewrap 0.8.0, network isolated",
+                "probe": {"available": True, "network_isolated": True},
+                "running": 0,
             },
         }
 

@@ -40,10 +40,13 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.adapters import calls
 from console.adapters.calls import Refused
+
+if TYPE_CHECKING:
+    from console.client.asyncclient import AsyncClient
 
 AGENT = "acp"
 PROTOCOL_VERSION = 1
@@ -65,7 +68,7 @@ class ACPError(Exception):
 @dataclass
 class Terminal:
     command: str
-    task: asyncio.Task[dict[str, Any]] | None = None
+    task: asyncio.Task[None] | None = None
     output: bytearray = field(default_factory=bytearray)
     limit: int = DEFAULT_OUTPUT_LIMIT
     truncated: bool = False
@@ -124,7 +127,7 @@ class Host:
 
     # ------------------------------------------------------------------ the daemon
 
-    async def _daemon(self) -> Any:
+    async def _daemon(self) -> AsyncClient:
         """A new connection acting as this host's one agent identity (the first makes it)."""
         from console.client import AsyncClient
 
@@ -138,29 +141,38 @@ class Host:
 
     async def _ask(self, operation: dict[str, Any]) -> tuple[bool, str, str | None]:
         """(allowed, reason, ticket) for ``operation`` (shell operations are held)."""
-        from console.adapters.gate import decision_problem, read_answer
+        from console.adapters.gate import answer_of
         from console.client import DaemonUnreachable, RPCError
+        from console.protocol.requests import OperationHold, OperationSubmit
+        from console.protocol.results import OperationDecision
 
+        answer: OperationDecision
         try:
             client = await self._daemon()
             async with client:
                 if operation["kind"] == "shell":
-                    held = await client.call(
-                        "operation.hold", {"operation": operation, "timeout_s": PERMISSION_WAIT_S}
+                    held = await client.request(
+                        OperationHold(operation=operation, timeout_s=PERMISSION_WAIT_S)
                     )
-                    answer, command, ticket = held["decision"], held["command"], held["ticket"]
+                    answer, command, ticket = held.decision, held.command, held.ticket
                 else:
-                    answer = await client.call(
-                        "operation.submit", {"operation": operation, "timeout_s": PERMISSION_WAIT_S}
+                    answer = await client.request(
+                        OperationSubmit(operation=operation, timeout_s=PERMISSION_WAIT_S)
                     )
                     command = ticket = None
         except DaemonUnreachable as exc:
             return False, f"agent-console is unreachable, so nothing is allowed: {exc}", None
         except RPCError as exc:
+            # A decision this client could not read (ResultError) is refused here too.
             return False, f"agent-console refused the request: {calls.one_line(exc.message)}", None
-        if decision_problem(answer):
-            return False, "agent-console sent a malformed decision; denying", None
-        verdict = read_answer(answer, command, operation)
+        verdict = answer_of(
+            allow=answer.verdict == "allow",
+            source=answer.source,
+            reason=answer.reason,
+            note=answer.note,
+            command=command,
+            operation=operation,
+        )
         return verdict.allow, verdict.reason, ticket if verdict.allow else None
 
     # ------------------------------------------------------------------ the agent's stdio
@@ -373,10 +385,13 @@ class Host:
         terminal.task = asyncio.create_task(self._run(terminal, str(cwd), str(params.get("sessionId", ""))))
         return {"terminalId": terminal_id}
 
-    async def _run(self, terminal: Terminal, cwd: str, session: str) -> dict[str, Any]:
+    async def _run(self, terminal: Terminal, cwd: str, session: str) -> None:
         from console.client import DaemonUnreachable, RPCError
+        from console.protocol.requests import OperationExec, OperationRun
+        from console.protocol.results import OperationExecResult, OperationRunResult
         from console.protocol.tickets import TicketFileError, read_secret
 
+        reply: OperationExecResult | OperationRunResult
         try:
             client = await self._daemon()
             client.on_notification(
@@ -388,7 +403,7 @@ class Host:
                     from console.locations import locate
 
                     secret = read_secret(locate(self.state_dir).runtime_dir, ticket)
-                    reply = await client.call("operation.run", {"ticket": f"{ticket}:{secret}"})
+                    reply = await client.request(OperationRun(ticket=f"{ticket}:{secret}"))
                 else:
                     op = calls.shell_operation(
                         agent=AGENT,
@@ -398,30 +413,28 @@ class Host:
                         project=self.workspace,
                         session=session,
                     )
-                    reply = await client.call("operation.exec", {"operation": op})
+                    reply = await client.request(OperationExec(operation=op))
         except (DaemonUnreachable, RPCError, TicketFileError, Refused) as exc:
             terminal.add(f"agent-console: nothing ran: {getattr(exc, 'message', exc)}\n".encode())
             terminal.exit_code = 126
             terminal.done.set()
-            return {}
-        result = reply.get("result")
+            return
+        result = reply.result
         if result is None:
-            decision = reply.get("decision") or {}
-            terminal.add(f"agent-console: denied: {decision.get('reason', 'denied')}\n".encode())
+            terminal.add(f"agent-console: denied: {reply.decision.reason}\n".encode())
             terminal.exit_code = 126
         else:
             from console.adapters.escalation import hint_for
 
-            for denial in result.get("denials") or []:
+            for denial in result.denials:
                 cap = denial.get("capability") or {}
                 hint = hint_for(str(cap.get("kind", "")), str(cap.get("scope") or ""))
                 terminal.add(
                     f"agent-console: sandbox denied {cap.get('kind')}: {denial.get('reason')}; {hint}\n".encode()
                 )
-            terminal.exit_code = result.get("exit_code") if result.get("exit_code") is not None else 1
-            terminal.signal = result.get("signal") or None
+            terminal.exit_code = result.exit_code if result.exit_code is not None else 1
+            terminal.signal = result.signal or None
         terminal.done.set()
-        return dict(reply)
 
     def _terminal(self, params: dict[str, Any]) -> Terminal:
         terminal = self._terminals.get(str(params.get("terminalId", "")))

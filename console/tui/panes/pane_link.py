@@ -24,9 +24,15 @@ from typing import Any
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import BUSY, NOT_FOUND
-from console.protocol.results import SessionsGetResult
+from console.protocol.requests import (
+    SessionsAttach,
+    SessionsDetach,
+    SessionsGet,
+    SessionsInput,
+    SessionsResize,
+)
+from console.protocol.results import SessionsAttachResult
 from console.protocol.sessions import SessionObject
-from console.protocol.table import as_result
 from console.terminal import KeyEncoder, MouseEncoder, Screen
 
 Connect = Callable[[], Awaitable[AsyncClient]]
@@ -115,8 +121,8 @@ class PaneLink:
             self._attaching = True
             self._early = []
             try:
-                result = await client.call(
-                    "sessions.attach", {"session": self.session_id, "read_only": self.read_only}
+                result = await client.request(
+                    SessionsAttach(session=self.session_id, read_only=self.read_only)
                 )
             except RPCError as exc:
                 self._attaching = False
@@ -131,8 +137,7 @@ class PaneLink:
                 continue
             self._start(result)
             with contextlib.suppress(DaemonUnreachable, RPCError):
-                info = await client.call("sessions.get", {"session": self.session_id})
-                self.info = as_result(SessionsGetResult, info).session
+                self.info = (await client.request(SessionsGet(session=self.session_id))).session
                 self.on_update()
             self._kick_sender()
             self._kick_resize()
@@ -151,7 +156,7 @@ class PaneLink:
         client = self._client
         if client is not None:
             with contextlib.suppress(DaemonUnreachable, RPCError, OSError):
-                await asyncio.wait_for(client.call("sessions.detach", {"session": self.session_id}), 2.0)
+                await asyncio.wait_for(client.request(SessionsDetach(session=self.session_id)), 2.0)
         await self._drop_client()
         self._release_screen()
 
@@ -165,9 +170,9 @@ class PaneLink:
 
     # ------------------------------------------------------------ the stream
 
-    def _start(self, result: dict[str, Any]) -> None:
-        self._new_screen(int(result["cols"]), int(result["rows"]), result["snapshot_base64"])
-        self.offset = int(result["offset"])
+    def _start(self, result: SessionsAttachResult) -> None:
+        self._new_screen(result.cols, result.rows, result.snapshot_base64)
+        self.offset = result.offset
         self.state = LIVE
         self.message = ""
         self._sent_size = None  # a new connection is a new client to the daemon: say our size again
@@ -281,9 +286,11 @@ class PaneLink:
         while self._outbox and self._client is not None:
             chunk = bytes(self._outbox[:MAX_INPUT_CALL])
             del self._outbox[: len(chunk)]
-            params = {"session": self.session_id, "data_base64": base64.b64encode(chunk).decode("ascii")}
+            params = SessionsInput(
+                session=self.session_id, data_base64=base64.b64encode(chunk).decode("ascii")
+            )
             try:
-                await self._client.call("sessions.input", params)
+                await self._client.request(params)
                 if busy_tries:
                     busy_tries, self.message = 0, ""
                     self.on_update()
@@ -328,9 +335,7 @@ class PaneLink:
         while self._want_size is not None and self._want_size != self._sent_size and self._client is not None:
             cols, rows = size = self._want_size
             try:
-                await self._client.call(
-                    "sessions.resize", {"session": self.session_id, "cols": cols, "rows": rows}
-                )
+                await self._client.request(SessionsResize(session=self.session_id, cols=cols, rows=rows))
             except (RPCError, DaemonUnreachable):
                 return
             self._sent_size = size

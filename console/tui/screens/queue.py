@@ -7,7 +7,6 @@ typed-ahead guard lives here because only this screen knows what is on screen.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -20,10 +19,10 @@ from textual.widgets import Input
 
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.policy import GrantScope
 from console.policy.rules import suggested
 from console.protocol.jsonrpc import NOT_FOUND
-from console.protocol.results import TripwireResolveResult
-from console.protocol.table import as_result
+from console.protocol.requests import Decide, DecideAction, TripwireResolution, TripwireResolve
 from console.tui.link import DaemonLink
 from console.tui.model.badges import confirmation
 from console.tui.model.guard import TypeAheadGuard
@@ -240,7 +239,7 @@ class QueueScreen(ConsoleScreen):
 
             def resumed(yes: bool | None) -> None:
                 if yes:
-                    self._send_tripwire(entry, item, answer, {"accept": True})
+                    self._send_tripwire(entry, item, answer, accept=True)
 
             self.app.push_screen(
                 ConfirmPrompt(f"Resume {who}?", text, yes="Resume, keep the new content"), resumed
@@ -262,7 +261,7 @@ class QueueScreen(ConsoleScreen):
 
         def chosen(answer_: tuple[bool, bool] | None) -> None:
             if answer_ is not None and answer_[0]:
-                self._send_tripwire(entry, item, answer, {"revert": answer_[1]})
+                self._send_tripwire(entry, item, answer, revert=answer_[1])
 
         self.app.push_screen(
             OptionPrompt(
@@ -278,15 +277,19 @@ class QueueScreen(ConsoleScreen):
 
     @work(group="decide", exclusive=False)
     async def _send_tripwire(
-        self, entry: Entry, item: TripwireEntry, answer: str, extra: dict[str, bool] | None = None
+        self,
+        entry: Entry,
+        item: TripwireEntry,
+        answer: str,
+        *,
+        revert: bool | None = None,
+        accept: bool = False,
     ) -> None:
+        params = TripwireResolve(
+            id=entry.request_id, action=TripwireResolution(answer), revert=revert, accept=accept
+        )
         try:
-            result = as_result(
-                TripwireResolveResult,
-                await self.services.link_for(entry.host).call(
-                    "tripwire.resolve", {"id": entry.request_id, "action": answer, **(extra or {})}
-                ),
-            )
+            result = await self.services.link_for(entry.host).request(params)
         except RPCError as exc:
             if exc.code == NOT_FOUND:
                 self.services.watch_monitor.resolved(entry.request_id, entry.host)
@@ -415,7 +418,7 @@ class QueueScreen(ConsoleScreen):
                 self.say("bulk approve: cancelled")
                 return
             for e in within:
-                self.decide(e, "approve", {"scope": "once"})
+                self.decide(e, DecideAction.APPROVE)
                 self.view.marked.discard(e.key)
             self.view.rows_changed(0)
 
@@ -448,7 +451,7 @@ class QueueScreen(ConsoleScreen):
             if words is None or not words.strip():
                 self.say("rule: cancelled")
                 return
-            self.decide(entry, "approve", {"scope": "rule", "rule": " ".join(words.split())})
+            self.decide(entry, DecideAction.APPROVE, scope=GrantScope.RULE, rule=" ".join(words.split()))
 
         self.app.push_screen(
             TextPrompt(
@@ -510,10 +513,8 @@ class QueueScreen(ConsoleScreen):
                 if answer is None:
                     self.say("approve always: cancelled")
                     return
-                params: dict[str, Any] = {"scope": "always"}
-                if answer.strip():
-                    params["expires_in_s"] = parse_duration(answer)
-                self.decide(entry, "approve", params)
+                expires_in_s = parse_duration(answer) if answer.strip() else None
+                self.decide(entry, DecideAction.APPROVE, scope=GrantScope.ALWAYS, expires_in_s=expires_in_s)
 
             self.app.push_screen(
                 TextPrompt(
@@ -526,25 +527,25 @@ class QueueScreen(ConsoleScreen):
                 done,
             )
             return
-        self.decide(entry, "approve", {"scope": scope})
+        self.decide(entry, DecideAction.APPROVE, scope=GrantScope(scope))
 
     def action_deny(self) -> None:
         marked = self.marked_entries()
         if marked:
             for e in marked:
                 if not isinstance(e.item, TripwireEntry):
-                    self.decide(e, "deny", {})
+                    self.decide(e, DecideAction.DENY)
                 self.view.marked.discard(e.key)
             self.view.rows_changed(0)
             return
         entry = self.shown()
         if entry is not None:
-            self.decide(entry, "deny", {})
+            self.decide(entry, DecideAction.DENY)
 
     def action_deny_always(self) -> None:
         entry = self.shown()
         if entry is not None:
-            self.decide(entry, "deny", {"always": True})
+            self.decide(entry, DecideAction.DENY, always=True)
 
     def action_deny_note(self) -> None:
         entry = self.shown()
@@ -553,7 +554,7 @@ class QueueScreen(ConsoleScreen):
 
         def done(note: str | None) -> None:
             if note is not None:
-                self.decide(entry, "deny", {"note": note})
+                self.decide(entry, DecideAction.DENY, note=note)
 
         self.app.push_screen(
             TextPrompt(
@@ -586,22 +587,41 @@ class QueueScreen(ConsoleScreen):
 
     # ------------------------------------------------------------ deciding
 
-    def decide(self, entry: Entry, action: str, extra: Mapping[str, Any]) -> None:
+    def decide(
+        self,
+        entry: Entry,
+        action: DecideAction,
+        *,
+        scope: GrantScope = GrantScope.ONCE,
+        expires_in_s: float | None = None,
+        note: str = "",
+        always: bool = False,
+        rule: str = "",
+    ) -> None:
         if isinstance(entry.item, TripwireEntry):
             self.say("a tripwire item: r resume, K kill, p keep paused", "warning")
             return
-        self._send_decision(entry, action, dict(extra))
-
-    @work(group="decide", exclusive=False)
-    async def _send_decision(self, entry: Entry, action: str, extra: dict[str, Any]) -> None:
         # Bound to host + request id (+ the fingerprint the id names there): it goes to the
         # daemon of the host that asked, never to another.
-        params = {"target": entry.request_id, "action": action, **extra}
+        params = Decide(
+            target=entry.request_id,
+            action=action,
+            scope=scope,
+            expires_in_s=expires_in_s,
+            note=note,
+            always=always,
+            rule=rule,
+        )
+        self._send_decision(entry, params)
+
+    @work(group="decide", exclusive=False)
+    async def _send_decision(self, entry: Entry, params: Decide) -> None:
+        action = params.action.value
         command = inert(
             entry.item.command if isinstance(entry.item, TripwireEntry) else shown_command(entry.item)
         )[:80]
         try:
-            result = await self.services.link_for(entry.host).call("decide", params)
+            result = await self.services.link_for(entry.host).request(params)
         except RPCError as exc:
             self.say(f"{action} {entry.request_id}: {inert(exc.message)}", "error")
             return
@@ -611,10 +631,12 @@ class QueueScreen(ConsoleScreen):
         if not isinstance(entry.item, TripwireEntry):
             op = entry.item.operation
             self._previous.pop((entry.host, op.tool, op.executable), None)
-        for rid in result.get("decided", []):
+        for rid in result.decided:
             self.app.request_left(rid, entry.host)
         how = {"approve": "approved", "deny": "denied"}[action]
-        scope = extra.get("scope") or ("always (deny-rule)" if extra.get("always") else "once")
-        more = len(result.get("decided", [])) - 1
+        scope = (
+            "always (deny-rule)" if params.always and params.scope == GrantScope.ONCE else params.scope.value
+        )
+        more = len(result.decided) - 1
         suffix = f" (+{more} identical)" if more > 0 else ""
         self.say(f"{how} {scope}: {command}{suffix}", "ok" if action == "approve" else "warning")

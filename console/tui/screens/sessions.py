@@ -30,9 +30,18 @@ from textual.timer import Timer
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.events import SessionChanged
-from console.protocol.results import SessionsListResult, SessionsNewResult, TripwireListResult
+from console.protocol.requests import (
+    SessionsAdopt,
+    SessionsKill,
+    SessionsList,
+    SessionsNew,
+    SessionsRemove,
+    TripwireList,
+    TripwireResolution,
+    TripwireResolve,
+    WorkspacesList,
+)
 from console.protocol.sessions import SessionObject
-from console.protocol.table import as_result
 from console.remote.workdir import NoRemoteWorkspace, remote_cwd
 from console.tui.link import DaemonLink
 from console.tui.panes.pane_area import Layout, PaneArea
@@ -139,11 +148,11 @@ class SessionsScreen(ConsoleScreen):
     @work(group="sessions-load", exclusive=True)
     async def _load(self) -> None:
         try:
-            result = await self.services.link.call("sessions.list")
+            result = await self.services.link.request(SessionsList())
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"sessions unavailable: {inert(str(exc))[:200]}", "error")
             return
-        self.sessions = list(as_result(SessionsListResult, result).sessions)
+        self.sessions = list(result.sessions)
         self._show_list()
         self.workspace.restore_once()
 
@@ -294,32 +303,24 @@ class SessionsScreen(ConsoleScreen):
         elif not cwd and remote is not None:
             # This machine's directory means nothing on that host: one of its workspaces.
             try:
-                listed = (
-                    [] if unconfined else (await self.services.link.call("workspaces.list"))["workspaces"]
-                )
+                listed = [] if unconfined else (await self.services.link.request(WorkspacesList())).workspaces
                 cwd = remote_cwd(remote, None, listed, unconfined=unconfined)
             except (RPCError, DaemonUnreachable, NoRemoteWorkspace) as exc:
                 self.say(f"could not start {inert(shlex.join(argv))[:80]}: {inert(str(exc))[:200]}", "error")
                 return
         cols, rows = self.workspace.size_guess(direction)
-        params = {
-            "argv": argv,
-            "cwd": cwd,
-            "title": "",
-            "cols": cols,
-            "rows": rows,
-            "env": SESSION_ENV,
-            "unconfined": unconfined,
-        }
+        params = SessionsNew(
+            argv=tuple(argv), cwd=cwd, cols=cols, rows=rows, env=dict(SESSION_ENV), unconfined=unconfined
+        )
         try:
-            result = await self.services.link.call("sessions.new", params)
+            result = await self.services.link.request(params)
         except (RPCError, DaemonUnreachable) as exc:
             hint = "" if unconfined else f" (start the line with {UNCONFINED_MARK} to run it unconfined)"
             self.say(
                 f"could not start {inert(shlex.join(argv))[:80]}: {inert(str(exc))[:160]}{hint}", "error"
             )
             return
-        session = as_result(SessionsNewResult, result).session
+        session = result.session
         self.sessions = [*self.sessions, session]
         self._show_list()
         await self.open_pane(session.id, beside=beside, direction=direction)
@@ -357,13 +358,11 @@ class SessionsScreen(ConsoleScreen):
     async def _resume(self, sid: str) -> None:
         """Resume answers the session's open tripwire items, as `r` in the queue does."""
         try:
-            listed = as_result(
-                TripwireListResult, await self.services.link.call("tripwire.list", {"open": True})
-            )
+            listed = await self.services.link.request(TripwireList(open=True))
             mine = [i for i in listed.items if i.session == sid]
             for item in mine:
-                await self.services.link.call(
-                    "tripwire.resolve", {"id": item.id, "action": "resume", "accept": True}
+                await self.services.link.request(
+                    TripwireResolve(id=item.id, action=TripwireResolution.RESUME, accept=True)
                 )
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"resume {sid}: {inert(str(exc))[:200]}", "error")
@@ -382,7 +381,7 @@ class SessionsScreen(ConsoleScreen):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._call("sessions.kill", {"session": sid, "grace_s": 3.0}, f"killed {sid}")
+                self._call(SessionsKill(session=sid, grace_s=3.0), f"killed {sid}")
 
         self.app.push_screen(ConfirmPrompt("Kill this session?", text, yes="Kill"), answered)
 
@@ -409,7 +408,7 @@ class SessionsScreen(ConsoleScreen):
     async def _remove(self, sid: str) -> None:
         for state in [p for p in self.workspace.panes() if p.session_id == sid]:
             await self.close_pane(state)
-        self._call("sessions.remove", {"session": sid}, f"removed {sid}")
+        self._call(SessionsRemove(session=sid), f"removed {sid}")
 
     def action_adopt(self) -> None:
         target = self.selected_session()
@@ -419,14 +418,17 @@ class SessionsScreen(ConsoleScreen):
         if session is not None and session.owner == "operator":
             self.say(f"{sid} is already yours", "warning")
             return
-        self._call("sessions.adopt", {"session": sid}, f"adopted {sid}: it keeps running without its agent")
+        self._call(SessionsAdopt(session=sid), f"adopted {sid}: it keeps running without its agent")
 
     @work(group="sessions-call")
-    async def _call(self, method: str, params: dict[str, Any], done: str) -> None:
+    async def _call(self, params: SessionsKill | SessionsRemove | SessionsAdopt, done: str) -> None:
+        """One call on the session ``params`` name; what it answers is the session's news,
+        which the list hears as an event."""
         try:
-            await self.services.link.call(method, params)
+            await self.services.link.request(params)
         except (RPCError, DaemonUnreachable) as exc:
-            self.say(f"{method.split('.')[-1]} {params.get('session')}: {inert(str(exc))[:200]}", "error")
+            what = type(params).__name__.removeprefix("Sessions").lower()
+            self.say(f"{what} {params.session}: {inert(str(exc))[:200]}", "error")
             return
         self.say(done, "ok")
         self.reload()
