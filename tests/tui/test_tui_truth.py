@@ -8,7 +8,7 @@ import random
 import pytest
 from rich.style import Style
 from support.daemon import running_daemon, workspace
-from support.items import pending_item, tripwire_notice
+from support.items import history_row, pending_item, tripwire_notice
 from support.tui import Agent, Clock, make_app, pending_with, select, tagged, until
 
 from console.contract.host import OSHost
@@ -30,6 +30,11 @@ DAEMON_POLICY = "approval_timeout_s = 120\n"
 @pytest.fixture
 def clock():
     return Clock()
+
+
+def rows(*found):
+    """Previous decisions as ``history.previous`` answers them, from the fields a test names."""
+    return [history_row(r) for r in found]
 
 
 def evaluated(ws, **fields) -> PendingItem:
@@ -91,16 +96,16 @@ def test_a_plain_newline_raises_no_control_character_alarm():
 
 
 def test_previous_decisions_compare_the_same_command_and_say_who_decided():
-    previous = [
+    previous = rows(
         {"command": "/usr/bin/pytest -q", "verdict": "allow", "source": "policy", "at": 0},
         {"command": "/usr/bin/pip install requests", "verdict": "allow", "source": "policy", "at": 0},
-    ]
+    )
     plain = render_previous(["/usr/bin/pip", "install", "flask"], previous, PLAIN, now=60).plain
     assert "differs from what the policy allowed" in plain and "you approved" not in plain
     assert "- requests" in plain and "+ flask" in plain  # against pip install, not pytest
     other = render_previous(["/usr/bin/pip", "uninstall", "x"], previous, PLAIN, now=60).plain
     assert "none for this command (2 other uses of the program)" in other
-    mine = [{"command": "/usr/bin/pip install flask", "verdict": "allow", "source": "operator", "at": 0}]
+    mine = rows({"command": "/usr/bin/pip install flask", "verdict": "allow", "source": "operator", "at": 0})
     assert (
         "the same command: you approved"
         in render_previous(["/usr/bin/pip", "install", "flask"], mine, PLAIN, now=60).plain
@@ -339,7 +344,6 @@ def test_a_request_that_ran_as_a_session_shows_it_and_its_protected_changes():
     import json
 
     from support.daemon import in_background, wait_for
-    from support.items import history_row
 
     from console.tui.render.outcome_text import render_outcome
     from console.tui.render.present import PLAIN
@@ -386,16 +390,16 @@ def test_a_previous_decision_made_in_another_workspace_says_so():
     The same words in another workspace or directory are not the same operation."""
     here = ("/work/fresh-clone", "/work/fresh-clone")
     there = {"command": "/usr/bin/git status", "verdict": "allow", "source": "policy", "at": 0}
-    elsewhere = [{**there, "workspace_root": "/work/project", "cwd": "/work/project"}]
+    elsewhere = rows({**there, "workspace_root": "/work/project", "cwd": "/work/project"})
     plain = render_previous(["/usr/bin/git", "status"], elsewhere, PLAIN, now=60, where=here).plain
     assert "the same command in another workspace (/work/project): the policy allowed" in plain
 
-    below = [{**there, "workspace_root": "/work/fresh-clone", "cwd": "/work/fresh-clone/src"}]
+    below = rows({**there, "workspace_root": "/work/fresh-clone", "cwd": "/work/fresh-clone/src"})
     plain = render_previous(["/usr/bin/git", "status"], below, PLAIN, now=60, where=here).plain
     assert "the same command in another directory (/work/fresh-clone/src): the policy allowed" in plain
 
     # Of two decisions as close, the one made here is the one compared.
-    both = [*elsewhere, {**there, "workspace_root": here[0], "cwd": here[1], "source": "operator"}]
+    both = [*elsewhere, *rows({**there, "workspace_root": here[0], "cwd": here[1], "source": "operator"})]
     plain = render_previous(["/usr/bin/git", "status"], both, PLAIN, now=60, where=here).plain
     assert "the same command: you approved" in plain
 
@@ -411,10 +415,10 @@ def test_a_previous_decision_made_in_another_workspace_says_so():
     argv = item.operation.argv
     record = {**there, "command": " ".join(argv), "workspace_root": str(ws), "cwd": str(ws)}
     options = DetailOptions()
-    plain = render_request(item, [], PLAIN, options, previous=[record], now=60).text.plain
+    plain = render_request(item, [], PLAIN, options, previous=rows(record), now=60).text.plain
     assert "the same command: the policy allowed" in plain
     sub = evaluated(ws, args=["-c", "ls"], cwd="src")
-    plain = render_request(sub, [], PLAIN, options, previous=[record], now=60).text.plain
+    plain = render_request(sub, [], PLAIN, options, previous=rows(record), now=60).text.plain
     assert f"the same command in another directory ({ws}): the policy allowed" in plain
 
 

@@ -427,11 +427,9 @@ class Host:
             from console.adapters.escalation import hint_for
 
             for denial in result.denials:
-                cap = denial.get("capability") or {}
-                hint = hint_for(str(cap.get("kind", "")), str(cap.get("scope") or ""))
-                terminal.add(
-                    f"agent-console: sandbox denied {cap.get('kind')}: {denial.get('reason')}; {hint}\n".encode()
-                )
+                cap = denial.capability
+                hint = hint_for(cap.kind, cap.scope or "")
+                terminal.add(f"agent-console: sandbox denied {cap.kind}: {denial.reason}; {hint}\n".encode())
             terminal.exit_code = result.exit_code if result.exit_code is not None else 1
             terminal.signal = result.signal or None
         terminal.done.set()

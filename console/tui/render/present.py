@@ -329,7 +329,7 @@ def render_request(
     badges: Sequence[Badge],
     styles: Styles,
     options: DetailOptions,
-    previous: Sequence[Mapping[str, Any]] | None = None,
+    previous: Sequence[HistoryRow] | None = None,
     now: float | None = None,
 ) -> Rendered:
     """The detail of one pending request, top to bottom as the operator reads it."""
@@ -670,27 +670,24 @@ def command_head(argv: Sequence[str]) -> tuple[str, ...]:
     return (program, str(words[0])) if words else (program,)
 
 
-def decided_by(previous: Mapping[str, Any]) -> str:
+def decided_by(previous: HistoryRow) -> str:
     """Who settled a previous decision, in words: only the operator's are "you"."""
-    allowed = previous.get("verdict") == "allow"
+    allowed = previous.verdict == "allow"
     return {
         "operator": "you approved" if allowed else "you denied",
         "policy": "the policy allowed" if allowed else "the policy denied",
         "grant": "a grant allowed" if allowed else "a deny rule denied",
         "timeout": "nobody answered (timed out)",
-    }.get(
-        str(previous.get("source", "")),
-        ("allowed" if allowed else "denied") + f" ({previous.get('source', '?')})",
-    )
+    }.get(previous.source, ("allowed" if allowed else "denied") + f" ({previous.source or '?'})")
 
 
-def _elsewhere(previous: Mapping[str, Any], where: tuple[str, str]) -> tuple[str, str]:
+def _elsewhere(previous: HistoryRow, where: tuple[str, str]) -> tuple[str, str]:
     """(what differs, the path) when a previous decision was made in another workspace or
     directory than this request's: the same words then did not do the same thing, and a
     request in a workspace never trusted must not read as routine. ``("", "")`` when the
     record or the request does not say."""
     root, cwd = where
-    then_root, then_cwd = str(previous.get("workspace_root", "")), str(previous.get("cwd", ""))
+    then_root, then_cwd = previous.workspace_root, previous.cwd
     if root and then_root and then_root != root:
         return "in another workspace", then_root
     if cwd and then_cwd and then_cwd != cwd:
@@ -700,7 +697,7 @@ def _elsewhere(previous: Mapping[str, Any], where: tuple[str, str]) -> tuple[str
 
 def render_previous(
     argv: Sequence[str],
-    previous: Sequence[Mapping[str, Any]] | None,
+    previous: Sequence[HistoryRow] | None,
     styles: Styles,
     now: float,
     *,
@@ -715,7 +712,7 @@ def render_previous(
     if not previous:
         out.append("  none: the first time this program is asked for\n", styles["dim"])
         return out
-    argvs = [split_command(str(p.get("command", ""))) or [] for p in previous]
+    argvs = [split_command(p.command) or [] for p in previous]
     mine = command_head(argv)
     alike = [i for i, other in enumerate(argvs) if command_head(other) == mine]
     # Decisions made here first, so that of two as close, the one made here is compared.
@@ -731,10 +728,10 @@ def render_previous(
         p = previous[best]
         verb = decided_by(p)
         changes = argv_diff(argvs[best], argv)
-        when = ago(now - float(p.get("at", now)))
+        when = ago(now - p.at)
         elsewhere, path = _elsewhere(p, where)
         if not changes:
-            out.append("  the same command", styles["allow" if p.get("verdict") == "allow" else "deny"])
+            out.append("  the same command", styles["allow" if p.verdict == "allow" else "deny"])
         else:
             out.append(f"  differs from what {verb} {when}", styles["label"])
         if elsewhere:
@@ -742,7 +739,7 @@ def render_previous(
             out.append_text(agent_text(path, styles, styles["escalation"], limit=120)[0])
             out.append(")", styles["escalation"])
         if not changes:
-            out.append(f": {verb} {when}", styles["allow" if p.get("verdict") == "allow" else "deny"])
+            out.append(f": {verb} {when}", styles["allow" if p.verdict == "allow" else "deny"])
         else:
             out.append(": ", styles["label"])
             for i, change in enumerate(changes[:20]):
@@ -756,12 +753,10 @@ def render_previous(
                 out.append(f", … {len(changes) - 20} more", styles["marker"])
         out.append("\n")
     for p in previous[:8]:
-        verdict = str(p.get("verdict", ""))
+        verdict = p.verdict
         out.append(f"  {verdict:<5} ", styles["allow" if verdict == "allow" else "deny"])
-        out.append(
-            f"{p.get('source', '')}/{p.get('scope', '') or '-':<8} {clock_time(p.get('at'))}  ", styles["dim"]
-        )
-        piece, _ = agent_text(str(p.get("command", "")), styles, limit=100)
+        out.append(f"{p.source}/{p.scope or '-':<8} {clock_time(p.at)}  ", styles["dim"])
+        piece, _ = agent_text(p.command, styles, limit=100)
         out.append_text(piece)
         out.append("\n")
     return out

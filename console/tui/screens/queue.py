@@ -22,7 +22,14 @@ from console.contract.inert import inert
 from console.policy import GrantScope
 from console.policy.rules import suggested
 from console.protocol.jsonrpc import NOT_FOUND
-from console.protocol.requests import Decide, DecideAction, TripwireResolution, TripwireResolve
+from console.protocol.records import HistoryRow
+from console.protocol.requests import (
+    Decide,
+    DecideAction,
+    HistoryPrevious,
+    TripwireResolution,
+    TripwireResolve,
+)
 from console.tui.link import DaemonLink
 from console.tui.model.badges import confirmation
 from console.tui.model.guard import TypeAheadGuard
@@ -56,7 +63,7 @@ class QueueScreen(ConsoleScreen):
     def __init__(self, services: Services) -> None:
         super().__init__(services, id="queue")
         self.guard: TypeAheadGuard | None = None
-        self._previous: OrderedDict[tuple[str, str, str], list[dict[str, Any]]] = OrderedDict()
+        self._previous: OrderedDict[tuple[str, str, str], list[HistoryRow]] = OrderedDict()
         self._shown_key: str | None = None
         self._detail_pending = False
         self._view: QueueView | None = None
@@ -310,12 +317,12 @@ class QueueScreen(ConsoleScreen):
     async def _load_previous(self, key: tuple[str, str, str], request_id: str) -> None:
         host, tool, executable = key
         try:
-            result = await self.services.link_for(host).call(
-                "history.previous", {"tool": tool, "executable": executable, "limit": 20}
+            result = await self.services.link_for(host).request(
+                HistoryPrevious(tool=tool, executable=executable, limit=20)
             )
         except (DaemonUnreachable, RPCError):
             return
-        rows = [r for r in result.get("decisions", []) if r.get("request_id") != request_id]
+        rows = [r for r in result.decisions if r.request_id != request_id]
         self._previous[key] = rows
         while len(self._previous) > 256:
             self._previous.popitem(last=False)

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.message import Message
 
 from console.contract.inert import inert
+from console.protocol.records import HistoryRow
 from console.tui.model.badges import Badge
 from console.tui.model.pending import QueueItem, queue_key
 from console.tui.model.watch_model import TripwireEntry
@@ -48,7 +49,7 @@ class RequestDetail(DetailView):
         self.item: QueueItem | None = None
         self.host = ""  # whose request, with several hosts ("" with one)
         self.badges: Sequence[Badge] = ()
-        self.previous: Sequence[Mapping[str, Any]] | None = None
+        self.previous: Sequence[HistoryRow] | None = None
         self.changes: Sequence[Mapping[str, Any]] | None = None  # watch events of the agent session
         self.truncated = False
 
@@ -75,7 +76,7 @@ class RequestDetail(DetailView):
         self,
         item: QueueItem | None,
         badges: Sequence[Badge] = (),
-        previous: Sequence[Mapping[str, Any]] | None = None,
+        previous: Sequence[HistoryRow] | None = None,
         host: str = "",
     ) -> None:
         if item is None or self.item is None or queue_key(host, item.request_id) != self.key:
@@ -97,7 +98,7 @@ class RequestDetail(DetailView):
         line.append(" — approve / deny go to its daemon\n", styles["label"])
         return line
 
-    def set_previous(self, request_id: str, previous: Sequence[Mapping[str, Any]]) -> None:
+    def set_previous(self, request_id: str, previous: Sequence[HistoryRow]) -> None:
         if self.request_id == request_id:
             self.previous = previous
             self.refresh_detail()
