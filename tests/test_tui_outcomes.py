@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 from support.daemon import running_daemon, workspace
+from support.items import status_wire
 from support.snapshot_data import ReplayClient
 from support.tui import Clock, Notices, foreign_controls, frame, make_app, screen_text, until
 
@@ -137,16 +138,10 @@ class NoSandboxClient(ReplayClient):
 
     async def subscribe(self, topics: list[str] | None = None) -> dict:
         reason = "bwrap not found on the trusted PATH"
+        probe = {**status_wire()["sandbox"]["probe"], "available": False, "reason": reason}
         return {
             "topics": topics or [],
-            "status": {
-                "sandbox": {
-                    "summary": f"UNAVAILABLE: {reason}",
-                    "probe": {"available": False, "reason": reason},
-                    "running": 0,
-                },
-                "watch": {"ok": True, "roots": []},
-            },
+            "status": status_wire(sandbox={"summary": f"UNAVAILABLE: {reason}", "probe": probe}),
         }
 
 

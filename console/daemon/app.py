@@ -53,6 +53,8 @@ from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.events import StatusChanged
 from console.protocol.jsonrpc import PROTOCOL_VERSION
 from console.protocol.peer import PeerCred
+from console.protocol.results import DaemonStatusResult
+from console.protocol.status import StatusHistory
 from console.protocol.tickets import clear_secrets, remove_secret
 from console.store import Store, daemon_event
 
@@ -121,33 +123,33 @@ class Daemon:
 
     # ------------------------------------------------------------------ status
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> DaemonStatusResult:
         """The operator's whole view, the same in ``daemon.status``, ``subscribe`` and
         every ``status`` event, so a console that only listens misses nothing."""
-        return {
-            "pid": self.pid,
-            "version": self.version,
-            "protocol": PROTOCOL_VERSION,
-            "started_at": self.started_at,
-            "uptime_s": round(time.time() - self.started_at, 3),
-            "state_dir": str(self.loc.state_dir),
-            "runtime_dir": str(self.loc.runtime_dir),
-            "policy": self.policy.to_dict(),
-            "pending": len(self.broker.pending),
-            "held": len(self.held),
-            "connections": len(self.connections),
-            "agents": len(self.agents),
-            "sandbox": self.execution.status(),
-            "egress": self.egress.status(),
-            "sessions": self.sessions.status(),
-            "watch": self.watch.status(),
-            "workspaces": self.workspaces.to_list(),
-            "attention": self.attention.status(),
+        return DaemonStatusResult(
+            pid=self.pid,
+            version=self.version,
+            protocol=PROTOCOL_VERSION,
+            started_at=self.started_at,
+            uptime_s=round(time.time() - self.started_at, 3),
+            state_dir=str(self.loc.state_dir),
+            runtime_dir=str(self.loc.runtime_dir),
+            policy=self.policy.status(),
+            pending=len(self.broker.pending),
+            held=len(self.held),
+            connections=len(self.connections),
+            agents=len(self.agents),
+            sandbox=self.execution.status(),
+            egress=self.egress.status(),
+            sessions=self.sessions.status(),
+            watch=self.watch.status(),
+            workspaces=self.workspaces.to_list(),
+            attention=self.attention.status(),
             # Rows start-up found past the head anchor, whose grants wait for `history accept`.
-            "history": {"unaccepted": [list(r) for r in self.store.unaccepted_rows]},
+            history=StatusHistory(unaccepted=[(low, high) for low, high in self.store.unaccepted_rows]),
             # The chain checked at start: tail and anchors at once, every row in the background.
-            "integrity": self.integrity.to_dict(),
-        }
+            integrity=self.integrity.status(),
+        )
 
     def _describe_agent(self, agent_id: str) -> dict[str, Any]:
         agent = self.agents.by_id.get(agent_id)

@@ -22,9 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from console.daemon.events import EventHub
 from console.protocol.events import AttentionChanged
 from console.protocol.requests import MAX_KIND_CHARS, MAX_MESSAGE_CHARS, MAX_SESSION_CHARS, AttentionState
+from console.protocol.status import AttentionEntry, AttentionStatus
 
 MAX_ENTRIES = 1024
 MAX_PER_AGENT = 32
@@ -64,13 +67,17 @@ class Entry:
         }
 
 
+# How an entry names an agent the daemon does not describe (a table without a daemon).
+UNKNOWN_AGENT: dict[str, Any] = {"agent_label": "", "root_pid": None, "root_comm": "", "agent_alive": False}
+
+
 class AttentionTable:
     def __init__(
         self,
         events: EventHub,
         clock: Callable[[], float] = time.time,
         *,
-        describe: Callable[[str], dict[str, Any]] = lambda _agent: {},
+        describe: Callable[[str], dict[str, Any]] = lambda _agent: dict(UNKNOWN_AGENT),
     ) -> None:
         self.events = events
         self.clock = clock
@@ -151,12 +158,15 @@ class AttentionTable:
     def waiting(self) -> int:
         return sum(1 for e in self._entries.values() if e.state is AttentionState.WAITING)
 
-    def wire(self, entry: Entry) -> dict[str, Any]:
-        return {
-            **entry.to_wire(),
-            "agent_kind": self._kinds.get(entry.agent, ""),
-            **self.describe(entry.agent),
-        }
+    def wire(self, entry: Entry) -> AttentionEntry:
+        """The entry as clients see it; converted once here, so a key the protocol does
+        not describe is a daemon bug caught where it is made."""
+        return msgspec.convert(
+            {**entry.to_wire(), "agent_kind": self._kinds.get(entry.agent, ""), **self.describe(entry.agent)},
+            AttentionEntry,
+        )
 
-    def status(self) -> dict[str, Any]:
-        return {"waiting": self.waiting(), "entries": len(self._entries), "transitions": self.transitions}
+    def status(self) -> AttentionStatus:
+        return AttentionStatus(
+            waiting=self.waiting(), entries=len(self._entries), transitions=self.transitions
+        )

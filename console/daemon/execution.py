@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from console.contract.capabilities import CapabilityKind as K
 from console.contract.operation import Operation, is_within
 from console.daemon.egress import EgressRun, EgressService, RunContext
@@ -29,6 +31,7 @@ from console.policy import Authorization
 from console.policy.diff import requested
 from console.policy.network import NetworkPolicyError, parse_pattern
 from console.protocol.events import OutcomeFinished
+from console.protocol.status import SandboxProbeStatus, SandboxStatus
 from console.sandbox import (
     ExecResult,
     OutputChunk,
@@ -129,18 +132,16 @@ class ExecutionService:
         net = "network isolated" if p.network_isolated else "network NOT isolated"
         return f"bubblewrap {p.version}, {net}"
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> SandboxStatus:
         policy = self.policy()
-        return {
-            "summary": self.summary(),
-            "probe": self.probe.to_dict() if self.probe else None,
-            "running": len(self.running),
-            "path": list(self.config().path),
-            "path_source": "policy [sandbox] path"
-            if policy.sandbox_path is not None
-            else "the daemon's PATH",
-            "seccomp": seccomp.description(),
-        }
+        return SandboxStatus(
+            summary=self.summary(),
+            probe=msgspec.convert(self.probe.to_dict(), SandboxProbeStatus) if self.probe else None,
+            running=len(self.running),
+            path=list(self.config().path),
+            path_source="policy [sandbox] path" if policy.sandbox_path is not None else "the daemon's PATH",
+            seccomp=seccomp.description(),
+        )
 
     def config(self) -> SandboxConfig:
         policy = self.policy()

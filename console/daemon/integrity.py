@@ -17,6 +17,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
+from console.protocol.status import IntegrityFinding, IntegrityStatus
 from console.store import Store, StoreUnavailable
 
 log = logging.getLogger("agent-console.integrity")
@@ -40,16 +43,15 @@ class IntegrityCheck:
         self.error = ""
         self._published = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        state = "tampered" if self.findings else self.state
-        return {
-            "state": state,  # checking | intact | tampered | failed
-            "checked": self.checked,
-            "total": self.total,
-            "findings": list(self.findings),
-            "finished_at": self.finished_at,
-            "error": self.error,
-        }
+    def status(self) -> IntegrityStatus:
+        return IntegrityStatus(
+            state="tampered" if self.findings else self.state,
+            checked=self.checked,
+            total=self.total,
+            findings=[msgspec.convert(f, IntegrityFinding) for f in self.findings],
+            finished_at=self.finished_at,
+            error=self.error,
+        )
 
     async def run(self) -> None:
         """The full verify, once, in a thread."""

@@ -39,7 +39,8 @@ from console.client import AsyncClient, DaemonUnreachable, ResultError, RPCError
 from console.protocol import events as ev
 from console.protocol.pending import PendingItem
 from console.protocol.requests import MethodParams, PendingList
-from console.protocol.results import MethodResult
+from console.protocol.results import DaemonStatusResult, MethodResult
+from console.protocol.table import as_result
 
 PAGE = 500
 TOPICS = [t.value for t in ev.Topic]  # every topic: the console shows them all
@@ -57,7 +58,11 @@ class DaemonLink:
         """Connected (again): ``pending`` is the whole queue, oldest first."""
 
         def __init__(
-            self, hello: dict[str, Any], status: dict[str, Any], pending: list[PendingItem], host: str = ""
+            self,
+            hello: dict[str, Any],
+            status: DaemonStatusResult | None,
+            pending: list[PendingItem],
+            host: str = "",
         ) -> None:
             super().__init__()
             self.hello = hello
@@ -234,6 +239,11 @@ class DaemonLink:
 
     async def _serve(self, client: AsyncClient) -> None:
         subscribed = await client.subscribe(TOPICS)
+        # Checked at the socket by the client already; typed here as the answer's status.
+        # A peer that tells no status at all (an empty object: a replayed connection) is
+        # a connection without one, as before any status arrived.
+        told = subscribed.get("status")
+        status = as_result(DaemonStatusResult, told) if told else None
         pending: list[PendingItem] = []
         after = ""
         while True:
@@ -244,9 +254,7 @@ class DaemonLink:
             after = page.next
         self.client = client
         self.connected.set()
-        self.target.post_message(
-            self.Connected(client.hello, subscribed.get("status", {}), pending, self.host)
-        )
+        self.target.post_message(self.Connected(client.hello, status, pending, self.host))
         checking = asyncio.create_task(self._check_refused(client))
         try:
             async for event in client.events():

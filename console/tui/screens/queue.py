@@ -22,6 +22,7 @@ from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.policy.rules import suggested
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.requests import WatchRecent
 from console.protocol.results import TripwireResolveResult
 from console.protocol.table import as_result
 from console.tui.link import DaemonLink
@@ -191,12 +192,12 @@ class QueueScreen(ConsoleScreen):
     @work(group="changes", exclusive=True)
     async def _load_changes(self, host: str, request_id: str, session_id: str) -> None:
         try:
-            result = await self.services.link_for(host).call(
-                "watch.recent", {"agent_session": session_id, "limit": 200}
+            result = await self.services.link_for(host).request(
+                WatchRecent(agent_session=session_id, limit=200)
             )
         except (DaemonUnreachable, RPCError):
             return
-        self.detail.set_changes(request_id, result.get("events", []))
+        self.detail.set_changes(request_id, result.events)
 
     DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (DaemonLink.WatchBatch,)
 
