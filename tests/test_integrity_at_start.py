@@ -162,6 +162,4 @@ def test_status_lines_say_how_far_the_check_is():
     checking = IntegrityStatus(
         state="checking", checked=4096, total=50_000, findings=[], finished_at=None, error=""
     )
-    assert integrity_lines(checking) == [
-        "integrity   checking the history: 4,096 of 50,000 rows so far"
-    ]
+    assert integrity_lines(checking) == ["integrity   checking the history: 4,096 of 50,000 rows so far"]
