@@ -19,11 +19,10 @@ import resource
 import signal
 import sys
 import time
-from typing import Any
 
 from console import __version__
 from console.contract.host import DEFAULT_TRUSTED_PATH, Host, OSHost
-from console.daemon.attention import AttentionTable
+from console.daemon.attention import UNKNOWN_AGENT, AgentNaming, AttentionTable
 from console.daemon.broker import Broker
 from console.daemon.connection import Connection, Role
 from console.daemon.egress import EgressService
@@ -151,17 +150,17 @@ class Daemon:
             integrity=self.integrity.status(),
         )
 
-    def _describe_agent(self, agent_id: str) -> dict[str, Any]:
+    def _describe_agent(self, agent_id: str) -> AgentNaming:
         agent = self.agents.by_id.get(agent_id)
         if agent is None:
-            return {"agent_label": "", "root_pid": None, "root_comm": "", "agent_alive": False}
+            return UNKNOWN_AGENT
         alive = self.agents.root_alive(agent) if agent.root is not None else agent.connections > 0
-        return {
-            "agent_label": agent.label,
-            "root_pid": agent.root[0] if agent.root else None,
-            "root_comm": agent.root_comm,
-            "agent_alive": alive,
-        }
+        return AgentNaming(
+            label=agent.label,
+            root_pid=agent.root[0] if agent.root else None,
+            root_comm=agent.root_comm,
+            alive=alive,
+        )
 
     def _agent_in_use(self, agent: Agent) -> bool:
         """Owns a live session or a pending request, or is a confined session's that still

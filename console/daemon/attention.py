@@ -20,9 +20,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import msgspec
 
 from console.daemon.events import EventHub
 from console.protocol.events import AttentionChanged
@@ -52,23 +49,18 @@ class Entry:
     reports: int = 0
     transitions: int = 0
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "agent_id": self.agent,
-            "session_id": self.session,
-            "state": self.state.value,
-            "state_text": LABELS[self.state],
-            "since": self.since,
-            "updated_at": self.updated_at,
-            "message": self.message,
-            "kind": self.kind,
-            "reports": self.reports,
-            "transitions": self.transitions,
-        }
+
+@dataclass(frozen=True, slots=True)
+class AgentNaming:
+    """How the console names an entry's agent (the daemon's identity registry knows)."""
+
+    label: str = ""
+    root_pid: int | None = None
+    root_comm: str = ""
+    alive: bool = False
 
 
-# How an entry names an agent the daemon does not describe (a table without a daemon).
-UNKNOWN_AGENT: dict[str, Any] = {"agent_label": "", "root_pid": None, "root_comm": "", "agent_alive": False}
+UNKNOWN_AGENT = AgentNaming()  # an agent the registry does not know (or a table without a daemon)
 
 
 class AttentionTable:
@@ -77,7 +69,7 @@ class AttentionTable:
         events: EventHub,
         clock: Callable[[], float] = time.time,
         *,
-        describe: Callable[[str], dict[str, Any]] = lambda _agent: dict(UNKNOWN_AGENT),
+        describe: Callable[[str], AgentNaming] = lambda _agent: UNKNOWN_AGENT,
     ) -> None:
         self.events = events
         self.clock = clock
@@ -159,11 +151,24 @@ class AttentionTable:
         return sum(1 for e in self._entries.values() if e.state is AttentionState.WAITING)
 
     def wire(self, entry: Entry) -> AttentionEntry:
-        """The entry as clients see it; converted once here, so a key the protocol does
-        not describe is a daemon bug caught where it is made."""
-        return msgspec.convert(
-            {**entry.to_wire(), "agent_kind": self._kinds.get(entry.agent, ""), **self.describe(entry.agent)},
-            AttentionEntry,
+        """The entry as clients see it, with how the console names its agent."""
+        naming = self.describe(entry.agent)
+        return AttentionEntry(
+            agent_id=entry.agent,
+            session_id=entry.session,
+            state=entry.state.value,
+            state_text=LABELS[entry.state],
+            since=entry.since,
+            updated_at=entry.updated_at,
+            message=entry.message,
+            kind=entry.kind,
+            reports=entry.reports,
+            transitions=entry.transitions,
+            agent_kind=self._kinds.get(entry.agent, ""),
+            agent_label=naming.label,
+            root_pid=naming.root_pid,
+            root_comm=naming.root_comm,
+            agent_alive=naming.alive,
         )
 
     def status(self) -> AttentionStatus:
