@@ -55,6 +55,7 @@ from console.protocol.peer import PeerCred
 from console.protocol.results import DaemonStatusResult
 from console.protocol.status import StatusHistory
 from console.protocol.tickets import clear_secrets, remove_secret
+from console.protocol.watch import WatchStatus
 from console.store import Store, daemon_event
 
 log = logging.getLogger("agent-console.daemon")
@@ -141,7 +142,7 @@ class Daemon:
             sandbox=self.execution.status(),
             egress=self.egress.status(),
             sessions=self.sessions.status(),
-            watch=self.watch.status(),
+            watch=self.watch.status(WatchStatus),
             workspaces=self.workspaces.to_list(),
             attention=self.attention.status(),
             # Rows start-up found past the head anchor, whose grants wait for `history accept`.

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -46,6 +46,8 @@ from console.watch import (
 )
 from console.watch.events import AttributionKind
 from console.watch.sentinel import Hint
+
+W = TypeVar("W", bound=wire.WatchStatus)
 
 if TYPE_CHECKING:
     from console.daemon.ports import SessionControl
@@ -176,7 +178,9 @@ class WatchService:
         for root in self.policy().watch:
             self.watch_soon(root)
 
-    def status(self) -> wire.WatchStatus:
+    def status(self, kind: type[W]) -> W:
+        """The watcher's status as ``kind``: the status part itself, or the answer of a
+        ``watch.*`` method, which is the same fields."""
         degraded = [r for r in self._status.roots if r.state == "degraded"]
         roots = len(self._status.roots)
         summary = (
@@ -189,7 +193,7 @@ class WatchService:
             if roots
             else "no roots yet"
         )
-        return wire.WatchStatus(
+        return kind(
             ok=self._status.ok,
             roots=[msgspec.convert(r.to_dict(), wire.WatchRoot) for r in self._status.roots],
             # How protected writes are seen and who is named: "fanotify+inotify" (the
@@ -265,7 +269,7 @@ class WatchService:
 
     def _on_status(self, status: WatchStatus) -> None:
         self._status = status
-        self.events.publish(WatchStatusChanged(watch=self.status()))
+        self.events.publish(WatchStatusChanged(watch=self.status(wire.WatchStatus)))
 
     def _on_event(self, ev: FileEvent) -> None:
         if (

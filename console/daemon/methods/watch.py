@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-import msgspec
-
 from console.daemon.connection import CallContext, Handler
 from console.protocol.jsonrpc import INVALID_PARAMS, NOT_FOUND, RPCError
 from console.protocol.requests import (
@@ -31,7 +29,7 @@ from console.protocol.results import (
 
 
 async def status(ctx: CallContext, args: WatchStatus) -> WatchStatusResult:
-    return WatchStatusResult(**msgspec.structs.asdict(ctx.services.watch.status()))
+    return ctx.services.watch.status(WatchStatusResult)
 
 
 async def recent(ctx: CallContext, args: WatchRecent) -> WatchRecentResult:
@@ -81,7 +79,7 @@ async def add(ctx: CallContext, args: WatchAdd) -> WatchAddResult:
     if not os.path.isabs(root) or not os.path.isdir(root):
         raise RPCError(INVALID_PARAMS, "workspace_root: an existing absolute directory")
     await ctx.services.watch.ensure_root(os.path.realpath(root))
-    return WatchAddResult(**msgspec.structs.asdict(ctx.services.watch.status()))
+    return ctx.services.watch.status(WatchAddResult)
 
 
 async def remove(ctx: CallContext, args: WatchRemove) -> WatchRemoveResult:
@@ -92,7 +90,7 @@ async def remove(ctx: CallContext, args: WatchRemove) -> WatchRemoveResult:
     real = os.path.realpath(root)
     if not (await svc.remove_root(real) or (real != root and await svc.remove_root(root))):
         raise RPCError(NOT_FOUND, "workspace_root: not watched (watch.status lists the roots)")
-    return WatchRemoveResult(**msgspec.structs.asdict(svc.status()))
+    return svc.status(WatchRemoveResult)
 
 
 async def tripwire_list(ctx: CallContext, args: TripwireList) -> TripwireListResult:
