@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import msgspec
+
 from console.cli.common import CLIError, add_state_dir, age, connect, print_json
 from console.client import RPCError
 from console.contract.inert import inert
@@ -24,9 +26,9 @@ def cmd_agents(args: argparse.Namespace) -> int:
     result = attention_list(args)
     agents = result.agents
     if args.agent:
-        agents = [a for a in agents if a.get("agent_kind") == args.agent]
+        agents = [a for a in agents if a.agent_kind == args.agent]
     if args.json:
-        print_json(agents)
+        print_json(msgspec.to_builtins(agents))
         return 0
     if not agents:
         print("no agent has reported its state (install the hooks: agent-console hook install claude-code)")
@@ -39,13 +41,13 @@ def cmd_agents(args: argparse.Namespace) -> int:
     )
     print(f"{'AGENT':<18} {'KIND':<12} {'STATE':<16} {'SINCE':>6}  {'PROCESS':<16} {'SESSION':<38} MESSAGE")
     for a in agents:
-        process = f"{a.get('root_pid') or '-'} {inert(str(a.get('root_comm') or ''))}".strip()
-        if not a.get("agent_alive", True):
+        process = f"{a.root_pid or '-'} {inert(a.root_comm)}".strip()
+        if not a.agent_alive:
             process += " (gone)"
         print(
-            f"{a['agent_id']:<18} {inert(str(a.get('agent_kind') or '-'))[:12]:<12} {a['state_text']:<16} "
-            f"{age(a['since']):>6}  {process[:16]:<16} "
-            f"{inert(a['session_id'])[:38] or '-':<38} {inert(a.get('message') or '')[:100]}"
+            f"{a.agent_id:<18} {inert(a.agent_kind or '-')[:12]:<12} {a.state_text:<16} "
+            f"{age(a.since):>6}  {process[:16]:<16} "
+            f"{inert(a.session_id)[:38] or '-':<38} {inert(a.message)[:100]}"
         )
     return 0
 

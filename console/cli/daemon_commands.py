@@ -7,7 +7,8 @@ import contextlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
+
+from msgspec import UNSET, UnsetType
 
 from console.cli.common import (
     EXIT_UNREACHABLE,
@@ -20,10 +21,19 @@ from console.cli.common import (
     print_json,
     when,
 )
-from console.client import DaemonUnreachable
+from console.client import Client, DaemonUnreachable
 from console.client.spawn import running_pid, start_daemon
 from console.contract.inert import inert
 from console.locations import UnsafeLocation
+from console.protocol.requests import DaemonStatus, DaemonStop, SessionsList
+from console.protocol.results import DaemonStatusResult, DaemonStopResult
+from console.protocol.status import EgressStatus, IntegrityStatus, StatusHistory
+from console.protocol.watch import WatchStatus
+
+
+def _said(value: object) -> str:
+    """A field of the operator's view as printed; "?" if the daemon left it out."""
+    return "?" if value is UNSET else str(value)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -81,16 +91,16 @@ def _check(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.wait
     with connect(args, "operator") as client:
         while True:
-            status = client.call("daemon.status")
-            check = status.get("integrity") or {}
-            if check.get("state") != "checking" or time.monotonic() > deadline:
+            status = client.request(DaemonStatus())
+            checking = isinstance(status.integrity, IntegrityStatus) and status.integrity.state == "checking"
+            if not checking or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-    problems = [line for line in integrity_lines(status) if not line.startswith("integrity   intact")]
-    error = (status.get("policy") or {}).get("error")
-    if error:
-        problems.append(f"policy      ERROR: {inert(str(error))}")
-    for low, high in (status.get("history") or {}).get("unaccepted", []):
+    said = integrity_lines(status.integrity)
+    problems = [line for line in said if not line.startswith("integrity   intact")]
+    if status.policy.error:
+        problems.append(f"policy      ERROR: {inert(str(status.policy.error))}")
+    for low, high in _unaccepted(status):
         problems.append(
             f"history     UNACCEPTED rows {low}-{high}; review, then: agent-console history accept --through {high}"
         )
@@ -98,8 +108,12 @@ def _check(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     if problems:
         return 1
-    print(integrity_lines(status)[0] if integrity_lines(status) else "integrity   intact")
+    print(said[0] if said else "integrity   intact")
     return 0
+
+
+def _unaccepted(status: DaemonStatusResult) -> list[tuple[int, int]]:
+    return status.history.unaccepted if isinstance(status.history, StatusHistory) else []
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
@@ -118,7 +132,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
                     print(line, file=sys.stderr)
                 raise CLIError("the daemon keeps running: stop it anyway with `daemon stop --force`", 1)
         with contextlib.suppress(DaemonUnreachable):
-            client.call("daemon.stop")  # the daemon may hang up as it stops
+            client.request(DaemonStop())  # the daemon may hang up as it stops
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:
         if running_pid(loc) is None and not loc.agent_socket.exists():
@@ -137,10 +151,10 @@ def _stop_remote(args: argparse.Namespace) -> int:
                 for line in ending:
                     print(line, file=sys.stderr)
                 raise CLIError("the daemon keeps running: stop it anyway with `daemon stop --force`", 1)
-        answer: dict[str, Any] = {}
+        answer: DaemonStopResult | None = None
         with contextlib.suppress(DaemonUnreachable):
-            answer = client.call("daemon.stop")
-    print(f"asked {one_host(args).name} to stop" + (f" (pid {answer['pid']})" if "pid" in answer else ""))
+            answer = client.request(DaemonStop())
+    print(f"asked {one_host(args).name} to stop" + (f" (pid {answer.pid})" if answer is not None else ""))
     return 0
 
 
@@ -151,40 +165,38 @@ def cmd_dial_stdio(args: argparse.Namespace) -> int:
     return main(locate(getattr(args, "state_dir", None)))
 
 
-def _would_end(client: Any) -> list[str]:
+def _would_end(client: Client) -> list[str]:
     """What stopping the daemon ends: running PTY sessions (killed) and pending requests
     (denied daemon_shutdown), one line each."""
     lines: list[str] = []
-    sessions = [s for s in client.call("sessions.list").get("sessions", []) if s.get("status") == "running"]
+    sessions = [s for s in client.request(SessionsList()).sessions if s.status == "running"]
     if sessions:
         lines.append(f"stopping the daemon would kill {len(sessions)} running session(s):")
         for s in sessions[:20]:
-            lines.append(f"  {s['id']}  {inert(str(s.get('title') or ' '.join(s.get('argv') or [])))[:70]}")
-    pending = int(client.call("daemon.status").get("pending", 0))
+            lines.append(f"  {s.id}  {inert(s.title or ' '.join(s.argv))[:70]}")
+    pending = client.request(DaemonStatus()).pending
     if pending:
         lines.append(f"and deny {pending} pending request(s) (daemon_shutdown)")
     return lines
 
 
-def integrity_lines(status: dict[str, Any]) -> list[str]:
-    """The history's start-up check, as `daemon status` and `daemon start --check` say it."""
-    check = status.get("integrity")
-    if not isinstance(check, dict):
+def integrity_lines(check: IntegrityStatus | UnsetType) -> list[str]:
+    """The history's start-up check (the status's ``integrity``), as `daemon status` and
+    `daemon start --check` say it."""
+    if not isinstance(check, IntegrityStatus):
         return []
-    state = check.get("state")
     out = []
-    for f in check.get("findings") or []:
+    for f in check.findings:
         out.append(
-            f"integrity   TAMPERED ({inert(str(f.get('what')))}, found {inert(str(f.get('found')))}): "
-            f"{inert(str(f.get('message')))[:300]}; details: agent-console history verify"
+            f"integrity   TAMPERED ({inert(f.what)}, found {inert(f.found)}): "
+            f"{inert(f.message)[:300]}; details: agent-console history verify"
         )
-    if state == "checking":
-        total = check.get("total") or 0
-        out.append(f"integrity   checking the history: {check.get('checked', 0):,} of {total:,} rows so far")
-    elif state == "failed":
-        out.append(f"integrity   the history could not be checked: {inert(str(check.get('error')))[:300]}")
-    elif state == "intact":
-        out.append(f"integrity   intact: {check.get('checked', 0):,} rows verified at start")
+    if check.state == "checking":
+        out.append(f"integrity   checking the history: {check.checked:,} of {check.total:,} rows so far")
+    elif check.state == "failed":
+        out.append(f"integrity   the history could not be checked: {inert(check.error)[:300]}")
+    elif check.state == "intact":
+        out.append(f"integrity   intact: {check.checked:,} rows verified at start")
     return out
 
 
@@ -200,56 +212,55 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"not reachable: {exc}")
         return EXIT_UNREACHABLE
     with client:
-        status = client.call("daemon.status")
-    if args.json:
-        print_json({"running": True, **status})
-        return 0
-    policy = status["policy"]
+        if args.json:
+            # The answer as the daemon sent it (checked at the socket), keys it may add included.
+            print_json({"running": True, **client.call("daemon.status")})
+            return 0
+        status = client.request(DaemonStatus())
+    policy = status.policy
     lines = [
-        f"running, pid {status['pid']}, version {status['version']}, up since {when(status['started_at'])}",
-        f"state dir   {status['state_dir']}",
-        f"sockets     {status['runtime_dir']}",
-        f"policy      {policy['source']}" + (f"  ERROR: {policy['error']}" if policy["error"] else ""),
-        f"pending     {status['pending']}",
-        f"connections {status['connections']}",
+        f"running, pid {status.pid}, version {status.version}, up since {when(status.started_at)}",
+        f"state dir   {_said(status.state_dir)}",
+        f"sockets     {_said(status.runtime_dir)}",
+        f"policy      {_said(policy.source)}" + (f"  ERROR: {policy.error}" if policy.error else ""),
+        f"pending     {status.pending}",
+        f"connections {_said(status.connections)}",
     ]
-    for key in ("sandbox", "watch", "sessions"):
-        if key in status:
-            lines.append(f"{key:<11} {status[key].get('summary', status[key])}")
-    sandbox = status.get("sandbox", {})
-    if sandbox.get("path"):
-        lines.append(f"PATH        {':'.join(sandbox['path'])}  (from {sandbox.get('path_source', '?')})")
-    if sandbox.get("seccomp"):
-        lines.append(f"filter      {sandbox['seccomp']}")
-    egress = status.get("egress")
-    if egress:
+    sandbox, sessions, watch = status.sandbox, status.sessions, status.watch
+    lines.append(f"sandbox     {sandbox.summary}")
+    if isinstance(watch, WatchStatus):
+        lines.append(f"watch       {watch.summary}")
+    lines.append(f"sessions    {_said(sessions.summary)}")
+    if sandbox.path:
+        lines.append(f"PATH        {':'.join(sandbox.path)}  (from {_said(sandbox.path_source)})")
+    if sandbox.seccomp:
+        lines.append(f"filter      {sandbox.seccomp}")
+    egress = status.egress
+    if isinstance(egress, EgressStatus):
         lines.append(
-            f"egress      {egress.get('runs', 0)} runs with brokered network; connections "
-            f"{egress.get('allowed', 0)} allowed, {egress.get('refused', 0)} refused, {egress.get('asked', 0)} asked"
+            f"egress      {egress.runs} runs with brokered network; connections "
+            f"{egress.allowed} allowed, {egress.refused} refused, {egress.asked} asked"
         )
-    if "pause_mode" in status.get("sessions", {}):
-        why = status["sessions"].get("pause_mode_reason") or ""
-        lines.append(
-            f"tripwire    pause by {status['sessions']['pause_mode']}" + (f" ({why})" if why else "")
-        )
-    lane = status.get("watch", {}).get("fast_lane")
-    if lane:
+    if isinstance(sessions.pause_mode, str):
+        why = sessions.pause_mode_reason or ""
+        lines.append(f"tripwire    pause by {sessions.pause_mode}" + (f" ({why})" if why else ""))
+    lane = watch.fast_lane if isinstance(watch, WatchStatus) else ""
+    if isinstance(watch, WatchStatus) and lane:
         named = {
             "fanotify+inotify": "writers named by pid from fanotify",
             "inotify": "writers named by /proc evidence (no fanotify)",
             "off": "no fast lane: protected writes seen after the watcher's debounce",
         }.get(lane, lane)
         lines.append(f"protected   {named}")
-        watch = status["watch"]
         if lane == "fanotify+inotify":
             lines.append(
-                f"writers     lineage by {watch.get('lineage', '?')}; opens in hot directories "
-                + ("held until the opener is read" if watch.get("open_gate") else "not held")
+                f"writers     lineage by {watch.lineage or '?'}; opens in hot directories "
+                + ("held until the opener is read" if watch.open_gate else "not held")
             )
         else:
             lines.append("writers     unknown writers stop the sessions live in their workspace (no pid)")
-    lines += integrity_lines(status)
-    for low, high in status.get("history", {}).get("unaccepted", []):
+    lines += integrity_lines(status.integrity)
+    for low, high in _unaccepted(status):
         lines.append(
             f"history     UNACCEPTED rows {low}-{high}: found past the head anchor at start-up, their grants "
             f"are not honoured; review, then: agent-console history accept --through {high}"

@@ -41,12 +41,16 @@ def _approval_timeout(args: argparse.Namespace) -> float | None:
                 status = client.request(DaemonStatus())
         except (DaemonUnreachable, RPCError, UnsafeLocation, OSError):
             continue
-        # agent.sock says it on its own; operator.sock within the whole policy.
-        value: object = status.approval_timeout_s
-        if not isinstance(value, int | float):
-            value = status.policy.get("approval_timeout_s")
-        if isinstance(value, int | float):
-            return float(value)
+        # agent.sock says it on its own (and in its policy facts); operator.sock within
+        # the whole policy.
+        policy = status.policy
+        for value in (
+            status.approval_timeout_s,
+            policy.approval_timeout_s,
+            policy.config.approval_timeout_s if policy.config else None,
+        ):
+            if isinstance(value, int | float):
+                return float(value)
     return None
 
 

@@ -32,6 +32,7 @@ from console.protocol.requests import (
 )
 from console.protocol.results import MethodResult
 from console.protocol.sessions import SessionObject, recording_note
+from console.protocol.status import AttentionEntry
 
 R = TypeVar("R", bound=MethodResult)
 
@@ -52,24 +53,24 @@ def _mib(n: int | None) -> str:
 _URGENCY = {"waiting": 0, "working": 1, "done": 2}
 
 
-def attention_of(sessions: Sequence[SessionObject], agents: list[dict[str, Any]]) -> dict[str, str]:
+def attention_of(sessions: Sequence[SessionObject], agents: Sequence[AttentionEntry]) -> dict[str, str]:
     """Session id -> the attention state of the agents that belong to it: an agent that
     owns the session (``agent:<id>``), or whose process runs inside it (its root process
     descends from the session's)."""
     from console.protocol.procs import ancestry
 
     alive = {s.pid: s.id for s in sessions if s.alive}
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, AttentionEntry] = {}
     for a in agents:
-        owners = {s.id for s in sessions if s.owner == f"agent:{a.get('agent_id')}"}
-        root = a.get("root_pid")
-        if isinstance(root, int) and a.get("agent_alive"):
+        owners = {s.id for s in sessions if s.owner == f"agent:{a.agent_id}"}
+        root = a.root_pid
+        if isinstance(root, int) and a.agent_alive:
             owners |= {alive[st.pid] for st in ancestry(root) if st.pid in alive}
         for sid in owners:
             best = found.get(sid)
-            if best is None or _URGENCY.get(a["state"], 9) < _URGENCY.get(best["state"], 9):
+            if best is None or _URGENCY.get(a.state, 9) < _URGENCY.get(best.state, 9):
                 found[sid] = a
-    return {sid: a["state_text"] for sid, a in found.items()}
+    return {sid: a.state_text for sid, a in found.items()}
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -5,25 +5,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from console.cli.common import CLIError, add_state_dir, connect, when
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
+from console.protocol.events import TripwireRaised, TripwireResolved, WatchAlert, WatchBatch, decode_event
 from console.protocol.requests import WatchAdd, WatchRemove
+from console.protocol.watch import WatchEntry
 
 
-def _line(event: dict[str, Any]) -> str:
+def _line(event: WatchEntry) -> str:
     who = (
         ", ".join(
-            f"{a['kind']} {inert(a['id'])}" + (f" ({inert(a['basis'])})" if a.get("basis") else "")
-            for a in event["attribution"]
+            f"{a.kind} {inert(a.id)}"
+            + (f" ({inert(a.basis)})" if isinstance(a.basis, str) and a.basis else "")
+            for a in event.attribution
         )
         or "unattributed"
     )
-    mark = f"PROTECTED ({event['protected']}) " if event["protected"] else ""
-    escape = " [symlink out of the workspace]" if event.get("symlink_escape") else ""
-    return f"{when(event['at'])}  {mark}{event['kind']:<8} {event['display_path']}{escape}  — {who}"
+    mark = f"PROTECTED ({event.protected}) " if event.protected else ""
+    escape = " [symlink out of the workspace]" if event.symlink_escape else ""
+    return f"{when(event.at)}  {mark}{event.kind:<8} {event.display_path}{escape}  — {who}"
 
 
 def cmd_watch_remove(args: argparse.Namespace) -> int:
@@ -33,10 +35,10 @@ def cmd_watch_remove(args: argparse.Namespace) -> int:
     root = os.path.abspath(os.path.expanduser(args.root))
     with connect(args, "operator") as client:
         try:
-            status = client.call("watch.remove", WatchRemove(workspace_root=root))
+            status = client.request(WatchRemove(workspace_root=root))
         except RPCError as exc:
             raise CLIError(f"the daemon refused watch remove: {exc.message}") from None
-    print(f"no longer watching {root}; {status.get('summary', '')}".rstrip("; "))
+    print(f"no longer watching {root}; {status.summary}".rstrip("; "))
     return 0
 
 
@@ -47,25 +49,27 @@ def cmd_watch(args: argparse.Namespace) -> int:
     with connect(args, "operator", timeout_s=None) as client:
         if args.workspace:
             for root in args.workspace:
-                client.call("watch.add", WatchAdd(workspace_root=root))
+                client.request(WatchAdd(workspace_root=root))
         client.subscribe(["watch"])
         try:
             while True:
-                event = client.next_event()
-                change = event.get("change")
-                if change == "events":
-                    for ev in event["events"]:
-                        if args.protected_only and not ev["protected"]:
+                # The event as sent (validated at the socket), for --json; typed, to read.
+                wire = client.next_event()
+                event = decode_event(wire)
+                if isinstance(event, WatchBatch):
+                    for entry, sent in zip(event.events, wire["events"], strict=True):
+                        if args.protected_only and not entry.protected:
                             continue
-                        out.write((json.dumps(ev) if args.json else _line(ev)) + "\n")
-                    if event.get("dropped") and not args.protected_only and not args.json:
-                        out.write(f"... {event['dropped']} ordinary changes not shown (burst)\n")
-                elif change in ("alert", "tripwire", "tripwire_resolved"):
+                        out.write((json.dumps(sent) if args.json else _line(entry)) + "\n")
+                    if event.dropped and not args.protected_only and not args.json:
+                        out.write(f"... {event.dropped} ordinary changes not shown (burst)\n")
+                elif isinstance(event, WatchAlert | TripwireRaised | TripwireResolved):
+                    change = wire["change"]
                     if args.json:
-                        out.write(json.dumps({"type": change, **event}) + "\n")
+                        out.write(json.dumps({"type": change, **wire}) + "\n")
                     else:
-                        item = event.get("item", event)
-                        out.write(f"{change.upper()}: {item['summary']}\n")
+                        summary = event.summary if isinstance(event, WatchAlert) else event.item.summary
+                        out.write(f"{change.upper()}: {summary}\n")
                 out.flush()
         except (KeyboardInterrupt, BrokenPipeError):
             return 0

@@ -19,11 +19,10 @@ import resource
 import signal
 import sys
 import time
-from typing import Any
 
 from console import __version__
 from console.contract.host import DEFAULT_TRUSTED_PATH, Host, OSHost
-from console.daemon.attention import AttentionTable
+from console.daemon.attention import UNKNOWN_AGENT, AgentNaming, AttentionTable
 from console.daemon.broker import Broker
 from console.daemon.connection import Connection, Role
 from console.daemon.egress import EgressService
@@ -53,7 +52,10 @@ from console.locations import Locations, create_token, ensure_private_dir
 from console.protocol.events import StatusChanged
 from console.protocol.jsonrpc import PROTOCOL_VERSION
 from console.protocol.peer import PeerCred
+from console.protocol.results import DaemonStatusResult
+from console.protocol.status import StatusHistory
 from console.protocol.tickets import clear_secrets, remove_secret
+from console.protocol.watch import WatchStatus
 from console.store import Store, daemon_event
 
 log = logging.getLogger("agent-console.daemon")
@@ -121,45 +123,45 @@ class Daemon:
 
     # ------------------------------------------------------------------ status
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> DaemonStatusResult:
         """The operator's whole view, the same in ``daemon.status``, ``subscribe`` and
         every ``status`` event, so a console that only listens misses nothing."""
-        return {
-            "pid": self.pid,
-            "version": self.version,
-            "protocol": PROTOCOL_VERSION,
-            "started_at": self.started_at,
-            "uptime_s": round(time.time() - self.started_at, 3),
-            "state_dir": str(self.loc.state_dir),
-            "runtime_dir": str(self.loc.runtime_dir),
-            "policy": self.policy.to_dict(),
-            "pending": len(self.broker.pending),
-            "held": len(self.held),
-            "connections": len(self.connections),
-            "agents": len(self.agents),
-            "sandbox": self.execution.status(),
-            "egress": self.egress.status(),
-            "sessions": self.sessions.status(),
-            "watch": self.watch.status(),
-            "workspaces": self.workspaces.to_list(),
-            "attention": self.attention.status(),
+        return DaemonStatusResult(
+            pid=self.pid,
+            version=self.version,
+            protocol=PROTOCOL_VERSION,
+            started_at=self.started_at,
+            uptime_s=round(time.time() - self.started_at, 3),
+            state_dir=str(self.loc.state_dir),
+            runtime_dir=str(self.loc.runtime_dir),
+            policy=self.policy.status(),
+            pending=len(self.broker.pending),
+            held=len(self.held),
+            connections=len(self.connections),
+            agents=len(self.agents),
+            sandbox=self.execution.status(),
+            egress=self.egress.status(),
+            sessions=self.sessions.status(),
+            watch=self.watch.status(WatchStatus),
+            workspaces=self.workspaces.to_list(),
+            attention=self.attention.status(),
             # Rows start-up found past the head anchor, whose grants wait for `history accept`.
-            "history": {"unaccepted": [list(r) for r in self.store.unaccepted_rows]},
+            history=StatusHistory(unaccepted=[(low, high) for low, high in self.store.unaccepted_rows]),
             # The chain checked at start: tail and anchors at once, every row in the background.
-            "integrity": self.integrity.to_dict(),
-        }
+            integrity=self.integrity.status(),
+        )
 
-    def _describe_agent(self, agent_id: str) -> dict[str, Any]:
+    def _describe_agent(self, agent_id: str) -> AgentNaming:
         agent = self.agents.by_id.get(agent_id)
         if agent is None:
-            return {"agent_label": "", "root_pid": None, "root_comm": "", "agent_alive": False}
+            return UNKNOWN_AGENT
         alive = self.agents.root_alive(agent) if agent.root is not None else agent.connections > 0
-        return {
-            "agent_label": agent.label,
-            "root_pid": agent.root[0] if agent.root else None,
-            "root_comm": agent.root_comm,
-            "agent_alive": alive,
-        }
+        return AgentNaming(
+            label=agent.label,
+            root_pid=agent.root[0] if agent.root else None,
+            root_comm=agent.root_comm,
+            alive=alive,
+        )
 
     def _agent_in_use(self, agent: Agent) -> bool:
         """Owns a live session or a pending request, or is a confined session's that still

@@ -20,11 +20,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from console.daemon.events import EventHub
 from console.protocol.events import AttentionChanged
 from console.protocol.requests import MAX_KIND_CHARS, MAX_MESSAGE_CHARS, MAX_SESSION_CHARS, AttentionState
+from console.protocol.status import AttentionEntry, AttentionStatus
 
 MAX_ENTRIES = 1024
 MAX_PER_AGENT = 32
@@ -49,19 +49,18 @@ class Entry:
     reports: int = 0
     transitions: int = 0
 
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "agent_id": self.agent,
-            "session_id": self.session,
-            "state": self.state.value,
-            "state_text": LABELS[self.state],
-            "since": self.since,
-            "updated_at": self.updated_at,
-            "message": self.message,
-            "kind": self.kind,
-            "reports": self.reports,
-            "transitions": self.transitions,
-        }
+
+@dataclass(frozen=True, slots=True)
+class AgentNaming:
+    """How the console names an entry's agent (the daemon's identity registry knows)."""
+
+    label: str = ""
+    root_pid: int | None = None
+    root_comm: str = ""
+    alive: bool = False
+
+
+UNKNOWN_AGENT = AgentNaming()  # an agent the registry does not know (or a table without a daemon)
 
 
 class AttentionTable:
@@ -70,7 +69,7 @@ class AttentionTable:
         events: EventHub,
         clock: Callable[[], float] = time.time,
         *,
-        describe: Callable[[str], dict[str, Any]] = lambda _agent: {},
+        describe: Callable[[str], AgentNaming] = lambda _agent: UNKNOWN_AGENT,
     ) -> None:
         self.events = events
         self.clock = clock
@@ -151,12 +150,28 @@ class AttentionTable:
     def waiting(self) -> int:
         return sum(1 for e in self._entries.values() if e.state is AttentionState.WAITING)
 
-    def wire(self, entry: Entry) -> dict[str, Any]:
-        return {
-            **entry.to_wire(),
-            "agent_kind": self._kinds.get(entry.agent, ""),
-            **self.describe(entry.agent),
-        }
+    def wire(self, entry: Entry) -> AttentionEntry:
+        """The entry as clients see it, with how the console names its agent."""
+        naming = self.describe(entry.agent)
+        return AttentionEntry(
+            agent_id=entry.agent,
+            session_id=entry.session,
+            state=entry.state.value,
+            state_text=LABELS[entry.state],
+            since=entry.since,
+            updated_at=entry.updated_at,
+            message=entry.message,
+            kind=entry.kind,
+            reports=entry.reports,
+            transitions=entry.transitions,
+            agent_kind=self._kinds.get(entry.agent, ""),
+            agent_label=naming.label,
+            root_pid=naming.root_pid,
+            root_comm=naming.root_comm,
+            agent_alive=naming.alive,
+        )
 
-    def status(self) -> dict[str, Any]:
-        return {"waiting": self.waiting(), "entries": len(self._entries), "transitions": self.transitions}
+    def status(self) -> AttentionStatus:
+        return AttentionStatus(
+            waiting=self.waiting(), entries=len(self._entries), transitions=self.transitions
+        )

@@ -32,6 +32,7 @@ from console.policy.diff import requested
 from console.policy.network import NetworkPolicyError, parse_pattern
 from console.protocol.events import OutcomeFinished
 from console.protocol.records import ExecRecord
+from console.protocol.status import SandboxProbeStatus, SandboxStatus
 from console.sandbox import (
     ExecResult,
     OutputChunk,
@@ -132,18 +133,16 @@ class ExecutionService:
         net = "network isolated" if p.network_isolated else "network NOT isolated"
         return f"bubblewrap {p.version}, {net}"
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> SandboxStatus:
         policy = self.policy()
-        return {
-            "summary": self.summary(),
-            "probe": self.probe.to_dict() if self.probe else None,
-            "running": len(self.running),
-            "path": list(self.config().path),
-            "path_source": "policy [sandbox] path"
-            if policy.sandbox_path is not None
-            else "the daemon's PATH",
-            "seccomp": seccomp.description(),
-        }
+        return SandboxStatus(
+            summary=self.summary(),
+            probe=msgspec.convert(self.probe.to_dict(), SandboxProbeStatus) if self.probe else None,
+            running=len(self.running),
+            path=list(self.config().path),
+            path_source="policy [sandbox] path" if policy.sandbox_path is not None else "the daemon's PATH",
+            seccomp=seccomp.description(),
+        )
 
     def config(self) -> SandboxConfig:
         policy = self.policy()

@@ -15,8 +15,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
+from console.protocol.status import IntegrityFinding, IntegrityStatus
 from console.store import Store, StoreUnavailable
 
 log = logging.getLogger("agent-console.integrity")
@@ -29,8 +29,8 @@ class IntegrityCheck:
     def __init__(self, store: Store, on_change: Callable[[], None]) -> None:
         self.store = store
         self.on_change = on_change
-        self.findings: list[dict[str, Any]] = [
-            {"what": f.what, "first_bad_seq": f.first_bad_seq, "message": f.message, "found": "at start"}
+        self.findings: list[IntegrityFinding] = [
+            IntegrityFinding(what=f.what, first_bad_seq=f.first_bad_seq, message=f.message, found="at start")
             for f in store.open_findings
         ]
         self.state = "checking"
@@ -40,16 +40,15 @@ class IntegrityCheck:
         self.error = ""
         self._published = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        state = "tampered" if self.findings else self.state
-        return {
-            "state": state,  # checking | intact | tampered | failed
-            "checked": self.checked,
-            "total": self.total,
-            "findings": list(self.findings),
-            "finished_at": self.finished_at,
-            "error": self.error,
-        }
+    def status(self) -> IntegrityStatus:
+        return IntegrityStatus(
+            state="tampered" if self.findings else self.state,
+            checked=self.checked,
+            total=self.total,
+            findings=list(self.findings),
+            finished_at=self.finished_at,
+            error=self.error,
+        )
 
     async def run(self) -> None:
         """The full verify, once, in a thread."""
@@ -75,12 +74,16 @@ class IntegrityCheck:
             self.total = max(self.total, report.checked)
             # Rows past the head anchor have their own flag (status "history").
             if not report.ok and report.what != "unaccepted":
-                found = {"what": report.what, "first_bad_seq": report.first_bad_seq}
-                if not any(
-                    (f["what"], f["first_bad_seq"]) == (found["what"], found["first_bad_seq"])
-                    for f in self.findings
-                ):
-                    self.findings.append({**found, "message": report.message, "found": "full verify"})
+                found = (report.what, report.first_bad_seq)
+                if not any((f.what, f.first_bad_seq) == found for f in self.findings):
+                    self.findings.append(
+                        IntegrityFinding(
+                            what=report.what,
+                            first_bad_seq=report.first_bad_seq,
+                            message=report.message,
+                            found="full verify",
+                        )
+                    )
                 log.error("history TAMPERED: %s", report.message)
             self.state = "intact"
             log.info("history: %d rows verified at start", report.checked)

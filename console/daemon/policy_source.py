@@ -16,7 +16,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 from console.policy import PolicyConfig, PolicyError, load_policy
+from console.protocol.status import PolicyConfigView, PolicyStatus
 
 log = logging.getLogger("agent-console.policy")
 
@@ -100,5 +103,9 @@ class PolicySource:
             if self.reload() and self.on_change is not None:
                 self.on_change()
 
-    def to_dict(self) -> dict[str, object]:
-        return {"source": self.loaded_from, "error": self.error, "config": self.config.to_dict()}
+    def status(self) -> PolicyStatus:
+        return PolicyStatus(
+            source=self.loaded_from,
+            error=self.error,
+            config=msgspec.convert(self.config.to_dict(), PolicyConfigView),
+        )

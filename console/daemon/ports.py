@@ -15,7 +15,7 @@ daemon process (tests/daemon/test_daemon_method_context.py).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from console.contract.host import Host
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from console.daemon.watch_service import WatchService
     from console.daemon.workspaces import WorkspaceTrust
     from console.locations import Locations
+    from console.protocol.results import DaemonStatusResult
     from console.sessions.session import Session
     from console.store import Store
     from console.watch import AttributionToken
@@ -126,7 +127,7 @@ class Services(Protocol):
     watch: WatchService
     tripwire: TripwireService
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> DaemonStatusResult: ...
 
     def status_changed(self) -> None: ...
 

@@ -38,6 +38,7 @@ from console.locations import Locations
 from console.protocol.events import SessionChanged
 from console.protocol.procs import ancestry
 from console.protocol.sessions import SessionObject
+from console.protocol.status import SessionsStatus
 from console.sandbox import Prepared, SandboxSetupError, SandboxUnavailable, prepare
 from console.sandbox.profile import Egress, Profile
 from console.sessions import (
@@ -156,17 +157,17 @@ class SessionService:
             out["stats"] = None
         return msgspec.convert(out, SessionObject)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> SessionsStatus:
         infos = self.manager.infos()
         alive = sum(1 for i in infos if i.alive)
         mode = self.manager.stop_mode
-        return {
-            "summary": f"{alive} running, {len(infos) - alive} ended; pause by {mode}",
-            "running": alive,
-            "total": len(infos),
-            "pause_mode": mode,
-            "pause_mode_reason": self.manager.cgroups.reason,
-        }
+        return SessionsStatus(
+            summary=f"{alive} running, {len(infos) - alive} ended; pause by {mode}",
+            running=alive,
+            total=len(infos),
+            pause_mode=mode,
+            pause_mode_reason=self.manager.cgroups.reason,
+        )
 
     def changed(self, session_id: str) -> None:
         """Tell subscribers a session's state changed outside the session manager."""

@@ -37,6 +37,7 @@ from console.policy import Tripwire
 from console.protocol.events import TripwireRaised, TripwireResolved, WatchAlert
 from console.protocol.requests import TripwireResolution
 from console.protocol.tripwire import TripwireNotice
+from console.protocol.watch import AcceptedChange
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.cgroups import CGROUP_MODE
 from console.sessions.lineage import Writer
@@ -109,7 +110,7 @@ class TripwireService:
         self.items: dict[str, TripwireItem] = {}
         # The change a tripwire answer accepted as the new baseline, by (root, path): so the
         # panel can say "you answered this change" instead of "same as its baseline".
-        self.accepted: dict[tuple[str, str], dict[str, Any]] = {}
+        self.accepted: dict[tuple[str, str], AcceptedChange] = {}
         # An operation's own process wrote a protected path (the execution service refuses it).
         self.on_operation_wrote: Callable[[str, str], None] | None = None
         self._alerted: dict[str, float] = {}
@@ -146,8 +147,8 @@ class TripwireService:
             for t in self.items.values()
         )
 
-    def paused(self) -> list[dict[str, Any]]:
-        return [t.to_wire() for t in self.items.values() if t.state is TripwireState.PAUSED]
+    def paused(self) -> list[TripwireNotice]:
+        return [t.notice() for t in self.items.values() if t.state is TripwireState.PAUSED]
 
     def made_by_other(self, operation: str, root: str, path: str) -> bool:
         """Whether the kernel named someone other than ``operation`` writing ``path``
@@ -704,12 +705,9 @@ class TripwireService:
             reverted = await self._put_back(item)
         if not reverted and item.count <= 1:  # a flood's files keep their (empty) baselines
             self.accepted.pop((item.workspace_root, item.path), None)
-            self.accepted[(item.workspace_root, item.path)] = {
-                "diff": item.diff,
-                "state": item.state.value,
-                "item": item.id,
-                "at": time.time(),
-            }
+            self.accepted[(item.workspace_root, item.path)] = AcceptedChange(
+                diff=item.diff, state=item.state.value, item=item.id, at=time.time()
+            )
             while len(self.accepted) > MAX_ACCEPTED:
                 self.accepted.pop(next(iter(self.accepted)))
             self.watcher.accept_baseline(item.workspace_root, item.path)

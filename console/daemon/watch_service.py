@@ -17,8 +17,11 @@ import dataclasses
 import logging
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
 
 from console.contract.outcome import Change, ChangeKind
 from console.daemon.events import EventHub
@@ -26,6 +29,7 @@ from console.daemon.policy_source import PolicySource
 from console.daemon.session_control import NoSessions
 from console.daemon.tripwire import UNKNOWN_WRITER
 from console.daemon.tripwire_service import Flood, Naming, TripwireService, log_store_failure
+from console.protocol import watch as wire
 from console.protocol.events import WatchBatch, WatchStatusChanged
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.lineage import Lineage
@@ -42,6 +46,8 @@ from console.watch import (
 )
 from console.watch.events import AttributionKind
 from console.watch.sentinel import Hint
+
+W = TypeVar("W", bound=wire.WatchStatus)
 
 if TYPE_CHECKING:
     from console.daemon.ports import SessionControl
@@ -172,19 +178,12 @@ class WatchService:
         for root in self.policy().watch:
             self.watch_soon(root)
 
-    def status(self) -> dict[str, Any]:
-        st = self._status.to_dict()
-        # How protected writes are seen and who is named: "fanotify+inotify" (the
-        # writer's pid from the kernel), "inotify" (evidence from /proc), "off".
-        st["fast_lane"] = self.watcher.fast_lane
-        # How a writer that exited is still named: "proc connector" (its lineage), or
-        # "off (why)"; and whether opens in the hot directories wait to be read.
-        st["lineage"] = self.lineage.mode
-        st["open_gate"] = self.watcher.open_gate
-        st["deep_dirs"] = {r.root: self.watcher.deep_dirs(r.root) for r in self._status.roots}
+    def status(self, kind: type[W]) -> W:
+        """The watcher's status as ``kind``: the status part itself, or the answer of a
+        ``watch.*`` method, which is the same fields."""
         degraded = [r for r in self._status.roots if r.state == "degraded"]
         roots = len(self._status.roots)
-        st["summary"] = (
+        summary = (
             f"{roots} roots, "
             + (
                 f"{len(degraded)} DEGRADED ({degraded[0].reasons[0].code})"
@@ -194,19 +193,34 @@ class WatchService:
             if roots
             else "no roots yet"
         )
-        st["paused_sessions"] = self.tripwire.paused()
-        st["protected_kept"] = len(self.protected)
-        st["recent_kept"] = len(self.recent)
-        return st
+        return kind(
+            ok=self._status.ok,
+            roots=[msgspec.convert(r.to_dict(), wire.WatchRoot) for r in self._status.roots],
+            # How protected writes are seen and who is named: "fanotify+inotify" (the
+            # writer's pid from the kernel), "inotify" (evidence from /proc), "off".
+            fast_lane=self.watcher.fast_lane,
+            # How a writer that exited is still named: "proc connector" (its lineage), or
+            # "off (why)"; and whether opens in the hot directories wait to be read.
+            lineage=self.lineage.mode,
+            open_gate=self.watcher.open_gate,
+            deep_dirs={r.root: self.watcher.deep_dirs(r.root) for r in self._status.roots},
+            summary=summary,
+            paused_sessions=self.tripwire.paused(),
+            protected_kept=len(self.protected),
+            recent_kept=len(self.recent),
+        )
 
-    def recent_records(self, protected_only: bool = False) -> list[dict[str, Any]]:
+    def recent_records(self, protected_only: bool = False) -> Iterator[wire.WatchEntry]:
         """Newest first: ordinary and protected events, or protected only. Protected ones
-        come from their own list, so ordinary ones cannot have evicted them."""
+        come from their own list, so ordinary ones cannot have evicted them. Each is
+        converted as it is taken: a caller that stops early converts no more."""
         if protected_only:
-            return list(reversed(self.protected))
-        oldest = self.recent[0]["seq"] if self.recent else None
-        older = [r for r in self.protected if oldest is None or r["seq"] < oldest]
-        return list(reversed(self.recent)) + list(reversed(older))
+            records: Iterable[dict[str, Any]] = reversed(self.protected)
+        else:
+            oldest = self.recent[0]["seq"] if self.recent else None
+            older = [r for r in self.protected if oldest is None or r["seq"] < oldest]
+            records = [*reversed(self.recent), *reversed(older)]
+        return (msgspec.convert(r, wire.WatchEntry) for r in records)
 
     # ------------------------------------------------------------------ attribution
 
@@ -255,7 +269,7 @@ class WatchService:
 
     def _on_status(self, status: WatchStatus) -> None:
         self._status = status
-        self.events.publish(WatchStatusChanged(watch=self.status()))
+        self.events.publish(WatchStatusChanged(watch=self.status(wire.WatchStatus)))
 
     def _on_event(self, ev: FileEvent) -> None:
         if (
@@ -496,7 +510,8 @@ class WatchService:
             batch = protected + ordinary[:MAX_BATCH]
             dropped = len(ordinary) - min(len(ordinary), MAX_BATCH) + self._held_back
             self._outbox, self._held_back = [], 0
-            self.events.publish(WatchBatch(events=batch, dropped=dropped))
+            entries = [msgspec.convert(r, wire.WatchEntry) for r in batch]
+            self.events.publish(WatchBatch(events=entries, dropped=dropped))
 
 
 def _members(ev: FileEvent) -> list[FileEvent]:

@@ -18,12 +18,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from console.contract.host import host_workspace_limits
 from console.contract.workspace import WorkspaceLimits, is_trusted
 from console.daemon.errors import InvalidParams, NotFound
 from console.daemon.policy_source import PolicySource
 from console.locations import Locations
 from console.policy import PolicyConfig, PolicyError
+from console.protocol.results import TrustedWorkspace
 from console.store import Store, workspace_event
 
 
@@ -76,12 +79,12 @@ class WorkspaceTrust:
     def is_trusted(self, root: str) -> bool:
         return is_trusted(root, self.roots())
 
-    def to_list(self) -> list[dict[str, Any]]:
+    def to_list(self) -> list[TrustedWorkspace]:
         out = [
-            {"workspace_root": r, "source": "policy", "at": None, "request_id": ""}
+            TrustedWorkspace(workspace_root=r, source="policy", at=None, request_id="")
             for r in self.policy_roots()
         ]
-        out += [dict(r) for r in self.runtime.values()]
+        out += [msgspec.convert(r, TrustedWorkspace) for r in self.runtime.values()]
         return out
 
     # ------------------------------------------------------------------ changes

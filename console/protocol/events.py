@@ -32,11 +32,11 @@ results: :class:`~console.protocol.pending.PendingItem`,
 :class:`~console.protocol.grants.GrantObject`, as ``pending.list``, ``sessions.list``,
 ``tripwire.list`` and ``grants.list`` give them (they allow unknown fields, as results do).
 
-Deliberately left as mappings (``dict[str, Any]``), because the console renders them
-field by field and they have their own pages: the daemon status and the watcher status (``StatusChanged.status``,
-``WatchStatusChanged.watch``), watch entries (``WatchBatch.events``, as
-``watch.recent``), an attention entry and the outcome's denials. What clients branch on — topic, change, ids, verdicts, counts,
-states — is typed.
+The daemon status (``StatusChanged.status``, as ``daemon.status`` answers), the watcher
+status (``WatchStatusChanged.watch``), watch entries (``WatchBatch.events``) and the
+attention entry (``AttentionChanged.entry``) are the results' Structs too
+(console/protocol/status.py, console/protocol/watch.py). Left as mappings, because the
+console renders them field by field and they have their own pages: the outcome's denials.
 """
 
 from __future__ import annotations
@@ -51,8 +51,11 @@ from console.protocol.grants import GrantObject
 from console.protocol.invalid import problem
 from console.protocol.pending import PendingItem
 from console.protocol.records import DenialRecord
+from console.protocol.results import DaemonStatusResult
 from console.protocol.sessions import SessionObject
+from console.protocol.status import AttentionEntry
 from console.protocol.tripwire import TripwireNotice
+from console.protocol.watch import WatchEntry, WatchStatus
 
 
 class Topic(StrEnum):
@@ -124,13 +127,13 @@ class GrantsRevoked(_Changing, tag="revoked", kw_only=True, frozen=True):
 class StatusChanged(_Topical, tag="status", kw_only=True, frozen=True):
     """The whole daemon status changed (a policy reload, workspace trust)."""
 
-    status: dict[str, Any]
+    status: DaemonStatusResult  # as daemon.status answers on operator.sock
 
 
 class WatchStatusChanged(_Topical, tag="status", kw_only=True, frozen=True):
     """Only the watcher's part of the status changed (``daemon.status``'s ``watch``)."""
 
-    watch: dict[str, Any]
+    watch: WatchStatus
 
 
 # ------------------------------------------------------------------ sessions, outcomes
@@ -161,7 +164,7 @@ class WatchBatch(_Changing, tag="events", kw_only=True, frozen=True):
     beyond 500 were only counted."""
 
     topic: Literal["watch"] = "watch"
-    events: list[dict[str, Any]]
+    events: list[WatchEntry]
     dropped: int
 
 
@@ -200,7 +203,7 @@ class AttentionChanged(_Topical, tag="attention", kw_only=True, frozen=True):
     """An agent's attention state really changed; ``waiting``: how many wait now."""
 
     change: Literal["state"] = "state"
-    entry: dict[str, Any]
+    entry: AttentionEntry
     previous: Literal["waiting", "working", "done"] | None
     waiting: int
 

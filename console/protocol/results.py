@@ -26,17 +26,19 @@ encoded again must give the same JSON, so a key the Structs do not know fails th
 A key the daemon sometimes leaves out is ``X | UnsetType = UNSET`` (``may be absent``): it
 is then absent on the wire too, never ``null``. No result Struct uses ``omit_defaults``.
 
+The daemon's status and its parts (``daemon.status``, ``subscribe``) and the attention
+entry are typed in :mod:`console.protocol.status`; the watcher's status, its roots, file
+events and accepted changes (``watch.*``) in :mod:`console.protocol.watch`.
+
 Deliberately left as mappings (``dict[str, Any]``), as in events.py, because they are big
 or open-ended, the console renders them field by field, and they have their own pages:
-the daemon status inside ``subscribe`` and the parts of ``daemon.status`` (policy, sandbox,
-sessions, watcher, attention), watch entries and watched roots (``watch.recent``,
-``watch.status``), attention entries, and a history row's ``body`` (its shape is its
-kind's; :class:`~console.protocol.records.HistoryRow` reads it). What clients branch on
-(verdicts, ids, counts, cursors, flags) is typed, and so are the pending request item
-(``pending.list``, ``request.get``), which the operator decides on
-(:class:`~console.protocol.pending.PendingItem`), the session object (``sessions.list``
-and the other session methods, :class:`~console.protocol.sessions.SessionObject`), the
-tripwire item (``tripwire.list``, ``tripwire.resolve``,
+a history row's ``body`` (its shape is its kind's; :class:`~console.protocol.records.HistoryRow`
+reads it), the policy's network policy and agents, and the parts a daemon of another
+version may add. What clients branch on (verdicts, ids, counts, cursors, flags) is typed,
+and so are the pending request item (``pending.list``, ``request.get``), which the operator
+decides on (:class:`~console.protocol.pending.PendingItem`), the session object
+(``sessions.list`` and the other session methods, :class:`~console.protocol.sessions.SessionObject`),
+the tripwire item (``tripwire.list``, ``tripwire.resolve``,
 :class:`~console.protocol.tripwire.TripwireNotice`), the grant (``grants.list``,
 ``grants.add``, ``decide``, :class:`~console.protocol.grants.GrantObject`), and the
 history's rows, an execution's record and an answer's escalations, denials and
@@ -56,7 +58,18 @@ from console.protocol.jsonrpc import INTERNAL_ERROR, RPCError
 from console.protocol.pending import AgentIdentity, DiffLine, PendingItem
 from console.protocol.records import AuthorizationRecord, DenialRecord, ExecRecord, HistoryRow
 from console.protocol.sessions import SessionObject
+from console.protocol.status import (
+    AttentionEntry,
+    AttentionStatus,
+    EgressStatus,
+    IntegrityStatus,
+    PolicyStatus,
+    SandboxStatus,
+    SessionsStatus,
+    StatusHistory,
+)
 from console.protocol.tripwire import TripwireNotice
+from console.protocol.watch import AcceptedChange, WatchEntry, WatchStatus
 
 
 class MethodResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -88,10 +101,6 @@ class LinkTicketResult(MethodResult, frozen=True, kw_only=True):
     expires_in_s: float
 
 
-class StatusHistory(msgspec.Struct, frozen=True, kw_only=True):
-    unaccepted: list[tuple[int, int]]  # (from_seq, to_seq) ranges flagged at start-up
-
-
 class DaemonStatusResult(MethodResult, frozen=True, kw_only=True):
     """Two views: operator.sock's (everything) and agent.sock's (``view: "agent"``, the
     agent's own standing); a field of one view only is absent from the other."""
@@ -105,20 +114,20 @@ class DaemonStatusResult(MethodResult, frozen=True, kw_only=True):
     agent: AgentIdentity | UnsetType = UNSET  # agent view
     state_dir: str | UnsetType = UNSET  # operator view
     runtime_dir: str | UnsetType = UNSET  # operator view
-    policy: dict[str, Any]  # operator: the whole policy; agent: the facts it acts on
+    policy: PolicyStatus  # operator: the whole policy; agent: the facts it acts on
     approval_timeout_s: float | UnsetType = UNSET  # agent view
     pending: int  # operator: every pending request; agent: its own
     held: int | UnsetType = UNSET  # operator view
     connections: int | UnsetType = UNSET  # operator view
     agents: int | UnsetType = UNSET  # operator view
-    sandbox: dict[str, Any]
-    sessions: dict[str, Any]
-    egress: dict[str, Any] | UnsetType = UNSET  # operator view: the egress broker's counts
-    watch: dict[str, Any] | UnsetType = UNSET  # operator view
-    workspaces: list[dict[str, Any]] | UnsetType = UNSET  # operator view
-    attention: dict[str, Any] | UnsetType = UNSET  # operator view
+    sandbox: SandboxStatus
+    sessions: SessionsStatus
+    egress: EgressStatus | UnsetType = UNSET  # operator view: the egress broker's counts
+    watch: WatchStatus | UnsetType = UNSET  # operator view
+    workspaces: list[TrustedWorkspace] | UnsetType = UNSET  # operator view
+    attention: AttentionStatus | UnsetType = UNSET  # operator view
     history: StatusHistory | UnsetType = UNSET  # operator view
-    integrity: dict[str, Any] | UnsetType = UNSET  # operator view
+    integrity: IntegrityStatus | UnsetType = UNSET  # operator view
 
 
 class DaemonStopResult(MethodResult, frozen=True, kw_only=True):
@@ -128,7 +137,7 @@ class DaemonStopResult(MethodResult, frozen=True, kw_only=True):
 
 class SubscribeResult(MethodResult, frozen=True, kw_only=True):
     topics: list[str]
-    status: dict[str, Any]  # as daemon.status on operator.sock
+    status: DaemonStatusResult  # as daemon.status on operator.sock
 
 
 class UnsubscribeResult(MethodResult, frozen=True, kw_only=True):
@@ -352,29 +361,17 @@ class SessionsPruneResult(MethodResult, frozen=True, kw_only=True):
 # ---------------------------------------------------------------- watch
 
 
-class WatchStatusResult(MethodResult, frozen=True, kw_only=True):
-    """The watcher's status (``daemon.status`` carries the same object as ``watch``,
-    untyped there like the status's other parts)."""
-
-    ok: bool
-    roots: list[dict[str, Any]]
-    fast_lane: str
-    lineage: str  # how a writer that exited is still named: "proc connector", or "off (why)"
-    open_gate: bool  # opens in the hot directories wait until the opener is read
-    deep_dirs: dict[str, int]  # directories per root in the fast lane's deep group
-    summary: str
-    paused_sessions: list[dict[str, Any]]  # tripwire items
-    protected_kept: int
-    recent_kept: int
+class WatchStatusResult(MethodResult, WatchStatus, frozen=True, kw_only=True):
+    """The watcher's status (``daemon.status`` carries the same object as ``watch``)."""
 
 
 class WatchRecentResult(MethodResult, frozen=True, kw_only=True):
-    events: list[dict[str, Any]]
+    events: list[WatchEntry]
 
 
 class WatchDiffResult(MethodResult, frozen=True, kw_only=True):
     diff: str
-    accepted: dict[str, Any] | None  # the tripwire answer that made the change the baseline
+    accepted: AcceptedChange | None  # the tripwire answer that made the change the baseline
 
 
 class WatchAddResult(WatchStatusResult, frozen=True, kw_only=True):
@@ -428,12 +425,12 @@ class WorkspacesRemoveResult(MethodResult, frozen=True, kw_only=True):
 
 
 class AgentAttentionResult(MethodResult, frozen=True, kw_only=True):
-    entry: dict[str, Any]
+    entry: AttentionEntry
     changed: bool
 
 
 class AgentAttentionListResult(MethodResult, frozen=True, kw_only=True):
-    agents: list[dict[str, Any]]
+    agents: list[AttentionEntry]
     waiting: int
 
 
@@ -516,6 +513,8 @@ def _describe_type(kind: Any) -> str:
 _LIKE: dict[type, tuple[str, type[MethodResult]]] = {
     OperationDecision: ("operation.submit", OperationSubmitResult),
     HistoryDetailResult: ("history.detail", HistoryDetailResult),
+    DaemonStatusResult: ("daemon.status", DaemonStatusResult),
+    WatchStatus: ("watch.status", WatchStatusResult),
 }
 # Parts docs/protocol.md describes once, each on a line of its own (``A pending item: …``).
 NAMED: dict[type, str] = {
@@ -526,6 +525,9 @@ NAMED: dict[type, str] = {
     HistoryRow: "a history row",
     ExecRecord: "an execution record",
     DenialRecord: "a denial",
+    WatchEntry: "a watch entry",
+    AttentionEntry: "an attention entry",
+    PolicyStatus: "a policy status",
 }
 
 

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+import msgspec
 from textual import on
 from textual.app import App
 from textual.binding import BindingType
@@ -46,6 +46,7 @@ from textual.timer import Timer
 from console.contract.inert import inert
 from console.protocol import events as ev
 from console.protocol.pending import PendingItem
+from console.protocol.results import DaemonStatusResult
 from console.tui.commands import ConsoleCommands
 from console.tui.desktop import sequence
 from console.tui.link import RETRY_S, Connect, DaemonLink
@@ -75,7 +76,6 @@ if TYPE_CHECKING:
 
 NOTIFY_COALESCE_S = 0.4
 REMOTE_RETRY_MAX_S = 30.0  # a host over SSH is retried with backoff up to this
-NO_STATUS: Mapping[str, Any] = MappingProxyType({})
 Connection = Literal["connecting", "connected", "lost"]
 DAEMON_PILL: dict[Connection, tuple[str, str]] = {
     "connecting": ("connecting…", "muted"),
@@ -89,9 +89,14 @@ def _same(screen: Screen[None]) -> Screen[None]:
     return screen
 
 
-def _count(value: Any) -> int:
-    """A count from the daemon's status, 0 for anything else."""
-    return value if isinstance(value, int) and value > 0 else 0
+def _count(value: int) -> int:
+    """A count from the daemon, never below 0."""
+    return max(0, value)
+
+
+def _waiting_of(status: DaemonStatusResult | None) -> int:
+    """How many agents wait for the operator, as a (new) connection's status says."""
+    return _count(status.attention.waiting) if status is not None and status.attention else 0
 
 
 def _settle_garbage_collector() -> None:
@@ -121,7 +126,7 @@ class ConsoleApp(App[None]):
     pill_table: var[PillTable] = var(NO_PILLS, init=False)  # every StatusPills watches it
     pending_counts: var[tuple[int, int]] = var((0, 0))  # (pending, escalated)
     connection: var[Connection] = var[Connection]("connecting")
-    daemon_status: var[Mapping[str, Any]] = var(NO_STATUS, init=False)  # empty while away
+    daemon_status: var[DaemonStatusResult | None] = var(None, init=False)  # None while away
     waiting_agents: var[int] = var(0, init=False)  # agents waiting for the operator
 
     def __init__(
@@ -212,12 +217,12 @@ class ConsoleApp(App[None]):
             self.pills.set(f"host:{message.host}", "")
             self.connection = "connected"
             if message.host != self.primary_host:
-                self._waiting[message.host] = _count((message.status.get("attention") or {}).get("waiting"))
+                self._waiting[message.host] = _waiting_of(message.status)
                 self.waiting_agents = sum(self._waiting.values())
                 return
-        self.daemon_status = MappingProxyType(dict(message.status))
+        self.daemon_status = message.status
         self.connection = "connected"
-        self._waiting[message.host] = _count((message.status.get("attention") or {}).get("waiting"))
+        self._waiting[message.host] = _waiting_of(message.status)
         self.waiting_agents = sum(self._waiting.values())
         self.pills.set("refused", "")  # a new connection: a new count (the daemon may be another)
 
@@ -232,7 +237,7 @@ class ConsoleApp(App[None]):
             self.notify(f"lost host {host}: {inert(message.reason)[:200]}", severity="error", markup=False)
             return
         self.connection = "lost"
-        self.daemon_status = NO_STATUS  # so the next connection's status is news to every watcher
+        self.daemon_status = None  # so the next connection's status is news to every watcher
         self.notify(f"lost the daemon: {inert(message.reason)[:200]}", severity="error", markup=False)
 
     def on_daemon_link_events_refused(self, message: DaemonLink.EventsRefused) -> None:
@@ -270,28 +275,31 @@ class ConsoleApp(App[None]):
     def _status_changed(self, message: DaemonLink.StatusChanged) -> None:
         if message.host != self.primary_host:
             return
-        self.daemon_status = MappingProxyType(dict(message.event.status))
+        self.daemon_status = message.event.status
 
     @on(DaemonLink.WatchStatusChanged)
     def _watch_status_changed(self, message: DaemonLink.WatchStatusChanged) -> None:
         """Only the watcher's part of the status: the rest stays as it was."""
         if message.host != self.primary_host:
             return
-        self.daemon_status = MappingProxyType({**self.daemon_status, "watch": message.event.watch})
+        if self.daemon_status is not None:
+            self.daemon_status = msgspec.structs.replace(self.daemon_status, watch=message.event.watch)
+        else:
+            self.watch_monitor.watch_changed(message.event.watch)
 
-    def watch_daemon_status(self, status: Mapping[str, Any]) -> None:
+    def watch_daemon_status(self, status: DaemonStatusResult | None) -> None:
         """What the daemon says of itself changed: the watcher's, sandbox's, policy's and
         history's pills."""
         self.watch_monitor.status_changed(status)
-        error = (status.get("policy") or {}).get("error")
+        error = status.policy.error if status is not None and isinstance(status.policy.error, str) else ""
         self.pills.set("policy", "policy.toml broken: last good kept" if error else "", "error")
         if error and error != self._policy_told:
-            self.notify(inert(str(error))[:400], title="policy", severity="error", timeout=30, markup=False)
-        self._policy_told = error or ""
+            self.notify(inert(error)[:400], title="policy", severity="error", timeout=30, markup=False)
+        self._policy_told = error
         self._history_flagged(unaccepted_rows(status))
         self._integrity(status)
 
-    def _integrity(self, status: Mapping[str, Any]) -> None:
+    def _integrity(self, status: DaemonStatusResult | None) -> None:
         """The daemon's check of the history at start: a red pill and one notification per
         finding for a mismatch, a quiet pill with the progress while the full walk runs."""
         found = integrity_findings(status)
@@ -431,9 +439,9 @@ class ConsoleApp(App[None]):
         self._waiting[host] = _count(event.waiting)
         self.waiting_agents = sum(self._waiting.values())
         entry = event.entry
-        if entry.get("state") == "waiting" and event.previous != "waiting":
-            who = inert(f"{entry.get('root_comm') or 'agent'} {entry.get('agent_id', '')}")[:40]
-            said = inert(str(entry.get("message") or ""))[:120]
+        if entry.state == "waiting" and event.previous != "waiting":
+            who = inert(f"{entry.root_comm or 'agent'} {entry.agent_id}")[:40]
+            said = inert(entry.message)[:120]
             self.notify(
                 f"{who} is waiting for you" + (f": {said}" if said else ""),
                 title="agent-console",

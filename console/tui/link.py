@@ -39,7 +39,7 @@ from console.client import AsyncClient, DaemonUnreachable, ResultError, RPCError
 from console.protocol import events as ev
 from console.protocol.pending import PendingItem
 from console.protocol.requests import MethodParams, PendingList
-from console.protocol.results import MethodResult
+from console.protocol.results import DaemonStatusResult, MethodResult
 
 PAGE = 500
 TOPICS = [t.value for t in ev.Topic]  # every topic: the console shows them all
@@ -57,7 +57,11 @@ class DaemonLink:
         """Connected (again): ``pending`` is the whole queue, oldest first."""
 
         def __init__(
-            self, hello: dict[str, Any], status: dict[str, Any], pending: list[PendingItem], host: str = ""
+            self,
+            hello: dict[str, Any],
+            status: DaemonStatusResult | None,
+            pending: list[PendingItem],
+            host: str = "",
         ) -> None:
             super().__init__()
             self.hello = hello

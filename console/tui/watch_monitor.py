@@ -12,7 +12,7 @@ arrive or on (re)connect, removing them when resolved here or by another operato
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.screen import ModalScreen
@@ -20,9 +20,10 @@ from textual.screen import ModalScreen
 from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.events import WatchBatch
-from console.protocol.results import TripwireListResult
-from console.protocol.table import as_result
+from console.protocol.requests import TripwireList, WatchRecent
+from console.protocol.results import DaemonStatusResult
 from console.protocol.tripwire import TripwireNotice
+from console.protocol.watch import WatchStatus
 from console.tui.desktop import sequence
 from console.tui.model.pending import queue_key
 from console.tui.model.watch_model import TripwireEntry, WatchEvents, degraded_roots, sandbox_pill
@@ -39,7 +40,7 @@ class WatchMonitor:
     def __init__(self, app: ConsoleApp) -> None:
         self.app = app
         self.events = WatchEvents()
-        self.watch_status: dict[str, Any] = {}
+        self.watch_status: WatchStatus | None = None
         self.unseen = 0
         self.paused: dict[str, TripwireNotice] = {}  # by queue key (console/tui/model/pending.py)
         self.dropped = 0
@@ -66,33 +67,33 @@ class WatchMonitor:
         else:
             self.app.run_worker(self._load_items(host), group=f"watch-items-{host}", exit_on_error=False)
 
-    def status_changed(self, status: Mapping[str, Any]) -> None:
+    def status_changed(self, status: DaemonStatusResult | None) -> None:
         """The app's ``daemon_status`` changed (a new connection, a status event)."""
-        watch = status.get("watch")
-        if isinstance(watch, Mapping):
-            self._watch_status(watch)
-        sessions = status.get("sessions")
-        if isinstance(sessions, Mapping) and "pause_mode" in sessions:
+        if status is None:
+            return
+        if isinstance(status.watch, WatchStatus):
+            self.watch_changed(status.watch)
+        mode = status.sessions.pause_mode
+        if isinstance(mode, str):
             # Said only when weaker than a cgroup freeze: a walk can miss a process that
             # cleared its marker and left the group (docs/tripwire.md).
-            walk = sessions.get("pause_mode") != "cgroup freeze"
-            label = f"tripwire pauses by {inert(str(sessions.get('pause_mode')))[:40]}" if walk else ""
+            label = f"tripwire pauses by {inert(mode)[:40]}" if mode != "cgroup freeze" else ""
             self.app.pills.set("pause-mode", label, "warning", short="walk")
-        if "sandbox" in status:
-            label, variant = sandbox_pill(status)
-            self.app.pills.set("sandbox", label, variant or "muted")
-            if variant == "error" and label != self._warned_sandbox:
-                self._warned_sandbox = label
-                self.app.notify(
-                    f"{inert(label)[:300]} — operations that need the sandbox will not run",
-                    title="sandbox",
-                    severity="error",
-                    timeout=15,
-                    markup=False,
-                )
+        label, variant = sandbox_pill(status)
+        self.app.pills.set("sandbox", label, variant or "muted")
+        if variant == "error" and label != self._warned_sandbox:
+            self._warned_sandbox = label
+            self.app.notify(
+                f"{inert(label)[:300]} — operations that need the sandbox will not run",
+                title="sandbox",
+                severity="error",
+                timeout=15,
+                markup=False,
+            )
 
-    def _watch_status(self, watch: Mapping[str, Any]) -> None:
-        self.watch_status = dict(watch)
+    def watch_changed(self, watch: WatchStatus) -> None:
+        """The watcher's part of the status (on its own when only it changed)."""
+        self.watch_status = watch
         degraded = degraded_roots(watch)
         if degraded:
             first = degraded[0]
@@ -187,12 +188,12 @@ class WatchMonitor:
     async def _load(self) -> None:
         link = self.app.link
         try:
-            recent = await link.call("watch.recent", {"limit": RECENT_ON_CONNECT})
-            items = as_result(TripwireListResult, await link.call("tripwire.list", {})).items
+            recent = await link.request(WatchRecent(limit=RECENT_ON_CONNECT))
+            items = (await link.request(TripwireList())).items
         except (RPCError, DaemonUnreachable) as exc:
             self.app.pills.set("watcher", f"watcher unavailable: {inert(str(exc))[:60]}", "warning")
             return
-        self.events.replace(e for e in recent.get("events") or () if isinstance(e, Mapping))
+        self.events.replace(recent.events)
         self.loaded = True
         for item in items:
             if item.paused:
@@ -203,8 +204,7 @@ class WatchMonitor:
     async def _load_items(self, host: str) -> None:
         """Another host's paused sessions, for the queue."""
         try:
-            listed = await self.app.link_for(host).call("tripwire.list", {})
-            items = as_result(TripwireListResult, listed).items
+            items = (await self.app.link_for(host).request(TripwireList())).items
         except (RPCError, DaemonUnreachable):
             return
         for item in items:

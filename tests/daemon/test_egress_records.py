@@ -103,7 +103,7 @@ async def test_every_connection_made_together_is_in_the_history(setup):
         assert body.endswith(b"ok"), body
     assert upstream.arrived == 40
     assert connections(store, "allow") == 40
-    assert egress.status()["allowed"] == 40
+    assert egress.status().allowed == 40
 
 
 async def test_an_answer_after_the_client_is_done_sending_still_arrives(setup):
@@ -123,4 +123,4 @@ async def test_a_history_that_cannot_be_written_refuses_the_connection(setup):
         assert head.startswith(b"HTTP/1.1 403"), head
         assert b"cannot record the connection" in head + body
     assert upstream.arrived == 0
-    assert egress.status()["allowed"] == 0
+    assert egress.status().allowed == 0

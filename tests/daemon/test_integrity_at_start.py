@@ -157,7 +157,9 @@ def test_the_full_verify_reports_its_progress(tmp_path):
 
 def test_status_lines_say_how_far_the_check_is():
     from console.cli.daemon_commands import integrity_lines
+    from console.protocol.status import IntegrityStatus
 
-    assert integrity_lines({"integrity": {"state": "checking", "checked": 4096, "total": 50_000}}) == [
-        "integrity   checking the history: 4,096 of 50,000 rows so far"
-    ]
+    checking = IntegrityStatus(
+        state="checking", checked=4096, total=50_000, findings=[], finished_at=None, error=""
+    )
+    assert integrity_lines(checking) == ["integrity   checking the history: 4,096 of 50,000 rows so far"]

@@ -13,6 +13,7 @@ from support.daemon import workspace
 from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource
 from console.daemon.watch_service import WatchService
+from console.protocol.watch import WatchStatus
 from console.store import Store
 
 
@@ -51,11 +52,11 @@ async def test_ordinary_events_do_not_evict_protected_ones(service, tmp_path):
     await wait_until(lambda: sum(1 for r in service.recent if r["path"].startswith("out/f")) >= 450)
     await service.watcher.flush(root)
     assert all(not r["protected"] for r in service.recent)  # the ring holds ordinary ones only now
-    protected = service.recent_records(protected_only=True)
-    assert [r["path"] for r in protected] == [".git/hooks/pre-commit"]
-    merged = service.recent_records()
-    assert merged[-1]["path"] == ".git/hooks/pre-commit"  # oldest, still listed
-    assert service.status()["protected_kept"] == 1
+    protected = list(service.recent_records(protected_only=True))
+    assert [r.path for r in protected] == [".git/hooks/pre-commit"]
+    merged = list(service.recent_records())
+    assert merged[-1].path == ".git/hooks/pre-commit"  # oldest, still listed
+    assert service.status(WatchStatus).protected_kept == 1
 
 
 async def test_the_protected_list_is_bounded(service, tmp_path):

@@ -189,18 +189,18 @@ def test_a_real_daemons_events_decode_to_their_kinds():
         seen.until(ev.WatchStatusChanged, since=mark)
         mark = seen.mark()
         d.loc.policy.write_text(d.loc.policy.read_text().replace("= 60", "= 59"))  # a real change
-        assert "policy" in seen.until(ev.StatusChanged, since=mark).status
+        assert seen.until(ev.StatusChanged, since=mark).status.policy.config is not msgspec.UNSET
 
         sid = new_session(op, other, "echo typed > src/typed.txt; sleep 30")
         seen.until(ev.SessionChanged, lambda e: e.change == "created" and e.session.id == sid)
-        seen.until(ev.WatchBatch, lambda e: any(x.get("path") == "src/typed.txt" for x in e.events))
+        seen.until(ev.WatchBatch, lambda e: any(x.path == "src/typed.txt" for x in e.events))
         op.call("sessions.kill", {"session": sid, "grace_s": 1})
         seen.until(ev.SessionChanged, lambda e: e.change == "exited" and e.session.id == sid)
 
         with d.agent() as agent:
             agent.call("agent.attention", {"state": "waiting", "session_id": "typed", "message": "look"})
         changed = seen.until(ev.AttentionChanged)
-        assert changed.entry["state"] == "waiting" and changed.waiting == 1
+        assert changed.entry.state == "waiting" and changed.waiting == 1
     seen.assert_round_trips()
 
 
@@ -248,7 +248,7 @@ async def test_the_async_client_yields_typed_events(daemon):
         event = await anext(aiter(op.events()))
         reported()
         assert isinstance(event, ev.AttentionChanged)
-        assert event.entry["session_id"] == "async" and event.previous is None
+        assert event.entry.session_id == "async" and event.previous is None
         assert op.refused_events == 0
     finally:
         await op.close()

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+from support.items import daemon_status, watch_status_wire
 from textual import on
 from textual.app import App
 
 from console.protocol import events as ev
 from console.protocol.sessions import SessionObject
+from console.protocol.watch import WatchStatus
 from console.tui.link import DaemonLink
 
 
@@ -42,11 +45,12 @@ class Recorder(App[None]):
 
 
 def status(n: int) -> DaemonLink.StatusChanged:
-    return DaemonLink.StatusChanged(ev.StatusChanged(status={"n": n}))
+    return DaemonLink.StatusChanged(ev.StatusChanged(status=daemon_status(pending=n)))
 
 
 def watch(n: int, host: str = "") -> DaemonLink.WatchStatusChanged:
-    return DaemonLink.WatchStatusChanged(ev.WatchStatusChanged(watch={"n": n}), host)
+    part = msgspec.convert(watch_status_wire(summary=str(n)), WatchStatus)
+    return DaemonLink.WatchStatusChanged(ev.WatchStatusChanged(watch=part), host)
 
 
 def decided(n: int) -> DaemonLink.Decided:
@@ -61,7 +65,7 @@ async def test_a_burst_of_status_changes_is_handled_once_with_the_newest():
         for n in range(100):
             app.post_message(status(n))
         await pilot.pause()
-        assert [e.status["n"] for e in app.seen] == [99]
+        assert [e.status.pending for e in app.seen] == [99]
 
 
 async def test_a_whole_status_replaces_a_queued_watcher_part_but_not_the_reverse():
@@ -89,7 +93,7 @@ async def test_hosts_and_sessions_are_kept_apart_and_other_events_never_dropped(
         for n in range(5):
             app.post_message(decided(n))
         await pilot.pause()
-        watched = [e.watch["n"] for e in app.seen if isinstance(e, ev.WatchStatusChanged)]
+        watched = [int(e.watch.summary) for e in app.seen if isinstance(e, ev.WatchStatusChanged)]
         sessions = [(e.session.id, e.session.status) for e in app.seen if isinstance(e, ev.SessionChanged)]
         decisions = [e.request_id for e in app.seen if isinstance(e, ev.Decided)]
         assert watched == [1, 2]

@@ -15,6 +15,8 @@ import re
 from support.store import behind_the_head
 from support.tui import Clock, Notices, make_app, screen_text, until
 
+from console.protocol.results import DaemonStatusResult
+from console.protocol.status import PolicyConfigView
 from console.store import daemon_event
 
 SIZE = (130, 30)
@@ -48,7 +50,7 @@ async def test_rows_written_while_the_daemon_was_down_show_until_the_operator_ac
         # the pill stays, and it is not said again.
         policy = re.sub(r"(?m)^approval_timeout_s = .*$", "", d.loc.policy.read_text())
         d.loc.policy.write_text(policy + "approval_timeout_s = 123\n")
-        await until(pilot, lambda: app.daemon_status["policy"]["config"]["approval_timeout_s"] == 123)
+        await until(pilot, lambda: timeout_of(app.daemon_status) == 123)
         await pilot.pause()
         assert shown in header(app)
         assert len([n for n in seen.raised if n.title == "history"]) == 1
@@ -68,3 +70,9 @@ def test_every_operator_view_of_the_status_is_the_whole_status(daemon):
     assert whole["protocol"] == subscribed["protocol"] == hello["protocol"]
     assert whole["history"] == subscribed["history"] == {"unaccepted": []}
     assert set(whole) == set(subscribed)
+
+
+def timeout_of(status: DaemonStatusResult | None) -> float | None:
+    """The approval timeout of the policy the status shows (None: no status yet)."""
+    config = status.policy.config if status is not None else None
+    return config.approval_timeout_s if isinstance(config, PolicyConfigView) else None

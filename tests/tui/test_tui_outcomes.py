@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 from support.daemon import running_daemon, workspace
+from support.items import status_wire
 from support.snapshot_data import ReplayClient
 from support.tui import Clock, Notices, foreign_controls, frame, make_app, screen_text, until
 
@@ -137,14 +138,8 @@ class NoSandboxClient(ReplayClient):
 
     def status(self) -> dict:
         reason = "bwrap not found on the trusted PATH"
-        return {
-            "sandbox": {
-                "summary": f"UNAVAILABLE: {reason}",
-                "probe": {"available": False, "reason": reason},
-                "running": 0,
-            },
-            "watch": {"ok": True, "roots": []},
-        }
+        probe = {**status_wire()["sandbox"]["probe"], "available": False, "reason": reason}
+        return status_wire(sandbox={"summary": f"UNAVAILABLE: {reason}", "probe": probe})
 
 
 async def test_an_unavailable_sandbox_is_loud():

@@ -20,6 +20,7 @@ import msgspec
 from rich.text import Text
 from support.daemon import short_tmp
 from support.events import DECIDED
+from support.items import status_wire
 from support.tui import Clock, Notices, make_app, screen_text, until
 
 from console.client import AsyncClient
@@ -147,7 +148,7 @@ BAD_EVENTS = [
 GOOD_EVENT = DECIDED
 ANSWERS: dict[str, Any] = {
     "hello": {"protocol": 1, "role": "operator", "daemon_pid": 1, "version": "9.9.9", "peer_pid": 2},
-    "subscribe": {"topics": [], "status": {}},
+    "subscribe": {"topics": [], "status": status_wire()},
     "pending.list": {"pending": [], "count": 0, "next": None},
     "watch.recent": {"events": []},
     "tripwire.list": {"items": []},

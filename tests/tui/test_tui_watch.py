@@ -11,6 +11,7 @@ import json
 import os
 import uuid
 
+import msgspec
 import pytest
 from rich.color import Color as RichColor
 from support.daemon import running_daemon, wait_for, workspace
@@ -29,6 +30,7 @@ from support.tui import (
 from support.watch import write_at_once
 from textual.color import Color
 
+from console.protocol.watch import WatchEntry
 from console.tui.widgets.watch_detail import WatchDetail
 from console.tui.widgets.watch_list import WatchList
 
@@ -60,9 +62,13 @@ def tag() -> str:
 def index_of(app, needle: str) -> int | None:
     model = app.watch_monitor.events
     for i in range(len(model)):
-        if needle in str(model[i].get("display_path", "")):
+        if needle in model[i].display_path:
             return i
     return None
+
+
+def shown_path_of(event: WatchEntry | None) -> str:
+    return event.display_path if event is not None else ""
 
 
 async def on_watch(pilot, app) -> None:
@@ -71,15 +77,13 @@ async def on_watch(pilot, app) -> None:
     await until(pilot, lambda: app.current_mode == "watch")
 
 
-async def select_row(pilot, app, needle: str) -> dict:
+async def select_row(pilot, app, needle: str) -> WatchEntry:
     await until(pilot, lambda: index_of(app, needle) is not None)
     index = index_of(app, needle)
     assert index is not None
     view = app.screen.query_one(WatchList)
     view.cursor = index
-    await until(
-        pilot, lambda: needle in str((app.screen.query_one(WatchDetail).event or {}).get("display_path"))
-    )
+    await until(pilot, lambda: needle in shown_path_of(app.screen.query_one(WatchDetail).event))
     await pilot.pause()
     return app.watch_monitor.events[index]
 
@@ -132,7 +136,7 @@ async def test_a_protected_write_appears_live_highlighted_with_who_made_it(env, 
         )
         try:
             event = await select_row(pilot, app, f"pre-push-{t}")
-            assert event["protected"] == ".git/hooks/**"
+            assert event.protected == ".git/hooks/**"
             text = screen_text(app)
             row = next(line for line in text.splitlines() if f"pre-push-{t}" in line)
             assert f"session {sid}" in row and ".git/hooks/**" in row and "added" in row
@@ -239,7 +243,7 @@ async def test_the_protected_only_filter(env, clock):
         await pilot.press("p")
         model = app.watch_monitor.events
         assert model.protected_only and len(model)
-        assert all(model[i]["protected"] for i in range(len(model)))
+        assert all(model[i].protected for i in range(len(model)))
         assert index_of(app, f"notes-{t}.txt") is None
         assert f"pre-auto-gc-{t}" in screen_text(app)
         assert "showing protected only" in screen_text(app)
@@ -262,7 +266,7 @@ async def test_hostile_file_names_are_inert(env, clock):
         for name in names:
             (hooks / name).write_text("x\n")
         model = app.watch_monitor.events
-        await until(pilot, lambda: sum(f"-{t}" in model[i]["display_path"] for i in range(len(model))) == 3)
+        await until(pilot, lambda: sum(f"-{t}" in model[i].display_path for i in range(len(model))) == 3)
         await pilot.pause(0.2)
         text = screen_text(app)
         assert f"esc\\x1b[2J\\x1b]8;;evil.example\\x07link-{t}" in text
@@ -270,7 +274,7 @@ async def test_hostile_file_names_are_inert(env, clock):
         assert f"new\\x0aline-{t}" in text
         assert foreign_controls(frame(app)) == ""
         event = await select_row(pilot, app, f"new\\x0aline-{t}")
-        assert event["path_flagged"]
+        assert event.path_flagged
         detail = app.screen.query_one(WatchDetail).plain
         assert "ODD-NAME" in detail and "shown escaped" in detail
         assert foreign_controls(frame(app)) == ""
@@ -345,4 +349,5 @@ async def test_a_degraded_watcher_shows_in_the_header_and_the_panel(clock):
             assert app.pills.items["watcher"][1] == "error"
             await pilot.press("5")
             await until(pilot, lambda: "watcher DEGRADED on" in screen_text(app))
-            assert app.daemon_status.get("policy") is not None  # a watcher status event keeps the rest
+            status = app.daemon_status  # a watcher status event keeps the rest
+            assert status is not None and status.policy.config is not msgspec.UNSET

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from support.items import history_row, tripwire_notice
+from support.items import (
+    daemon_status,
+    history_row,
+    status_wire,
+    tripwire_notice,
+    watch_entry,
+    watch_status_wire,
+)
 
+from console.protocol.watch import WatchEntry, WatchStatus
 from console.tui.model.watch_model import (
     TripwireEntry,
     WatchEvents,
@@ -20,20 +28,22 @@ STYLES = {
 }
 
 
-def ev(seq: int, protected: str | None = None) -> dict:
-    return {"seq": seq, "display_path": f"f{seq}", "path": f"f{seq}", "protected": protected, "kind": "added"}
+def ev(seq: int, protected: str | None = None) -> WatchEntry:
+    return watch_entry(
+        {"seq": seq, "display_path": f"f{seq}", "path": f"f{seq}", "protected": protected, "kind": "added"}
+    )
 
 
 def test_events_are_kept_newest_first_with_a_protected_view_in_step():
     model = WatchEvents(keep=5)
     assert model.add([ev(1), ev(2, ".env"), ev(3)]) == (3, 1)
-    assert [model[i]["seq"] for i in range(len(model))] == [3, 2, 1]
+    assert [model[i].seq for i in range(len(model))] == [3, 2, 1]
     model.protected_only = True
-    assert [model[i]["seq"] for i in range(len(model))] == [2]
+    assert [model[i].seq for i in range(len(model))] == [2]
     model.protected_only = False
     assert model.add([ev(3), ev(4)]) == (1, 0)  # a repeated event is not added twice
     model.add([ev(5), ev(6), ev(7, ".git/hooks/**")])
-    assert model.total == 5 and [model[i]["seq"] for i in range(5)] == [7, 6, 5, 4, 3]
+    assert model.total == 5 and [model[i].seq for i in range(5)] == [7, 6, 5, 4, 3]
     assert model.protected_total == 2  # the bound applies to the whole list, not to protected ones first
 
 
@@ -41,31 +51,40 @@ def test_a_reload_keeps_what_arrived_live_while_it_was_on_its_way():
     model = WatchEvents()
     model.add([ev(10), ev(11)])
     model.replace([ev(9), ev(8)])  # newest first, as watch.recent answers; 10 and 11 are newer
-    assert [model[i]["seq"] for i in range(len(model))] == [11, 10, 9, 8]
+    assert [model[i].seq for i in range(len(model))] == [11, 10, 9, 8]
 
 
 def test_sandbox_and_degraded_badges():
-    assert sandbox_pill({}) == ("", "")
-    ok = {
-        "sandbox": {
-            "summary": "bubblewrap 0.8.0, network isolated",
-            "probe": {"available": True, "network_isolated": True},
-        }
-    }
+    probing = daemon_status(sandbox={"summary": "probing", "probe": None})
+    assert sandbox_pill(probing) == ("sandbox: probing", "muted")
+    ok = daemon_status(sandbox={"summary": "bubblewrap 0.8.0, network isolated"})
     assert sandbox_pill(ok) == ("sandbox: bubblewrap 0.8.0, network isolated", "muted")
-    leaky = {"sandbox": {"summary": "bubblewrap 0.8.0, network NOT isolated", "probe": {"available": True}}}
+    probe = status_wire()["sandbox"]["probe"]
+    leaky = daemon_status(
+        sandbox={
+            "summary": "bubblewrap 0.8.0, network NOT isolated",
+            "probe": {**probe, "network_isolated": False},
+        }
+    )
     assert sandbox_pill(leaky)[1] == "warning"
-    gone = {
-        "sandbox": {"summary": "UNAVAILABLE: no bwrap", "probe": {"available": False, "reason": "no bwrap"}}
-    }
+    gone = daemon_status(
+        sandbox={
+            "summary": "UNAVAILABLE: no bwrap",
+            "probe": {**probe, "available": False, "reason": "no bwrap"},
+        }
+    )
     assert sandbox_pill(gone) == ("SANDBOX UNAVAILABLE: no bwrap", "error")
-    status = {
-        "roots": [
-            {"root": "/a", "state": "ok"},
-            {"root": "/b", "state": "degraded", "reasons": [{"code": "watch_limit", "message": "m"}]},
-            {"root": "/c", "state": "starting"},
-        ]
-    }
+    reasons = [{"code": "watch_limit", "message": "m", "since": 0.0}]
+    status = daemon_status(
+        watch=watch_status_wire(
+            roots=[
+                {"root": "/a", "state": "ok"},
+                {"root": "/b", "state": "degraded", "reasons": reasons},
+                {"root": "/c", "state": "starting"},
+            ]
+        )
+    ).watch
+    assert isinstance(status, WatchStatus)
     assert [(d.root, d.codes) for d in degraded_roots(status)] == [("/b", ("watch_limit",))]
 
 
@@ -151,10 +170,13 @@ def test_a_sessions_changes_count_files_not_events():
 
     root = "/w/project"
     events = [
-        {"path": ".env", "workspace_root": root, "kind": "modified", "protected": ".env", "at": 0},
-        {"path": ".env", "workspace_root": root, "kind": "modified", "protected": ".env", "at": 0},
-        {"path": "notes.txt", "workspace_root": root, "kind": "added", "protected": None, "at": 0},
-        {"path": "notes.txt", "workspace_root": root, "kind": "modified", "protected": None, "at": 0},
+        watch_entry(e)
+        for e in (
+            {"path": ".env", "workspace_root": root, "kind": "modified", "protected": ".env", "at": 0},
+            {"path": ".env", "workspace_root": root, "kind": "modified", "protected": ".env", "at": 0},
+            {"path": "notes.txt", "workspace_root": root, "kind": "added", "protected": None, "at": 0},
+            {"path": "notes.txt", "workspace_root": root, "kind": "modified", "protected": None, "at": 0},
+        )
     ]
     assert "1 protected, 1 other" in render_session_changes("agent-1", events, STYLES).plain
     warning = changes_warning(events, STYLES)

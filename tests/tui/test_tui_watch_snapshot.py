@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import pytest
+from support.items import status_wire, watch_status_wire
 from support.snapshot_data import NOW, WS, ReplayClient
 
 from console.tui.app import ConsoleApp
@@ -43,6 +44,9 @@ def event(seq: int, display: str, kind: str = "modified", protected: str | None 
         "mode": 0o100644,
         "attribution": [],
         "source": "inotify",
+        "count": 1,
+        "flood": False,
+        "quiet": None,
     }
     e.update(kw)
     return e
@@ -91,20 +95,16 @@ class WatchReplay(ReplayClient):
                 "reasons": [{"code": "watch_limit", "message": "inotify watch limit reached", "since": NOW}],
             },
         ]
-        return {
-            "watch": {"ok": False, "roots": roots},
-            "sandbox": {
-                "summary": "bubblewrap 0.8.0, network isolated",
-                "probe": {"available": True, "network_isolated": True},
-                "running": 0,
-            },
-        }
+        return status_wire(
+            watch=watch_status_wire(roots=roots),
+            sandbox={"summary": "bubblewrap 0.8.0, network isolated"},
+        )
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         if method == "watch.recent":
             return {"events": EVENTS[::-1]}
         if method == "watch.diff":
-            return {"diff": DIFF}
+            return {"diff": DIFF, "accepted": None}
         return await super().call(method, params)
 
 

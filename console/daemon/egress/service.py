@@ -53,6 +53,7 @@ from console.daemon.policy_source import PolicySource
 from console.locations import ensure_private_dir
 from console.policy.config import NetworkMode, PolicyConfig
 from console.policy.network import IPAddress, Rules, Verdict, address_of
+from console.protocol.status import EgressStatus
 from console.store import Event, Store, StoreUnavailable, connection_event
 
 if TYPE_CHECKING:
@@ -253,8 +254,8 @@ class EgressService:
         self._records = _Records(store)
         self.counts = {"allowed": 0, "refused": 0, "asked": 0}
 
-    def status(self) -> dict[str, Any]:
-        return {"runs": len(self.runs), **self.counts}
+    def status(self) -> EgressStatus:
+        return EgressStatus(runs=len(self.runs), **self.counts)
 
     # ------------------------------------------------------------------ runs
 

@@ -24,6 +24,7 @@ from console.protocol.results import (
     SubscribeResult,
     UnsubscribeResult,
 )
+from console.protocol.status import PolicyStatus, SandboxStatus, SessionsStatus
 
 
 async def hello(ctx: CallContext, args: Hello) -> HelloResult:
@@ -105,7 +106,7 @@ async def link_ticket(ctx: CallContext, args: LinkTicket) -> LinkTicketResult:
 
 async def status(ctx: CallContext, args: DaemonStatus) -> DaemonStatusResult:
     if ctx.conn.role is Role.OPERATOR:
-        return DaemonStatusResult(**ctx.services.status())
+        return ctx.services.status()
     return agent_status(ctx)
 
 
@@ -117,9 +118,8 @@ def agent_status(ctx: CallContext) -> DaemonStatusResult:
     """
     daemon, agent = ctx.services, ctx.conn.agent
     assert agent is not None
-    config = daemon.policy().to_dict()
+    config = daemon.policy()
     mine = [i for i in daemon.sessions.manager.infos() if i.owner == agent.owner]
-    facts = {k: config[k] for k in ("sandbox", "network", "approval", "approval_timeout_s")}
     wire: dict[str, Any] = agent.to_wire()
     return DaemonStatusResult(
         pid=daemon.pid,
@@ -129,11 +129,16 @@ def agent_status(ctx: CallContext) -> DaemonStatusResult:
         uptime_s=round(time.time() - daemon.started_at, 3),
         view="agent",
         agent=AgentIdentity(**wire),
-        policy=facts,
-        approval_timeout_s=config["approval_timeout_s"],
+        policy=PolicyStatus(
+            sandbox=config.sandbox.value,
+            network=config.network.value,
+            approval=config.approval.value,
+            approval_timeout_s=config.approval_timeout_s,
+        ),
+        approval_timeout_s=config.approval_timeout_s,
         pending=sum(1 for item in daemon.broker.pending.values() if item.agent == agent.id),
-        sessions={"running": sum(1 for i in mine if i.alive), "total": len(mine)},
-        sandbox={"summary": daemon.execution.summary()},
+        sessions=SessionsStatus(running=sum(1 for i in mine if i.alive), total=len(mine)),
+        sandbox=SandboxStatus(summary=daemon.execution.summary()),
     )
 
 

@@ -29,7 +29,7 @@ from console.protocol.results import (
 
 
 async def status(ctx: CallContext, args: WatchStatus) -> WatchStatusResult:
-    return WatchStatusResult(**ctx.services.watch.status())
+    return ctx.services.watch.status(WatchStatusResult)
 
 
 async def recent(ctx: CallContext, args: WatchRecent) -> WatchRecentResult:
@@ -53,7 +53,7 @@ async def recent(ctx: CallContext, args: WatchRecent) -> WatchRecentResult:
             return WatchRecentResult(events=[])
     out = []
     for record in svc.recent_records(protected_only):
-        if wanted and not any((a["kind"], a["id"]) in wanted for a in record["attribution"]):
+        if wanted and not any((a.kind, a.id) in wanted for a in record.attribution):
             continue
         out.append(record)
         if len(out) >= limit:
@@ -79,7 +79,7 @@ async def add(ctx: CallContext, args: WatchAdd) -> WatchAddResult:
     if not os.path.isabs(root) or not os.path.isdir(root):
         raise RPCError(INVALID_PARAMS, "workspace_root: an existing absolute directory")
     await ctx.services.watch.ensure_root(os.path.realpath(root))
-    return WatchAddResult(**ctx.services.watch.status())
+    return ctx.services.watch.status(WatchAddResult)
 
 
 async def remove(ctx: CallContext, args: WatchRemove) -> WatchRemoveResult:
@@ -90,7 +90,7 @@ async def remove(ctx: CallContext, args: WatchRemove) -> WatchRemoveResult:
     real = os.path.realpath(root)
     if not (await svc.remove_root(real) or (real != root and await svc.remove_root(root))):
         raise RPCError(NOT_FOUND, "workspace_root: not watched (watch.status lists the roots)")
-    return WatchRemoveResult(**svc.status())
+    return svc.status(WatchRemoveResult)
 
 
 async def tripwire_list(ctx: CallContext, args: TripwireList) -> TripwireListResult:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from console.daemon.connection import CallContext, Handler
 from console.protocol.requests import WorkspacesAdd, WorkspacesList, WorkspacesRemove
 from console.protocol.results import (
-    TrustedWorkspace,
     WorkspacesAddResult,
     WorkspacesListResult,
     WorkspacesRemoveResult,
@@ -13,7 +12,7 @@ from console.protocol.results import (
 
 
 async def workspaces_list(ctx: CallContext, args: WorkspacesList) -> WorkspacesListResult:
-    return WorkspacesListResult(workspaces=[TrustedWorkspace(**w) for w in ctx.services.workspaces.to_list()])
+    return WorkspacesListResult(workspaces=ctx.services.workspaces.to_list())
 
 
 async def workspaces_add(ctx: CallContext, args: WorkspacesAdd) -> WorkspacesAddResult:

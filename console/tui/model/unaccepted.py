@@ -7,27 +7,17 @@ shows them in the header and says what to do, as `agent-console daemon status` d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from console.protocol.results import DaemonStatusResult
+from console.protocol.status import IntegrityStatus, StatusHistory
 
 
-def unaccepted_rows(status: Mapping[str, Any]) -> list[tuple[int, int]]:
-    """The ``(from_seq, to_seq)`` ranges in ``status["history"]["unaccepted"]``; anything
-    else there (a daemon of another version) is no range."""
-    history = status.get("history")
-    ranges = history.get("unaccepted") if isinstance(history, Mapping) else None
-    if not isinstance(ranges, list):
+def unaccepted_rows(status: DaemonStatusResult | None) -> list[tuple[int, int]]:
+    """The ``(from_seq, to_seq)`` ranges in the status's ``history``; a range that is no
+    range of rows (a daemon of another version) is left out."""
+    history = status.history if status is not None else None
+    if not isinstance(history, StatusHistory):
         return []
-    out = []
-    for r in ranges:
-        if (
-            isinstance(r, list | tuple)
-            and len(r) == 2
-            and all(type(n) is int and n > 0 for n in r)
-            and r[0] <= r[1]
-        ):
-            out.append((r[0], r[1]))
-    return out
+    return [(low, high) for low, high in history.unaccepted if 0 < low <= high]
 
 
 def history_remedy(low: int, high: int) -> str:
@@ -40,29 +30,24 @@ def history_remedy(low: int, high: int) -> str:
     )
 
 
-def integrity_findings(status: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _integrity(status: DaemonStatusResult | None) -> IntegrityStatus | None:
+    check = status.integrity if status is not None else None
+    return check if isinstance(check, IntegrityStatus) else None
+
+
+def integrity_findings(status: DaemonStatusResult | None) -> list[tuple[str, str]]:
     """What the daemon's start-up check of the history found wrong, as ``(what, message)``
-    pairs from ``status["integrity"]["findings"]``; anything malformed is skipped."""
-    check = status.get("integrity")
-    found = check.get("findings") if isinstance(check, Mapping) else None
-    if not isinstance(found, list):
-        return []
-    return [
-        (str(f.get("what", "")), str(f.get("message", "")))
-        for f in found
-        if isinstance(f, Mapping) and f.get("what")
-    ]
+    pairs from the status's ``integrity``; a finding that names nothing is skipped."""
+    check = _integrity(status)
+    return [(f.what, f.message) for f in check.findings if f.what] if check is not None else []
 
 
-def integrity_progress(status: Mapping[str, Any]) -> str:
+def integrity_progress(status: DaemonStatusResult | None) -> str:
     """``verifying history: 4,096/50,000 rows`` while the full verify runs, else ""."""
-    check = status.get("integrity")
-    if not isinstance(check, Mapping) or check.get("state") != "checking":
+    check = _integrity(status)
+    if check is None or check.state != "checking":
         return ""
-    checked, total = check.get("checked"), check.get("total")
-    if type(checked) is not int or type(total) is not int:
-        return "verifying history"
-    return f"verifying history: {checked:,}/{total:,} rows"
+    return f"verifying history: {check.checked:,}/{check.total:,} rows"
 
 
 def tamper_remedy(what: str, message: str) -> str:

@@ -13,13 +13,13 @@ character, never by markup or ANSI. Styles come in as a role → ``Style`` mappi
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from rich.style import Style
 from rich.text import Text
 
 from console.contract.inert import inert
+from console.protocol.watch import AcceptedChange, WatchEntry, WatchStatus
 from console.tui.model.timefmt import ago, clock_time
 from console.tui.model.watch_model import ANSWERS, TripwireEntry, attribution, degraded_roots
 from console.tui.render.present import DetailOptions, Rendered, Styles, agent_text, field
@@ -31,11 +31,10 @@ _ESCAPE = re.compile(r"\\(?:\\|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[
 MAX_DIFF_LINES = 200
 
 
-def shown_path(event: Mapping[str, Any]) -> str:
+def shown_path(event: WatchEntry) -> str:
     """What to show for an event's path: the daemon's display form, escaped again to be sure."""
-    display = event.get("display_path")
-    shown = inert(str(display if display is not None else event.get("path", "")))
-    return shown.rstrip("/") + "/" if event.get("flood") else shown
+    shown = inert(event.display_path)
+    return shown.rstrip("/") + "/" if event.flood else shown
 
 
 def raw_path_shown(path: str) -> str:
@@ -64,7 +63,7 @@ def path_text(display: str, styles: Styles, base: Style | str = "", *, limit: in
     return out
 
 
-def who_text(event: Mapping[str, Any], styles: Styles, *, limit: int = 60) -> Text:
+def who_text(event: WatchEntry, styles: Styles, *, limit: int = 60) -> Text:
     """Who was active in the workspace: sessions and operations, or ``unattributed``."""
     who = attribution(event)
     if not who:
@@ -85,40 +84,39 @@ def who_text(event: Mapping[str, Any], styles: Styles, *, limit: int = 60) -> Te
     return out
 
 
-def flags(event: Mapping[str, Any], degraded: set[str]) -> list[str]:
+def flags(event: WatchEntry, degraded: set[str]) -> list[str]:
     """Short loud words for what makes an event unusual."""
     out = []
-    count = event.get("count")
-    if isinstance(count, int) and count > 1:
-        out.append(f"{count:,} FILES")
-    if event.get("quiet"):
+    if event.count > 1:
+        out.append(f"{event.count:,} FILES")
+    if event.quiet:
         out.append("quiet")
-    if event.get("symlink_escape"):
+    if event.symlink_escape:
         out.append("SYMLINK-OUT")
-    if event.get("path_flagged"):
+    if event.path_flagged:
         out.append("ODD-NAME")
-    if str(event.get("workspace_root", "")) in degraded:
+    if event.workspace_root in degraded:
         out.append("DEGRADED")
-    if event.get("source") in ("poll", "rescan"):
-        out.append(f"via {event['source']}")
+    if event.source in ("poll", "rescan"):
+        out.append(f"via {event.source}")
     return out
 
 
-def event_row(event: Mapping[str, Any], styles: Styles, width: int, degraded: set[str]) -> Text:
+def event_row(event: WatchEntry, styles: Styles, width: int, degraded: set[str]) -> Text:
     """One line of the watch panel: time, change, pattern, who, path, flags.
 
     Roles: ``time``, ``protected``, ``pattern``, ``dim``, ``label``, ``escape``,
     ``lookalike``, ``marker``, ``flag``, ``added``, ``removed``, ``modified``.
     """
-    protected = event.get("protected")
-    loud = styles["label"] if event.get("quiet") else styles["protected"]  # quiet: listed, not alarming
+    protected = event.protected
+    loud = styles["label"] if event.quiet else styles["protected"]  # quiet: listed, not alarming
     row = Text(no_wrap=True, overflow="crop", end="")
-    row.append(f" {clock_time(event.get('at'), with_date=False)} ", styles["time"])
-    kind = str(event.get("kind", "?"))
+    row.append(f" {clock_time(event.at, with_date=False)} ", styles["time"])
+    kind = event.kind
     role = {"added": "added", "deleted": "removed"}.get(kind, "modified")
     row.append(f"{kind[:8]:<9}", loud if protected else styles[role])
     if protected:
-        pattern, _ = agent_text(str(protected), styles, styles["pattern"], limit=16)
+        pattern, _ = agent_text(protected, styles, styles["pattern"], limit=16)
         row.append(" ", styles["pattern"])
         row.append_text(pattern)
         row.append(" ", styles["pattern"])
@@ -177,12 +175,12 @@ DIFF_NONE = "none"
 
 
 def event_detail(
-    event: Mapping[str, Any] | None,
+    event: WatchEntry | None,
     styles: Styles,
     *,
     diff: str | None = DIFF_NOT_LOADED,
-    accepted: Mapping[str, Any] | None = None,
-    watch_status: Mapping[str, Any] | None = None,
+    accepted: AcceptedChange | None = None,
+    watch_status: WatchStatus | None = None,
     now: float,
 ) -> Text:
     """Everything about one event, and its diff once asked for (``diff``: text, or a state)."""
@@ -190,7 +188,7 @@ def event_detail(
     if event is None:
         out.append("No event selected. Changes appear above as they happen.", styles["dim"])
         return out
-    protected = event.get("protected")
+    protected = event.protected
     out.append_text(path_text(shown_path(event), styles, styles["program"]))
     if protected:
         out.append("  ")
@@ -200,33 +198,27 @@ def event_detail(
     if marks:
         out.append("  " + " ".join(marks), styles["warning"])
     out.append("\n")
-    if event.get("path_flagged"):
+    if event.path_flagged:
         out.append(
             "⚠ the file name holds control, invisible or undecodable characters — shown escaped\n",
             styles["warning"],
         )
-    if event.get("symlink_escape"):
+    if event.symlink_escape:
         out.append("⚠ a symbolic link that points out of the workspace\n", styles["warning"])
-    change = str(event.get("kind", "?"))
-    what = f"{change} {'directory' if event.get('is_dir') else 'file'}"
+    what = f"{event.kind} {'directory' if event.is_dir else 'file'}"
     field(out, "change", Text(what, styles["escalation" if protected else "label"]), styles)
     if protected:
-        piece, _ = agent_text(str(protected), styles, styles["escalation"], limit=200)
+        piece, _ = agent_text(protected, styles, styles["escalation"], limit=200)
         field(out, "pattern", piece, styles)
-    at = event.get("changed_at") or event.get("at")
-    field(
-        out,
-        "when",
-        f"{clock_time(at)} ({ago(now - float(at or now))}), seen by {event.get('source', '?')}",
-        styles,
-    )
-    field(out, "workspace", path_text(inert(str(event.get("workspace_root", ""))), styles), styles)
-    size, mode = event.get("size"), event.get("mode")
+    at = event.changed_at or event.at
+    field(out, "when", f"{clock_time(at)} ({ago(now - at)}), seen by {event.source or '?'}", styles)
+    field(out, "workspace", path_text(inert(event.workspace_root), styles), styles)
+    size, mode = event.size, event.mode
     if size is not None or mode is not None:
         bits = []
         if size is not None:
             bits.append(f"{size} bytes")
-        if isinstance(mode, int):
+        if mode is not None:
             bits.append(f"mode {mode & 0o7777:o}")
         field(out, "now", ", ".join(bits), styles)
     who = attribution(event)
@@ -250,13 +242,13 @@ def event_detail(
         out.append(
             "  none kept: only small protected text files have a baseline to compare with\n", styles["dim"]
         )
-    elif diff == "" and accepted and accepted.get("diff"):
+    elif diff == "" and accepted is not None and accepted.diff:
         out.append(
-            f"  unchanged since you answered tripwire {inert(str(accepted.get('item', '')))} "
-            f"({inert(str(accepted.get('state', '')))}), which made this the baseline; the change you answered:\n",
+            f"  unchanged since you answered tripwire {inert(accepted.item)} "
+            f"({inert(accepted.state)}), which made this the baseline; the change you answered:\n",
             styles["warning"],
         )
-        body, _ = diff_text(str(accepted["diff"]), styles, expanded=True)
+        body, _ = diff_text(accepted.diff, styles, expanded=True)
         out.append_text(body)
     elif diff == "":
         out.append("  the content is the same as its baseline\n", styles["dim"])
@@ -341,11 +333,11 @@ def stop_words(mode: str) -> str:
     return mode or "stopped"
 
 
-def _ident(ident: Any, label: Any, styles: Styles) -> Text:
-    out, _ = agent_text(str(ident or "-"), styles, limit=64)
+def _ident(ident: str, label: str, styles: Styles) -> Text:
+    out, _ = agent_text(ident or "-", styles, limit=64)
     if label:
         out.append("  ")
-        piece, _ = agent_text(str(label), styles, styles["dim"], limit=200)
+        piece, _ = agent_text(label, styles, styles["dim"], limit=200)
         out.append_text(piece)
     return out
 
@@ -373,7 +365,7 @@ def answered(action: str, item: TripwireEntry) -> str:
 
 
 def render_session_changes(
-    session_id: str, events: Sequence[Mapping[str, Any]] | None, styles: Styles, *, limit: int = 40
+    session_id: str, events: Sequence[WatchEntry] | None, styles: Styles, *, limit: int = 40
 ) -> Text:
     """Changes made while the request's agent session ran, protected ones first."""
     out = Text(end="")
@@ -384,8 +376,8 @@ def render_session_changes(
     if events is None:
         out.append("  looking…\n", styles["dim"])
         return out
-    protected = [e for e in events if e.get("protected")]
-    ordinary = [e for e in events if not e.get("protected")]
+    protected = [e for e in events if e.protected]
+    ordinary = [e for e in events if not e.protected]
     out.append(
         f"  {_paths(protected)} protected, {_paths(ordinary)} other (by its terminal sessions)\n"
         if events
@@ -393,13 +385,13 @@ def render_session_changes(
         styles["dim"],
     )
     for e in (protected + ordinary)[:limit]:
-        is_protected = bool(e.get("protected"))
-        out.append(f"  {clock_time(e.get('at'), with_date=False)} ", styles["dim"])
-        out.append(f"{e.get('kind', '?')!s:<9}", styles["escalation" if is_protected else "label"])
+        is_protected = bool(e.protected)
+        out.append(f"  {clock_time(e.at, with_date=False)} ", styles["dim"])
+        out.append(f"{e.kind:<9}", styles["escalation" if is_protected else "label"])
         out.append_text(path_text(shown_path(e), styles, styles["escalation"] if is_protected else ""))
         if is_protected:
             out.append("  ")
-            pattern, _ = agent_text(str(e["protected"]), styles, styles["badge-protected"], limit=40)
+            pattern, _ = agent_text(str(e.protected), styles, styles["badge-protected"], limit=40)
             out.append_text(pattern)
         out.append("\n")
     if len(events) > limit:
@@ -407,14 +399,14 @@ def render_session_changes(
     return out
 
 
-def _paths(events: Sequence[Mapping[str, Any]]) -> int:
+def _paths(events: Sequence[WatchEntry]) -> int:
     """How many files the events changed: a file created then written is one."""
-    return len({(e.get("workspace_root"), e.get("path")) for e in events})
+    return len({(e.workspace_root, e.path) for e in events})
 
 
-def changes_warning(events: Sequence[Mapping[str, Any]] | None, styles: Styles) -> Text | None:
+def changes_warning(events: Sequence[WatchEntry] | None, styles: Styles) -> Text | None:
     """One line for the top of the detail when the session touched protected paths."""
-    count = _paths([e for e in events or () if e.get("protected")])
+    count = _paths([e for e in events or () if e.protected])
     if not count:
         return None
     out = Text(end="")

@@ -29,6 +29,7 @@ from console.protocol.requests import (
     HistoryPrevious,
     TripwireResolution,
     TripwireResolve,
+    WatchRecent,
 )
 from console.tui.link import DaemonLink
 from console.tui.model.badges import confirmation
@@ -199,12 +200,12 @@ class QueueScreen(ConsoleScreen):
     @work(group="changes", exclusive=True)
     async def _load_changes(self, host: str, request_id: str, session_id: str) -> None:
         try:
-            result = await self.services.link_for(host).call(
-                "watch.recent", {"agent_session": session_id, "limit": 200}
+            result = await self.services.link_for(host).request(
+                WatchRecent(agent_session=session_id, limit=200)
             )
         except (DaemonUnreachable, RPCError):
             return
-        self.detail.set_changes(request_id, result.get("events", []))
+        self.detail.set_changes(request_id, result.events)
 
     DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (DaemonLink.WatchBatch,)
 

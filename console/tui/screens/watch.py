@@ -11,8 +11,7 @@ request of its own to open.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -22,6 +21,8 @@ from console.client import DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import NOT_FOUND
 from console.protocol.records import HistoryRow
+from console.protocol.requests import WatchDiff
+from console.protocol.watch import WatchEntry
 from console.tui.model.watch_model import degraded_roots
 from console.tui.render.watch_text import DIFF_NONE
 from console.tui.screens.base import ConsoleScreen, Services
@@ -76,7 +77,7 @@ class WatchScreen(ConsoleScreen):
     def detail(self) -> WatchDetail:
         return self.query_one(WatchDetail)
 
-    def selected(self) -> Mapping[str, Any] | None:
+    def selected(self) -> WatchEntry | None:
         model = self.services.watch_monitor.events
         index = self.view.cursor
         return model[index] if 0 <= index < len(model) else None
@@ -113,7 +114,7 @@ class WatchScreen(ConsoleScreen):
     def _banner(self) -> None:
         monitor = self.services.watch_monitor
         model = monitor.events
-        roots = monitor.watch_status.get("roots") or []
+        roots = monitor.watch_status.roots if monitor.watch_status is not None else []
         degraded = degraded_roots(monitor.watch_status)
         shown = "protected only" if model.protected_only else "all changes"
         counts = f"{model.total:,} recent, {model.protected_total:,} protected, showing {shown} (p)"
@@ -159,16 +160,17 @@ class WatchScreen(ConsoleScreen):
             self.say("no change selected", "warning")
             return
         self.detail.show(event)
-        if event.get("path_hex") is not None or event.get("is_dir"):
+        if isinstance(event.path_hex, str) or event.is_dir:
             self.detail.set_diff(event, DIFF_NONE)
             return
         self._load_diff(event)
 
     @work(group="watch-diff", exclusive=True)
-    async def _load_diff(self, event: Mapping[str, Any]) -> None:
-        params = {"workspace_root": str(event.get("workspace_root", "")), "path": str(event.get("path", ""))}
+    async def _load_diff(self, event: WatchEntry) -> None:
         try:
-            result = await self.services.link.call("watch.diff", params)
+            result = await self.services.link.request(
+                WatchDiff(workspace_root=event.workspace_root, path=event.path)
+            )
         except RPCError as exc:
             if exc.code == NOT_FOUND:
                 self.detail.set_diff(event, DIFF_NONE)
@@ -178,10 +180,7 @@ class WatchScreen(ConsoleScreen):
         except DaemonUnreachable as exc:
             self.say(f"diff: {inert(str(exc))[:200]}", "error")
             return
-        accepted = result.get("accepted")
-        self.detail.set_diff(
-            event, str(result.get("diff", "")), accepted if isinstance(accepted, dict) else None
-        )
+        self.detail.set_diff(event, result.diff, result.accepted)
         self.say("diff loaded: escaped, + added, - removed")
 
     def action_refresh_watch(self) -> None:

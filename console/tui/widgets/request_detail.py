@@ -9,14 +9,14 @@ typed-ahead guard needs to know.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from rich.text import Text
 from textual.message import Message
 
 from console.contract.inert import inert
 from console.protocol.records import HistoryRow
+from console.protocol.watch import WatchEntry
 from console.tui.model.badges import Badge
 from console.tui.model.pending import QueueItem, queue_key
 from console.tui.model.watch_model import TripwireEntry
@@ -50,7 +50,7 @@ class RequestDetail(DetailView):
         self.host = ""  # whose request, with several hosts ("" with one)
         self.badges: Sequence[Badge] = ()
         self.previous: Sequence[HistoryRow] | None = None
-        self.changes: Sequence[Mapping[str, Any]] | None = None  # watch events of the agent session
+        self.changes: Sequence[WatchEntry] | None = None  # watch events of the agent session
         self.truncated = False
 
     def refresh_view(self) -> None:
@@ -103,7 +103,7 @@ class RequestDetail(DetailView):
             self.previous = previous
             self.refresh_detail()
 
-    def set_changes(self, request_id: str, changes: Sequence[Mapping[str, Any]]) -> None:
+    def set_changes(self, request_id: str, changes: Sequence[WatchEntry]) -> None:
         if self.request_id == request_id:
             self.changes = changes
             self.refresh_detail()

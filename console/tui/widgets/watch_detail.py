@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
+from console.protocol.watch import AcceptedChange, WatchEntry, WatchStatus
 from console.tui.render.watch_text import DIFF_NOT_LOADED, event_detail
 from console.tui.widgets.text_view import DetailView
 
@@ -14,10 +14,10 @@ class WatchDetail(DetailView):
     def __init__(self, *, clock: Callable[[], float] = time.time, id: str | None = None) -> None:
         super().__init__(id=id)
         self.clock = clock
-        self.event: Mapping[str, Any] | None = None
+        self.event: WatchEntry | None = None
         self.diff: str | None = DIFF_NOT_LOADED
-        self.accepted: Mapping[str, Any] | None = None
-        self.watch_status: Mapping[str, Any] | None = None
+        self.accepted: AcceptedChange | None = None
+        self.watch_status: WatchStatus | None = None
 
     def on_mount(self) -> None:
         self.refresh_detail()
@@ -25,7 +25,7 @@ class WatchDetail(DetailView):
     def refresh_view(self) -> None:
         self.refresh_detail()
 
-    def show(self, event: Mapping[str, Any] | None) -> None:
+    def show(self, event: WatchEntry | None) -> None:
         if event is not self.event:
             self.event = event
             self.diff = DIFF_NOT_LOADED
@@ -33,9 +33,7 @@ class WatchDetail(DetailView):
             self.scroll_to(y=0, animate=False, immediate=True)
             self.refresh_detail()
 
-    def set_diff(
-        self, event: Mapping[str, Any], diff: str, accepted: Mapping[str, Any] | None = None
-    ) -> None:
+    def set_diff(self, event: WatchEntry, diff: str, accepted: AcceptedChange | None = None) -> None:
         """``diff``: the text, or one of the states of watch_text (not loaded, none kept);
         ``accepted``: the tripwire answer that made a change the baseline, if any."""
         if event is self.event:

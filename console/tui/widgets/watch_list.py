@@ -53,7 +53,7 @@ class WatchList(LineList):
 
     def row_key(self, index: int) -> Hashable:
         event = self.model[index]
-        return event.get("seq"), str(event.get("workspace_root", "")) in self.degraded
+        return event.seq, event.workspace_root in self.degraded
 
     def _styles(self) -> dict[str, Style]:
         get = self.component_style
