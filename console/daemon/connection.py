@@ -38,6 +38,7 @@ from console.protocol.jsonrpc import (
 )
 from console.protocol.peer import PeerCred
 from console.protocol.requests import MethodParams, read_params
+from console.protocol.results import MethodResult
 from console.protocol.table import Access, Row
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class Role(StrEnum):
 
 # A handler takes its method's params Struct (console/protocol/requests.py), read at the
 # socket before it runs.
-Handler = Callable[["CallContext", Any], Awaitable[Any]]
+Handler = Callable[["CallContext", Any], Awaitable[MethodResult]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -507,7 +508,7 @@ class Connection:
             return None if message.is_notification else jsonrpc.error_response(message.id, err)
         return None if message.is_notification else jsonrpc.response(message.id, result)
 
-    async def _call(self, request: Request) -> Any:
+    async def _call(self, request: Request) -> MethodResult:
         method = self.methods.get(request.method)
         if method is None:
             raise RPCError(METHOD_NOT_FOUND, "unknown method; see docs/protocol.md")

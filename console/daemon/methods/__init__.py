@@ -15,6 +15,7 @@ from console.daemon.connection import CallContext, Handler, Method
 from console.daemon.methods import approvals, attention, core, execute, history, sessions, watch, workspaces
 from console.daemon.methods.errors import mapped
 from console.protocol.requests import MethodParams, read_params
+from console.protocol.results import MethodResult
 from console.protocol.table import BY_NAME
 
 
@@ -24,7 +25,7 @@ def typed(handler: Handler, cls: type[MethodParams[Any]]) -> Handler:
     they are read into ``cls`` just as the dispatcher reads them."""
 
     @functools.wraps(handler)
-    async def call(ctx: CallContext, args: Any) -> Any:
+    async def call(ctx: CallContext, args: Any) -> MethodResult:
         if not isinstance(args, cls):
             args = read_params(args, cls)
         return await handler(ctx, args)

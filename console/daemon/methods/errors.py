@@ -28,6 +28,7 @@ from console.protocol.jsonrpc import (
     UNAVAILABLE,
     RPCError,
 )
+from console.protocol.results import MethodResult
 
 CODES: dict[type[ServiceError], int] = {
     NotFound: NOT_FOUND,
@@ -45,9 +46,9 @@ def rpc_error(exc: ServiceError) -> RPCError:
     return RPCError(CODES.get(type(exc), INTERNAL_ERROR), exc.message, exc.data)
 
 
-def mapped(handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def mapped(handler: Callable[..., Awaitable[MethodResult]]) -> Callable[..., Awaitable[MethodResult]]:
     @functools.wraps(handler)
-    async def call(*args: Any, **kwargs: Any) -> Any:
+    async def call(*args: Any, **kwargs: Any) -> MethodResult:
         try:
             return await handler(*args, **kwargs)
         except ServiceError as exc:
