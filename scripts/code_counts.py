@@ -51,7 +51,9 @@ def counts() -> dict[str, int]:
             1 for line in text.splitlines() if IGNORE_WITHOUT_REASON.search(line)
         )
     ordered = {k: v for k, v in totals.items() if not k.startswith(".get( in")}
-    ordered.update(sorted(((k, v) for k, v in totals.items() if k.startswith(".get( in")), key=lambda kv: -kv[1]))
+    ordered.update(
+        sorted(((k, v) for k, v in totals.items() if k.startswith(".get( in")), key=lambda kv: -kv[1])
+    )
     return ordered
 
 

@@ -40,6 +40,7 @@ from console.protocol.events import Decided, GrantsUsed, PendingAdded
 from console.protocol.grants import GrantObject
 from console.protocol.pending import AgentIdentity, PendingItem
 from console.protocol.requests import DecideAction
+from console.protocol.results import OperationDecision
 from console.sandbox.content_pins import content_changed_since
 from console.store import (
     Event,
@@ -106,7 +107,7 @@ class Pending:
     deadline: float
     owner: int  # the submitting connection
     peer_pid: int
-    answer: asyncio.Future[dict[str, Any]]
+    answer: asyncio.Future[OperationDecision]
     timer: asyncio.TimerHandle | None = None
     agent: str = ""  # the submitting agent identity (console/daemon/identity.py)
     shown: AgentIdentity | None = None  # that identity as the operator sees it
@@ -239,7 +240,7 @@ class Broker:
         agent: str = "",
         shown: AgentIdentity | None = None,
         supersedes: str = "",
-    ) -> dict[str, Any]:
+    ) -> OperationDecision:
         """Evaluate an operation and return the agent's answer once it is durable.
 
         ``agent`` is the issued identity: session grants are matched against it, never
@@ -367,7 +368,7 @@ class Broker:
         scope: str = "",
         request_event: Event | None = None,
         grant: Grant | None = None,
-    ) -> dict[str, Any]:
+    ) -> OperationDecision:
         answer = self._answer(rid, op, verdict, source, reason, now, decision=decision, scope=scope)
         events = [request_event or self._request_event(rid, op, peer_pid, now)]
         events.append(self._decision_event(answer, op, peer_pid, decision))
@@ -384,9 +385,7 @@ class Broker:
             log.error("store unavailable, denying %s: %s", rid, exc)
             return self._unstored(rid, op, now, decision)
         self.events.publish(
-            Decided(
-                request_id=rid, verdict=answer["verdict"], source=source.value, reason=reason, queued=False
-            )
+            Decided(request_id=rid, verdict=answer.verdict, source=source.value, reason=reason, queued=False)
         )
         if grant is not None and grant.scope is GrantScope.ONCE:
             self.events.publish(GrantsUsed(grant_ids=[grant.id]))
@@ -719,22 +718,22 @@ class Broker:
             cutoff = now - DECIDED_MEMORY_S
             self._decided = {k: v for k, v in self._decided.items() if v >= cutoff}
 
-    def _settle(self, item: Pending, answer: dict[str, Any]) -> None:
+    def _settle(self, item: Pending, answer: OperationDecision) -> None:
         if not item.answer.done():
             item.answer.set_result(answer)
         self.events.publish(
             Decided(
                 request_id=item.id,
-                verdict=answer["verdict"],
-                source=answer["source"],
-                reason=answer["reason"],
+                verdict=answer.verdict,
+                source=answer.source,
+                reason=answer.reason,
                 queued=True,
             )
         )
 
     # ------------------------------------------------------------------ records
 
-    def _unstored(self, rid: str, op: Operation, now: float, decision: Decision | None) -> dict[str, Any]:
+    def _unstored(self, rid: str, op: Operation, now: float, decision: Decision | None) -> OperationDecision:
         """Fail closed: what the agent hears when its decision could not be stored."""
         return self._answer(rid, op, Verdict.DENY, Source.STORE, "store_unavailable", now, decision=decision)
 
@@ -757,7 +756,8 @@ class Broker:
         note: str = "",
         grant: Grant | None = None,
         submitted_at: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> OperationDecision:
+        """The agent's answer, in its Struct: what the method sends and the history records."""
         escalations = decision.diff.as_dict["escalations"] if decision else []
         auth = None
         if verdict is Verdict.ALLOW:
@@ -797,24 +797,24 @@ class Broker:
             answer["denials"] = _denials(escalations, denial_source, reason, recoverable, next_action)
         else:
             answer["denials"] = []
-        return answer
+        return msgspec.convert(answer, OperationDecision)
 
     def _request_event(self, rid: str, op: Operation, peer_pid: int, now: float) -> Event:
         return request_event(op, request_id=rid, at=now, peer_pid=peer_pid)
 
     def _decision_event(
-        self, answer: dict[str, Any], op: Operation, peer_pid: int, decision: Decision | None
+        self, answer: OperationDecision, op: Operation, peer_pid: int, decision: Decision | None
     ) -> Event:
         return decision_event(
             op,
-            request_id=answer["request_id"],
-            at=answer["decided_at"],
-            verdict=answer["verdict"],
-            source=answer["source"],
-            scope=answer["scope"],
-            reason=answer["reason"],
-            note=answer["note"],
-            latency_ms=answer["latency_ms"],
+            request_id=answer.request_id,
+            at=answer.decided_at,
+            verdict=answer.verdict,
+            source=answer.source,
+            scope=answer.scope,
+            reason=answer.reason,
+            note=answer.note,
+            latency_ms=answer.latency_ms,
             peer_pid=peer_pid,
             # The operator saw the whole diff; a decision the policy or a grant made needs
             # only what it settled (the request keeps the operation it derives from).
@@ -822,11 +822,11 @@ class Broker:
                 None
                 if decision is None
                 else decision.diff.as_dict
-                if answer["source"] == Source.OPERATOR
+                if answer.source == Source.OPERATOR
                 else {"escalations": decision.diff.as_dict["escalations"]}
             ),
-            denials=answer["denials"],
-            grant_id=(answer["authorization"] or {}).get("grant_id", ""),
+            denials=msgspec.to_builtins(answer.denials),
+            grant_id=answer.authorization.grant_id if answer.authorization else "",
         )
 
 

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from console.protocol.results import OperationDecision
+
 TICKET_TTL_S = 600.0
 MAX_HELD = 256
 SECRET_BYTES = 32
@@ -47,7 +49,7 @@ class TicketError(LookupError):
 class Held:
     request_id: str
     operation: Any  # console.contract.operation.Operation
-    decision: dict[str, Any]
+    decision: OperationDecision
     expires: float
     digest: bytes
     agent: str  # the identity that asked; only it may redeem
@@ -80,14 +82,14 @@ class HeldTable:
         return len(self._held)
 
     def issue(
-        self, operation: Any, decision: dict[str, Any], agent: str, command: Callable[[str], str]
+        self, operation: Any, decision: OperationDecision, agent: str, command: Callable[[str], str]
     ) -> tuple[Held, str]:
         """Keep an allowed operation for ``agent``: the entry (with the exact command that
         redeems it, ``command(request_id)``) and the ticket's secret."""
         self._expire()
         while len(self._held) >= MAX_HELD:  # the oldest unclaimed ticket goes first
             self._drop(next(iter(self._held)))
-        request_id = decision["request_id"]
+        request_id = decision.request_id
         secret = secrets.token_urlsafe(SECRET_BYTES)
         held = Held(
             request_id,

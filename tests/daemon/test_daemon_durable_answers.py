@@ -82,8 +82,8 @@ def test_a_grant_settled_answer_comes_only_after_its_row_is_committed(granted):
         finally:
             store._writer.lock.release()
         answer = await asyncio.wait_for(task, 10)
-        assert (answer["verdict"], answer["reason"]) == ("allow", "grant_always")
-        assert (answer["request_id"], "allow", "grant_always") in _decisions(db)
+        assert (answer.verdict, answer.reason) == ("allow", "grant_always")
+        assert (answer.request_id, "allow", "grant_always") in _decisions(db)
 
     asyncio.run(scenario())
 
@@ -96,7 +96,7 @@ def test_many_answers_at_once_each_wait_for_their_commit(granted):
             *(broker.submit(op, owner=1, peer_pid=1, agent="a-1") for _ in range(200))
         )
         stored = {row[0] for row in _decisions(db)}
-        assert {a["request_id"] for a in answers} <= stored
+        assert {a.request_id for a in answers} <= stored
         assert len(stored) == 200
 
     asyncio.run(scenario())
@@ -111,8 +111,8 @@ def test_a_store_that_cannot_write_answers_deny_with_the_reason(granted):
         return await broker.submit(op, owner=1, peer_pid=1, agent="a-1")
 
     answer = asyncio.run(scenario())
-    assert (answer["verdict"], answer["reason"], answer["source"]) == ("deny", "store_unavailable", "store")
-    assert answer["authorization"] is None
+    assert (answer.verdict, answer.reason, answer.source) == ("deny", "store_unavailable", "store")
+    assert answer.authorization is None
 
 
 def test_loop_waiter_settles_from_another_thread_with_result_or_error():

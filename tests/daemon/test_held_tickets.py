@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from console.daemon.held import MAX_HELD, TICKET_TTL_S, HeldTable, TicketError
+from console.protocol.records import AuthorizationRecord
+from console.protocol.results import OperationDecision
 
 
 class Clock:
@@ -15,8 +17,12 @@ class Clock:
         return self.now
 
 
-def decision(n: int) -> dict:
-    return {"request_id": f"r-test-{n}", "verdict": "allow"}
+def decision(n: int) -> OperationDecision:
+    return OperationDecision(
+        request_id=f"r-test-{n}", verdict="allow", reason="operator_approved", source="operator", scope="once",
+        fingerprint="ab" * 32, note="", escalations=[], decided_at=0.0, latency_ms=0.0, denials=[],
+        authorization=AuthorizationRecord(fingerprint="ab" * 32, workspace_root="/w", source="operator", grant_id=""),
+    )  # fmt: skip
 
 
 def command(rid: str) -> str:

@@ -53,6 +53,7 @@ from console.daemon.policy_source import PolicySource
 from console.locations import ensure_private_dir
 from console.policy.config import NetworkMode, PolicyConfig
 from console.policy.network import IPAddress, Rules, Verdict, address_of
+from console.protocol.results import OperationDecision
 from console.protocol.status import EgressStatus
 from console.store import Event, Store, StoreUnavailable, connection_event
 
@@ -383,18 +384,18 @@ class EgressService:
             answer = await self._ask(run, target, address, gone)
             if answer is None:
                 return None
-            request_id = answer["request_id"]
-            source = answer["source"]
-            if answer["verdict"] == "allow":
+            request_id = answer.request_id
+            source = answer.source
+            if answer.verdict == "allow":
                 verdict, why = (
                     Verdict.ALLOW,
-                    f"{target.host} approved ({answer['source']}, {answer['reason']})",
+                    f"{target.host} approved ({answer.source}, {answer.reason})",
                 )
             else:
-                note = answer.get("note") or ""
-                reason = answer["reason"]
+                note = answer.note
+                reason = answer.reason
                 why = f"the operator denied {target.host} ({reason}{': ' + note if note else ''})"
-                if answer["source"] == "timeout":
+                if answer.source == "timeout":
                     why = f"no answer from the operator for {target.host} in time"
                 verdict = Verdict.DENY
         allowed = verdict is Verdict.ALLOW
@@ -422,7 +423,7 @@ class EgressService:
 
     async def _ask(
         self, run: EgressRun, target: Target, address: IPAddress | None, gone: asyncio.Future[None]
-    ) -> dict[str, Any] | None:
+    ) -> OperationDecision | None:
         """The operator's answer for this domain, while the client waits (None if it leaves)."""
         op = network_operation(run.context, target, address)
         submit = asyncio.ensure_future(

@@ -44,7 +44,7 @@ def _captured(ctx: CallContext, obj: dict[str, Any]) -> Operation:
     return op
 
 
-async def _run(ctx: CallContext, op: Operation, decision: dict[str, Any], stream: bool) -> ExecRecord:
+async def _run(ctx: CallContext, op: Operation, decision: OperationDecision, stream: bool) -> ExecRecord:
     """Run an allowed operation for this connection (which may cancel it by closing)."""
     conn = ctx.conn
 
@@ -55,10 +55,12 @@ async def _run(ctx: CallContext, op: Operation, decision: dict[str, Any], stream
     if not conn.owns_executions:
         conn.owns_executions = True
         conn.on_close.append(lambda: ctx.services.execution.cancel_owner(conn.id))
+    granted = decision.authorization
+    assert granted is not None, "only an allowed operation runs"
     record, _ = await ctx.services.execution.run(
-        decision["request_id"],
+        decision.request_id,
         op,
-        Authorization(**decision["authorization"]),
+        Authorization(granted.fingerprint, granted.workspace_root, granted.source, granted.grant_id),
         conn.id,
         send,
         agent=conn.agent.id if conn.agent else "",
@@ -72,18 +74,16 @@ async def exec_(ctx: CallContext, args: OperationExec) -> OperationExecResult:
     watch_owner(ctx)
     supersedes = ""
     for attempt in range(MAX_RESUBMISSIONS + 1):
-        op, decision = await submit_bound(ctx, obj, op, timeout, supersedes)
-        # In its Struct before anything runs on its strength (see approvals.submit).
-        decided = OperationDecision(**decision)
+        op, decided = await submit_bound(ctx, obj, op, timeout, supersedes)
         if decided.verdict != "allow":
             return OperationExecResult(decision=decided, result=None)
-        record = await _run(ctx, op, decision, stream)
+        record = await _run(ctx, op, decided, stream)
         denial = record.outcome.denial
         if denial is None or denial.reason != CONTENT_CHANGED or attempt == MAX_RESUBMISSIONS:
             break
         # What would have run is not what was allowed (a file changed after the decision):
         # the operation as it is now is a fresh request.
-        supersedes = decision["request_id"]
+        supersedes = decided.request_id
         op = parse_operation(ctx, obj)
     return OperationExecResult(decision=decided, result=record)
 
@@ -108,8 +108,7 @@ async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
     obj, timeout = args.operation, args.timeout_s
     op = _captured(ctx, obj)
     watch_owner(ctx)
-    op, decision = await submit_bound(ctx, obj, op, timeout)
-    decided = OperationDecision(**decision)  # before a ticket is issued on its strength
+    op, decided = await submit_bound(ctx, obj, op, timeout)
     if decided.verdict != "allow":
         return OperationHoldResult(decision=decided, ticket=None, command=None)
     loc = ctx.services.loc
@@ -117,7 +116,7 @@ async def hold(ctx: CallContext, args: OperationHold) -> OperationHoldResult:
     # the environment, as the daemon's did).
     state = str(loc.state_dir) if locate(loc.state_dir) == loc else None
     held, secret = ctx.services.held.issue(
-        op, decision, _asker(ctx), lambda rid: redeem_command(sys.executable, state, rid)
+        op, decided, _asker(ctx), lambda rid: redeem_command(sys.executable, state, rid)
     )
     if _in_sandbox(ctx):
         # Redeemed by its id from inside the same sandbox (held.py): no secret to keep.
@@ -139,7 +138,7 @@ async def run(ctx: CallContext, args: OperationRun) -> OperationRunResult:
     except TicketError as exc:
         raise RPCError(NOT_FOUND, str(exc)) from None
     record = await _run(ctx, held.operation, held.decision, args.stream)
-    return OperationRunResult(decision=OperationDecision(**held.decision), result=record)
+    return OperationRunResult(decision=held.decision, result=record)
 
 
 async def held(ctx: CallContext, args: OperationHeld) -> OperationHeldResult:
