@@ -9,7 +9,9 @@ socket as the sandbox's bridge would reach it, and a server on the host's loopba
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -24,7 +26,8 @@ from console.store.query import HistoryQuery
 
 
 class Upstream:
-    """A server on the host's loopback: answers any request with ``ok``; counts arrivals."""
+    """A server on the host's loopback: answers any request with ``ok``; counts arrivals.
+    A request ``ECHO`` is answered with every byte that follows it, until the client's EOF."""
 
     def __init__(self) -> None:
         self.arrived = 0
@@ -38,7 +41,16 @@ class Upstream:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.arrived += 1
         try:
-            await reader.readuntil(b"\r\n\r\n")
+            head = await reader.readuntil(b"\r\n\r\n")
+            if head.startswith(b"ECHO"):
+                # Small buffers on this side: the broker soon has to wait for it, too.
+                sock = writer.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
+                while chunk := await reader.read(1 << 16):
+                    writer.write(chunk)
+                    await writer.drain()
+                return
             writer.write(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
             await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -113,6 +125,40 @@ async def test_an_answer_after_the_client_is_done_sending_still_arrives(setup):
         assert head.startswith(b"HTTP/1.1 200"), head
         assert body.endswith(b"ok"), body
     assert connections(store, "allow") == 10
+
+
+async def test_megabytes_each_way_arrive_intact_at_a_slow_reader(setup):
+    """What the client sends before the broker's answer goes upstream first, then the rest;
+    the client reads slowly, so each side waits on the other (the relay holds
+    back rather than buffers); every byte arrives in order and the end is passed on."""
+    _, run, store, upstream = setup
+    payload = os.urandom(8 << 20)
+    early = 100_000
+    reader, writer = await asyncio.open_unix_connection(run.socket)
+    try:
+        writer.write(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\nECHO\r\n\r\n" % upstream.port + payload[:early])
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+
+        async def send() -> None:
+            for at in range(early, len(payload), 1 << 16):
+                writer.write(payload[at : at + (1 << 16)])
+                await writer.drain()
+            writer.write_eof()
+
+        async def receive() -> bytes:
+            got = bytearray()
+            while chunk := await reader.read(1 << 15):
+                got += chunk
+                await asyncio.sleep(0.001)
+            return bytes(got)
+
+        _, got = await asyncio.gather(send(), receive())
+    finally:
+        writer.close()
+    assert len(got) == len(payload)
+    assert got == payload
+    assert connections(store, "allow") == 1
 
 
 async def test_a_history_that_cannot_be_written_refuses_the_connection(setup):

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -61,10 +62,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent-console.egress")
 
 CONNECT_TIMEOUT_S = 15.0
+BACKLOG = 512  # connections a run's socket holds before the loop takes them
+ACCEPT_RETRY_S = 1.0  # after an accept that failed for want of descriptors
 # How names become addresses: the host's own resolver (getaddrinfo) unless given another.
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 
 TOOL = "network"
+_Socket = socket.socket  # (EgressRun has a field named socket)
 
 
 @dataclass(frozen=True)
@@ -88,9 +92,13 @@ class EgressRun:
     id: str
     socket: str
     context: RunContext
-    server: asyncio.Server | None = None
+    listener: _Socket | None = None
     clients: set[relay.Client] = field(default_factory=set)
     owner: int = 0  # the broker's owner number for this run's approval items
+
+
+# A name that is an address already, as one (None for a name): the same few, again and again.
+_literal = functools.lru_cache(maxsize=4096)(address_of)
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
@@ -107,16 +115,16 @@ async def system_resolver(host: str, port: int) -> list[IPAddress]:
     return out
 
 
-async def _connect(
-    client: relay.Client, address: IPAddress, port: int
-) -> tuple[asyncio.Transport, relay.Upstream]:
-    """A TCP connection to the address that was checked. The address is already numeric,
-    so this skips what ``create_connection(host, port)`` does to find that out (twice)."""
+async def _connect(address: IPAddress, port: int) -> socket.socket:
+    """A TCP connection to the address that was checked (numeric already: nothing to
+    look up), non-blocking, ready for the relay."""
     loop = asyncio.get_running_loop()
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
+        # Requests and answers go out as they come, not held back for more.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             sock.connect((address.compressed, port))
         except BlockingIOError:
@@ -131,7 +139,7 @@ async def _connect(
             error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if error:
                 raise OSError(error, os.strerror(error)) from None
-        return await loop.create_connection(lambda: relay.Upstream(client), sock=sock)
+        return sock
     except BaseException:
         sock.close()
         raise
@@ -265,23 +273,57 @@ class EgressService:
         path = os.path.join(self.dir, run_id + ".sock")
         run = EgressRun(run_id, path, context, owner=next(_owners))
 
-        def client() -> relay.Client:
-            made = relay.Client(lambda target, c: self._handle(run, target, c), run.clients.discard)
-            run.clients.add(made)
-            return made
-
-        old = os.umask(0o077)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            run.server = await asyncio.get_running_loop().create_unix_server(client, path=path, backlog=512)
-        finally:
-            os.umask(old)
+            old = os.umask(0o077)
+            try:
+                listener.bind(path)
+            finally:
+                os.umask(old)
+            listener.listen(BACKLOG)
+            listener.setblocking(False)
+            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener)
+        except BaseException:
+            listener.close()
+            raise
+        run.listener = listener
         self.runs[run_id] = run
         return run
 
+    def _accept(self, run: EgressRun, listener: socket.socket) -> None:
+        """Take the connections waiting on a run's socket (as many as there are, up to
+        the backlog: one wake-up of the loop for a burst)."""
+        for _ in range(BACKLOG):
+            try:
+                sock, _ = listener.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as exc:
+                # Out of descriptors (or memory): stop taking connections for a moment
+                # rather than spin; the kernel keeps them in the backlog meanwhile.
+                log.warning("egress: cannot accept a connection: %s", exc)
+                loop = asyncio.get_running_loop()
+                loop.remove_reader(listener.fileno())
+                loop.call_later(ACCEPT_RETRY_S, self._resume_accepting, run, listener)
+                return
+            try:
+                sock.setblocking(False)
+                made = relay.Client(sock, lambda target, c: self._handle(run, target, c), run.clients.discard)
+            except BaseException:
+                sock.close()
+                raise
+            run.clients.add(made)
+
+    def _resume_accepting(self, run: EgressRun, listener: socket.socket) -> None:
+        if run.listener is listener and self.runs.get(run.id) is run:
+            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener)
+
     async def close(self, run: EgressRun) -> None:
         self.runs.pop(run.id, None)
-        if run.server is not None:
-            run.server.close()
+        listener, run.listener = run.listener, None
+        if listener is not None:
+            asyncio.get_running_loop().remove_reader(listener.fileno())
+            listener.close()
         for client in list(run.clients):
             if client.task is not None:
                 client.task.cancel()
@@ -330,13 +372,13 @@ class EgressService:
             client.refuse(proxy.SOCKS5_NOT_ALLOWED if socks else proxy.refusal(403, why))
             return
         try:
-            transport, upstream = await _connect(client, address, target.port)
+            upstream = await _connect(address, target.port)
         except (OSError, TimeoutError) as exc:
             reason = f"cannot connect to {target.host}:{target.port} ({address.compressed}): {exc}"
             client.refuse(proxy.SOCKS5_UNREACHABLE if socks else proxy.refusal(502, reason))
             return
         if client.phase is relay.Phase.CLOSED:
-            transport.close()
+            upstream.close()
             return
         self.counts["allowed"] += 1
         answer = (
@@ -359,7 +401,7 @@ class EgressService:
         request_id = ""
         address: IPAddress | None = None
         if verdict is not Verdict.DENY:
-            literal = address_of(target.host) if self.resolver is system_resolver else None
+            literal = _literal(target.host) if self.resolver is system_resolver else None
             if literal is not None:
                 addresses = [literal]  # nothing to resolve
             else:
