@@ -33,6 +33,10 @@ class Upstream:
         self.arrived = 0
         self.server: asyncio.Server | None = None
         self.port = 0
+        # A port bound but not listening: connecting to it is refused.
+        self.closed = socket.socket()
+        self.closed.bind(("127.0.0.1", 0))
+        self.closed_port = self.closed.getsockname()[1]
 
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -69,7 +73,7 @@ async def setup():
     policy = base / "policy.toml"
     policy.write_text(
         f'workspaces = ["{ws}"]\n'
-        f'network = {{ allow = ["127.0.0.1"], private = ["127.0.0.1"], ports = [{upstream.port}] }}\n'
+        f'network = {{ allow = ["127.0.0.1"], private = ["127.0.0.1"], ports = [{upstream.port}, {upstream.closed_port}] }}\n'
     )
     source = PolicySource(policy)
     source.reload()
@@ -82,6 +86,7 @@ async def setup():
         await egress.close_all()
         assert upstream.server is not None
         upstream.server.close()
+        upstream.closed.close()
         store.close()
         shutil.rmtree(base, ignore_errors=True)
 
@@ -159,6 +164,15 @@ async def test_megabytes_each_way_arrive_intact_at_a_slow_reader(setup):
     assert len(got) == len(payload)
     assert got == payload
     assert connections(store, "allow") == 1
+
+
+async def test_a_destination_that_refuses_is_a_502_after_the_decision_is_recorded(setup):
+    egress, run, store, upstream = setup
+    head, body = await fetch(run.socket, upstream.closed_port)
+    assert head.startswith(b"HTTP/1.1 502"), head
+    assert b"cannot connect to 127.0.0.1:%d" % upstream.closed_port in head + body
+    assert connections(store, "allow") == 1
+    assert egress.status()["allowed"] == 0
 
 
 async def test_a_history_that_cannot_be_written_refuses_the_connection(setup):

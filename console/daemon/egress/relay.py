@@ -3,22 +3,25 @@ then carry bytes both ways.
 
 The daemon's event loop also answers every agent's requests, so a connection costs as
 little of it as it can: no transports, streams or protocols, only the sockets and the
-loop's reader and writer callbacks, and no task but the decision's. Bytes read from one
-side are sent to the other at once; only what the other side's socket buffer does not
-take is kept, and while anything is kept
-for a side nothing more is read from the side that sends to it. So a slow reader never
-makes the daemon hold more than one read, and the kernel's socket buffers do the
-buffering. While the decision is pending (an approval can take minutes) the client's
-side keeps reading, so a client that hangs up is seen at once (its item is withdrawn);
-what it sends meanwhile is kept (up to a bound) and sent upstream first.
+loop's reader and writer callbacks, and no task unless the decision waits for a resolver
+or the operator. Bytes read from one side are sent to the other at once; only what the
+other side's socket buffer does not take is kept, and while anything is kept for a side
+nothing more is read from the side that sends to it. So a slow reader never makes the
+daemon hold more than one read, and the kernel's socket buffers do the buffering. While
+the decision is pending (an approval can take minutes) the client's side keeps reading,
+so a client that hangs up is seen at once (its item is withdrawn); what it sends
+meanwhile is kept (up to a bound) and sent upstream first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import logging
+import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from enum import Enum, auto
 
 from console.daemon.egress import proxy
@@ -38,8 +41,13 @@ class Phase(Enum):
     CLOSED = auto()
 
 
+log = logging.getLogger("agent-console.egress")
+
 # What to do with a request once it is read: decide, then refuse or relay (the service).
-Decide = Callable[[Target, "Client"], Awaitable[None]]
+# It returns at once; what it does next it does in callbacks or a task of its own.
+Decide = Callable[[Target, "Client"], None]
+# Told when a connection to the destination is made (the socket) or failed (why).
+Connected = Callable[[socket.socket | None, OSError | None], None]
 
 
 class Client:
@@ -60,7 +68,9 @@ class Client:
         self.eof = False  # the client sent all it will
         self.upstream_eof = False  # the destination did
         self.gone = loop.create_future()  # the client hung up
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None  # the decision's, when it waits
+        self._connected: Connected | None = None  # while the destination's socket connects
+        self._connect_timer: asyncio.TimerHandle | None = None
         # Bytes the receiving socket did not take yet, per direction.
         self._to_client = bytearray()
         self._to_upstream = bytearray()
@@ -175,14 +185,11 @@ class Client:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.task = asyncio.ensure_future(self._decide(target))
-
-    async def _decide(self, target: Target) -> None:
         try:
-            await self.decide(target, self)
-        except BaseException:
+            self.decide(target, self)
+        except Exception:
+            log.exception("egress: deciding a connection to %s failed", target.host)
             self.close()
-            raise
 
     def _client_writable(self) -> None:
         if self._flush(self.sock, self._to_client):
@@ -215,6 +222,10 @@ class Client:
 
     def _upstream_writable(self) -> None:
         assert self.upstream is not None
+        if self._connected is not None:
+            error = self.upstream.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            self._connect_done(OSError(error, os.strerror(error)) if error else None)
+            return
         if self._flush(self.upstream, self._to_upstream):
             self._write_upstream(False)
             if self.eof:
@@ -300,6 +311,35 @@ class Client:
         else:
             self.close()
 
+    def connect(self, upstream: socket.socket, timeout_s: float, done: Connected) -> None:
+        """Wait (at most ``timeout_s``) for ``upstream``, connecting, to be connected, then
+        call ``done``; the socket is this connection's from now (closed with it)."""
+        self.upstream = upstream
+        self.up_fd = upstream.fileno()
+        self._connected = done
+        self._connect_timer = self.loop.call_later(timeout_s, self._connect_timed_out)
+        self._write_upstream(True)
+
+    def _connect_timed_out(self) -> None:
+        self._connect_timer = None
+        self._connect_done(TimeoutError(errno.ETIMEDOUT, "timed out"))
+
+    def _connect_done(self, error: OSError | None) -> None:
+        done, self._connected = self._connected, None
+        if self._connect_timer is not None:
+            self._connect_timer.cancel()
+            self._connect_timer = None
+        self._write_upstream(False)
+        upstream = self.upstream
+        assert done is not None
+        assert upstream is not None
+        if error is not None:
+            self.upstream, self.up_fd = None, -1
+            upstream.close()
+            done(None, error)
+        else:
+            done(upstream, None)
+
     def relay(self, upstream: socket.socket, answer: bytes, first: bytes) -> None:
         """Connected: tell the client, send upstream what it is owed, carry the rest."""
         self.upstream = upstream
@@ -326,6 +366,10 @@ class Client:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._connect_timer is not None:
+            self._connect_timer.cancel()
+            self._connect_timer = None
+        self._connected = None
         self._read_client(False)
         self._write_client(False)
         self.sock.close()
