@@ -9,6 +9,7 @@ socket as the sandbox's bridge would reach it, and a server on the host's loopba
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import socket
@@ -21,7 +22,8 @@ from console.daemon.broker import Broker
 from console.daemon.egress import EgressService, RunContext
 from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource
-from console.store import Store
+from console.store import Store, connection_event
+from console.store.event import encode
 from console.store.query import HistoryQuery
 
 
@@ -184,3 +186,25 @@ async def test_a_history_that_cannot_be_written_refuses_the_connection(setup):
         assert b"cannot record the connection" in head + body
     assert upstream.arrived == 0
     assert egress.status()["allowed"] == 0
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "agent"),
+    [
+        ("api.example.com", 443, "claude@s-1"),
+        ("127.0.0.1", 65535, "agent \u00e9t\u00e9 \U0001f600"),
+        ("::1", 1, ""),
+        ("x", 80, "lone \ud800 surrogate"),
+    ],
+)
+def test_a_connection_body_is_written_as_the_general_path_writes_it(host, port, agent):
+    event = connection_event(
+        at=1.5, host=host, port=port, address=host, protocol="connect", verdict="allow",
+        source="policy", reason="r", workspace_root="/w", agent=agent,
+    )  # fmt: skip
+    if "\ud800" in agent:
+        with pytest.raises(ValueError, match="surrogate"):
+            encode(event)
+        return
+    assert type(event.body).__name__ == "_Canonical"  # its text made with it
+    assert encode(event) == encode(dataclasses.replace(event, body=dict(event.body)))

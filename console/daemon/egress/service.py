@@ -425,10 +425,9 @@ class EgressService:
         """A TCP connection to the address that was checked (numeric already: nothing to
         look up); the relay waits for it to be made."""
         family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = socket.socket(family, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
         done = functools.partial(self._connected, target, client, address)
         try:
-            sock.setblocking(False)
             # Requests and answers go out as they come, not held back for more.
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.connect((address.compressed, target.port))
