@@ -45,6 +45,8 @@ class Pair:
         # Bytes to write to that end; whether that end will send nothing more.
         self.pending: dict[socket.socket, bytearray] = {client: bytearray(), upstream: bytearray()}
         self.eof: dict[socket.socket, bool] = {client: False, upstream: False}
+        # What the selector watches on each end (each change is a system call: none needless).
+        self.events: dict[socket.socket, int] = {client: 0, upstream: 0}
         self.closed = False
 
     def other(self, sock: socket.socket) -> socket.socket:
@@ -58,12 +60,15 @@ class Pair:
                 events |= selectors.EVENT_READ
             if self.pending[sock]:
                 events |= selectors.EVENT_WRITE
-            key = self.sel.get_map().get(sock)
-            if events and key is None:
+            now = self.events[sock]
+            if events == now:
+                continue
+            self.events[sock] = events
+            if not now:
                 self.sel.register(sock, events, self)
-            elif events and key is not None and key.events != events:
+            elif events:
                 self.sel.modify(sock, events, self)
-            elif not events and key is not None:
+            else:
                 self.sel.unregister(sock)
 
     def readable(self, sock: socket.socket) -> None:
@@ -79,9 +84,20 @@ class Pair:
             self.eof[sock] = True
             if not self.pending[peer]:
                 self._shut(peer)
-        else:
+        elif self.pending[peer]:
             self.pending[peer] += data
             self.writable(peer)
+        else:
+            # Nothing waits to go that way: send it now, keep only what is not taken.
+            try:
+                sent = peer.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self.close()
+                return
+            if sent < len(data):
+                self.pending[peer] += data[sent:]
         self._maybe_done()
 
     def writable(self, sock: socket.socket) -> None:
@@ -116,9 +132,34 @@ class Pair:
             return
         self.closed = True
         for sock in self.ends:
-            with contextlib.suppress(KeyError, ValueError):
-                self.sel.unregister(sock)
+            if self.events[sock]:
+                with contextlib.suppress(KeyError, ValueError):
+                    self.sel.unregister(sock)
             sock.close()
+
+
+def _accept(sel: selectors.BaseSelector, listener: socket.socket, target: str) -> bool:
+    """One waiting connection, paired with one to the broker: False once none waits."""
+    try:
+        client, _ = listener.accept()
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            return False
+        raise
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(target)
+    except OSError:
+        upstream.close()
+        client.close()
+        return True
+    client.setblocking(False)
+    upstream.setblocking(False)
+    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    Pair(sel, client, upstream).update()
+    return True
 
 
 def serve(listener: socket.socket, target: str) -> None:
@@ -128,25 +169,10 @@ def serve(listener: socket.socket, target: str) -> None:
     while True:
         for key, mask in sel.select():
             if key.data is None:
-                try:
-                    client, _ = listener.accept()
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except OSError as exc:
-                    if exc.errno in (errno.EMFILE, errno.ENFILE):
-                        continue
-                    raise
-                upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    upstream.connect(target)
-                except OSError:
-                    upstream.close()
-                    client.close()
-                    continue
-                client.setblocking(False)
-                upstream.setblocking(False)
-                client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                Pair(sel, client, upstream).update()
+                # Every connection waiting, not one per wake-up.
+                for _ in range(512):
+                    if not _accept(sel, listener, target):
+                        break
                 continue
             pair = key.data
             if pair.closed:

@@ -489,8 +489,26 @@ def connection_event(
         source=source,
         reason=reason,
         justification=label,
-        body={"host": host, "port": port, "address": address, "protocol": protocol, "agent_id": agent},
+        body=_connection_body(host, port, address, protocol, agent),
     )
+
+
+def _connection_body(host: str, port: int, address: str, protocol: str, agent: str) -> dict[str, Any]:
+    """A connection's body, with its canonical text made at once when it is plain (ASCII
+    member names, strings and a small integer: :func:`strictjson.canonical_plain`), as
+    :func:`_request_body` does; otherwise the general path writes it."""
+    body = {"host": host, "port": port, "address": address, "protocol": protocol, "agent_id": agent}
+    if type(port) is not int or not 0 <= port <= _SAFE_INTEGER:
+        return body
+    if not all(type(v) is str and len(v) <= MAX_TEXT_CHARS for v in (host, address, protocol, agent)):
+        return body
+    try:
+        text = strictjson.canonical_plain(body)
+    except strictjson.StrictJSONError:
+        return body  # a lone surrogate: the general path names it
+    out = _Canonical(body)
+    out.text = text.decode("utf-8")
+    return out
 
 
 def daemon_event(*, at: float, note: str, body: Mapping[str, Any] | None = None) -> Event:

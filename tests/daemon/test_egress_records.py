@@ -9,7 +9,10 @@ socket as the sandbox's bridge would reach it, and a server on the host's loopba
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -19,17 +22,23 @@ from console.daemon.broker import Broker
 from console.daemon.egress import EgressService, RunContext
 from console.daemon.events import EventHub
 from console.daemon.policy_source import PolicySource
-from console.store import Store
+from console.store import Store, connection_event
+from console.store.event import encode
 from console.store.query import HistoryQuery
 
 
 class Upstream:
-    """A server on the host's loopback: answers any request with ``ok``; counts arrivals."""
+    """A server on the host's loopback: answers any request with ``ok``; counts arrivals.
+    A request ``ECHO`` is answered with every byte that follows it, until the client's EOF."""
 
     def __init__(self) -> None:
         self.arrived = 0
         self.server: asyncio.Server | None = None
         self.port = 0
+        # A port bound but not listening: connecting to it is refused.
+        self.closed = socket.socket()
+        self.closed.bind(("127.0.0.1", 0))
+        self.closed_port = self.closed.getsockname()[1]
 
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -38,7 +47,16 @@ class Upstream:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.arrived += 1
         try:
-            await reader.readuntil(b"\r\n\r\n")
+            head = await reader.readuntil(b"\r\n\r\n")
+            if head.startswith(b"ECHO"):
+                # Small buffers on this side: the broker soon has to wait for it, too.
+                sock = writer.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
+                while chunk := await reader.read(1 << 16):
+                    writer.write(chunk)
+                    await writer.drain()
+                return
             writer.write(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
             await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -57,7 +75,7 @@ async def setup():
     policy = base / "policy.toml"
     policy.write_text(
         f'workspaces = ["{ws}"]\n'
-        f'network = {{ allow = ["127.0.0.1"], private = ["127.0.0.1"], ports = [{upstream.port}] }}\n'
+        f'network = {{ allow = ["127.0.0.1"], private = ["127.0.0.1"], ports = [{upstream.port}, {upstream.closed_port}] }}\n'
     )
     source = PolicySource(policy)
     source.reload()
@@ -70,6 +88,7 @@ async def setup():
         await egress.close_all()
         assert upstream.server is not None
         upstream.server.close()
+        upstream.closed.close()
         store.close()
         shutil.rmtree(base, ignore_errors=True)
 
@@ -115,6 +134,49 @@ async def test_an_answer_after_the_client_is_done_sending_still_arrives(setup):
     assert connections(store, "allow") == 10
 
 
+async def test_megabytes_each_way_arrive_intact_at_a_slow_reader(setup):
+    """What the client sends before the broker's answer goes upstream first, then the rest;
+    the client reads slowly, so each side waits on the other (the relay holds
+    back rather than buffers); every byte arrives in order and the end is passed on."""
+    _, run, store, upstream = setup
+    payload = os.urandom(8 << 20)
+    early = 100_000
+    reader, writer = await asyncio.open_unix_connection(run.socket)
+    try:
+        writer.write(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\nECHO\r\n\r\n" % upstream.port + payload[:early])
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+
+        async def send() -> None:
+            for at in range(early, len(payload), 1 << 16):
+                writer.write(payload[at : at + (1 << 16)])
+                await writer.drain()
+            writer.write_eof()
+
+        async def receive() -> bytes:
+            got = bytearray()
+            while chunk := await reader.read(1 << 15):
+                got += chunk
+                await asyncio.sleep(0.001)
+            return bytes(got)
+
+        _, got = await asyncio.gather(send(), receive())
+    finally:
+        writer.close()
+    assert len(got) == len(payload)
+    assert got == payload
+    assert connections(store, "allow") == 1
+
+
+async def test_a_destination_that_refuses_is_a_502_after_the_decision_is_recorded(setup):
+    egress, run, store, upstream = setup
+    head, body = await fetch(run.socket, upstream.closed_port)
+    assert head.startswith(b"HTTP/1.1 502"), head
+    assert b"cannot connect to 127.0.0.1:%d" % upstream.closed_port in head + body
+    assert connections(store, "allow") == 1
+    assert egress.status()["allowed"] == 0
+
+
 async def test_a_history_that_cannot_be_written_refuses_the_connection(setup):
     egress, run, store, upstream = setup
     store.close()  # every write now fails: the store is unavailable
@@ -124,3 +186,25 @@ async def test_a_history_that_cannot_be_written_refuses_the_connection(setup):
         assert b"cannot record the connection" in head + body
     assert upstream.arrived == 0
     assert egress.status().allowed == 0
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "agent"),
+    [
+        ("api.example.com", 443, "claude@s-1"),
+        ("127.0.0.1", 65535, "agent \u00e9t\u00e9 \U0001f600"),
+        ("::1", 1, ""),
+        ("x", 80, "lone \ud800 surrogate"),
+    ],
+)
+def test_a_connection_body_is_written_as_the_general_path_writes_it(host, port, agent):
+    event = connection_event(
+        at=1.5, host=host, port=port, address=host, protocol="connect", verdict="allow",
+        source="policy", reason="r", workspace_root="/w", agent=agent,
+    )  # fmt: skip
+    if "\ud800" in agent:
+        with pytest.raises(ValueError, match="surrogate"):
+            encode(event)
+        return
+    assert type(event.body).__name__ == "_Canonical"  # its text made with it
+    assert encode(event) == encode(dataclasses.replace(event, body=dict(event.body)))

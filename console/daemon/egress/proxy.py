@@ -15,6 +15,7 @@ the status line), or SOCKS5's "not allowed by ruleset".
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -60,8 +61,12 @@ def _port(text: str | None, default: int) -> int:
     return value
 
 
+# A busy run names the same few hosts again and again; the answer depends on the text alone.
+_normal_host = functools.lru_cache(maxsize=4096)(normal_host)
+
+
 def _host(text: str) -> str:
-    host = normal_host(text)
+    host = _normal_host(text)
     if host is None:
         raise ProxyProtocolError("not a valid host name (ASCII, IDNA in its xn-- form)")
     return host

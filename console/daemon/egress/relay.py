@@ -1,20 +1,27 @@
-"""One proxied connection, as transports and protocols: read the request, wait for the
-decision, connect, then carry bytes both ways.
+"""One proxied connection, on its two sockets: read the request, wait for the decision,
+then carry bytes both ways.
 
 The daemon's event loop also answers every agent's requests, so a connection costs as
-little of it as it can: no stream objects and no task but the decision's. While the
-decision is pending (an approval can take minutes) the client's side keeps reading, so
-a client that hangs up is seen at once (its item is withdrawn); what it sends meanwhile
-is kept (up to a bound) and sent upstream first. Each side pauses the other's reading
-while its own transport's buffer is full, so a slow reader never makes the daemon hold
-more than a transport's buffer.
+little of it as it can: no transports, streams or protocols, only the sockets and the
+loop's reader and writer callbacks, and no task unless the decision waits for a resolver
+or the operator. Bytes read from one side are sent to the other at once; only what the
+other side's socket buffer does not take is kept, and while anything is kept for a side
+nothing more is read from the side that sends to it. So a slow reader never makes the
+daemon hold more than one read, and the kernel's socket buffers do the buffering. While
+the decision is pending (an approval can take minutes) the client's side keeps reading,
+so a client that hangs up is seen at once (its item is withdrawn); what it sends
+meanwhile is kept (up to a bound) and sent upstream first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+import errno
+import logging
+import os
+import socket
+from collections.abc import Callable
 from enum import Enum, auto
 
 from console.daemon.egress import proxy
@@ -22,6 +29,8 @@ from console.daemon.egress.proxy import Kind, ProxyProtocolError, Target
 
 # What a client may send while its connection waits for a decision.
 MAX_EARLY_BYTES = 1 << 20
+# One read: the most a direction holds in the daemon when the other side is slow.
+CHUNK = 1 << 16
 
 
 class Phase(Enum):
@@ -32,74 +41,118 @@ class Phase(Enum):
     CLOSED = auto()
 
 
-class Upstream(asyncio.Protocol):
-    """The destination's side: what it sends goes to the client."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport  # asyncio sets TCP_NODELAY on it already
-
-    def data_received(self, data: bytes) -> None:
-        self.client.send(data)
-
-    def eof_received(self) -> bool:
-        self.client.send_eof()
-        return True
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.client.close()
-
-    def pause_writing(self) -> None:
-        self.client.pause()
-
-    def resume_writing(self) -> None:
-        self.client.resume()
-
+log = logging.getLogger("agent-console.egress")
 
 # What to do with a request once it is read: decide, then refuse or relay (the service).
-Decide = Callable[[Target, "Client"], Awaitable[None]]
+# It returns at once; what it does next it does in callbacks or a task of its own.
+Decide = Callable[[Target, "Client"], None]
+# Told when a connection to the destination is made (the socket) or failed (why).
+Connected = Callable[[socket.socket | None, OSError | None], None]
 
 
-class Client(asyncio.Protocol):
-    """The sandbox's side (one bridge connection): the request, then the relay."""
+class Client:
+    """One bridge connection (the sandbox's side): the request, then the relay to the
+    destination's socket (``upstream``)."""
 
-    def __init__(self, decide: Decide, on_done: Callable[[Client], None]) -> None:
+    def __init__(self, sock: socket.socket, decide: Decide, on_done: Callable[[Client], None]) -> None:
+        loop = asyncio.get_running_loop()
+        self.loop = loop
+        self.sock = sock
+        self.fd = sock.fileno()
         self.decide = decide
         self.on_done = on_done
-        self.transport: asyncio.Transport | None = None
-        self.upstream: Upstream | None = None
+        self.upstream: socket.socket | None = None
+        self.up_fd = -1
         self.phase = Phase.HEAD
-        self.buffer = bytearray()
+        self.buffer = bytearray()  # the request, then what arrives while it is decided
         self.eof = False  # the client sent all it will
         self.upstream_eof = False  # the destination did
-        self.gone = asyncio.get_running_loop().create_future()  # the client hung up
-        self.task: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self.gone = loop.create_future()  # the client hung up
+        self.task: asyncio.Task[None] | None = None  # the decision's, when it waits
+        self._connected: Connected | None = None  # while the destination's socket connects
+        self._connect_timer: asyncio.TimerHandle | None = None
+        # Bytes the receiving socket did not take yet, per direction.
+        self._to_client = bytearray()
+        self._to_upstream = bytearray()
+        self._closing = False  # close once what is owed to the client is sent
+        # Which callbacks the loop holds (each change is a system call: none needless).
+        self._reading = self._up_reading = self._writing = self._up_writing = False
+        self._timer: asyncio.TimerHandle | None = loop.call_later(proxy.HEAD_TIMEOUT_S, self._slow_head)
+        self._read_client(True)
 
-    # -- the client's transport ---------------------------------------------------------
+    # -- the loop's interest in each socket ---------------------------------------------
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self._timer = asyncio.get_running_loop().call_later(proxy.HEAD_TIMEOUT_S, self._slow_head)
+    def _read_client(self, on: bool) -> None:
+        if on != self._reading:
+            self._reading = on
+            if on:
+                self.loop.add_reader(self.fd, self._client_readable)
+            else:
+                self.loop.remove_reader(self.fd)
+
+    def _read_upstream(self, on: bool) -> None:
+        if on != self._up_reading:
+            self._up_reading = on
+            if on:
+                self.loop.add_reader(self.up_fd, self._upstream_readable)
+            else:
+                self.loop.remove_reader(self.up_fd)
+
+    def _write_client(self, on: bool) -> None:
+        if on != self._writing:
+            self._writing = on
+            if on:
+                self.loop.add_writer(self.fd, self._client_writable)
+            else:
+                self.loop.remove_writer(self.fd)
+
+    def _write_upstream(self, on: bool) -> None:
+        if on != self._up_writing:
+            self._up_writing = on
+            if on:
+                self.loop.add_writer(self.up_fd, self._upstream_writable)
+            else:
+                self.loop.remove_writer(self.up_fd)
+
+    # -- the client's side ------------------------------------------------------------------
 
     def _slow_head(self) -> None:
         if self.phase in (Phase.HEAD, Phase.SOCKS_REQUEST):
             self.close()
 
-    def data_received(self, data: bytes) -> None:
+    def _recv(self, sock: socket.socket) -> bytes | None:
+        """One read: b"" at EOF, None if nothing yet; closes the connection on an error."""
+        try:
+            return sock.recv(CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            self.close()
+            return None
+
+    def _client_readable(self) -> None:
+        data = self._recv(self.sock)
+        if data is None:
+            return
         if self.phase is Phase.RELAY:
-            if self.upstream is not None and self.upstream.transport is not None:
-                self.upstream.transport.write(data)
+            if data:
+                self._send_upstream(data)
+            else:
+                self.eof = True
+                self._read_client(False)
+                if self.upstream_eof:
+                    self._finish_if_done()
+                elif not self._to_upstream:
+                    self._shutdown(self.upstream)
+            return
+        if not data:
+            # Gone before its connection was made: nothing more will be done for it.
+            self.close()
             return
         self.buffer += data
         if self.phase is Phase.DECIDING:
-            if len(self.buffer) > MAX_EARLY_BYTES and self.transport is not None:
-                self.transport.pause_reading()
+            if len(self.buffer) > MAX_EARLY_BYTES:
+                self._read_client(False)
             return
         try:
             self._parse()
@@ -131,105 +184,201 @@ class Client(asyncio.Protocol):
         self.phase = Phase.DECIDING
         if self._timer is not None:
             self._timer.cancel()
-        self.task = asyncio.ensure_future(self._decide(target))
-
-    async def _decide(self, target: Target) -> None:
+            self._timer = None
         try:
-            await self.decide(target, self)
-        except asyncio.CancelledError:
-            self.close()
-            raise
+            self.decide(target, self)
         except Exception:
+            log.exception("egress: deciding a connection to %s failed", target.host)
             self.close()
-            raise
 
-    def eof_received(self) -> bool:
-        self.eof = True
-        if self.phase is Phase.RELAY:
-            if self.upstream_eof:
-                # Both directions are done: closing sends the FIN after what is buffered,
-                # as a shutdown would, with one system call fewer.
+    def _client_writable(self) -> None:
+        if self._flush(self.sock, self._to_client):
+            self._write_client(False)
+            if self._closing:
                 self.close()
-            elif self.upstream is not None and self.upstream.transport is not None:
-                with contextlib.suppress(OSError, RuntimeError):
-                    self.upstream.transport.write_eof()
+                return
+            if self.upstream_eof:
+                self._shutdown(self.sock)
+                self._finish_if_done()
+            elif self.phase is Phase.RELAY:
+                self._read_upstream(True)
+
+    # -- the destination's side -----------------------------------------------------------
+
+    def _upstream_readable(self) -> None:
+        assert self.upstream is not None
+        data = self._recv(self.upstream)
+        if data is None:
+            return
+        if data:
+            self._send_client(data)
+            return
+        self.upstream_eof = True
+        self._read_upstream(False)
+        if self.eof:
+            self._finish_if_done()
+        elif not self._to_client:
+            self._shutdown(self.sock)
+
+    def _upstream_writable(self) -> None:
+        assert self.upstream is not None
+        if self._connected is not None:
+            error = self.upstream.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            self._connect_done(OSError(error, os.strerror(error)) if error else None)
+            return
+        if self._flush(self.upstream, self._to_upstream):
+            self._write_upstream(False)
+            if self.eof:
+                self._shutdown(self.upstream)
+                self._finish_if_done()
+            else:
+                self._read_client(True)
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def _send(self, sock: socket.socket, owed: bytearray, data: bytes) -> bool:
+        """Send ``data`` after what ``owed`` holds, keeping what the socket does not take:
+        False if some is kept (True too when the connection failed, and is closed)."""
+        if owed:
+            owed += data
+            return False
+        try:
+            sent = sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            self.close()
             return True
-        if not self.gone.done():
-            self.gone.set_result(None)
-        return False
+        if sent < len(data):
+            owed += data[sent:]
+            return False
+        return True
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.gone.done():
-            self.gone.set_result(None)
-        self.close()
+    def _flush(self, sock: socket.socket, owed: bytearray) -> bool:
+        """Send what is owed: True once nothing is left."""
+        try:
+            sent = sock.send(owed)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            self.close()
+            return False
+        del owed[:sent]
+        return not owed
 
-    def pause_writing(self) -> None:
-        if self.upstream is not None and self.upstream.transport is not None:
-            self.upstream.transport.pause_reading()
+    def _send_client(self, data: bytes) -> None:
+        if self.phase is Phase.CLOSED:
+            return
+        if not self._send(self.sock, self._to_client, data):
+            # The client reads slower than the destination sends: stop reading there.
+            self._read_upstream(False)
+            self._write_client(True)
 
-    def resume_writing(self) -> None:
-        if self.upstream is not None and self.upstream.transport is not None:
-            self.upstream.transport.resume_reading()
+    def _send_upstream(self, data: bytes) -> None:
+        assert self.upstream is not None
+        if not self._send(self.upstream, self._to_upstream, data):
+            self._read_client(False)
+            self._write_upstream(True)
+
+    @staticmethod
+    def _shutdown(sock: socket.socket | None) -> None:
+        """Pass an EOF on (after everything sent before it)."""
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_WR)
+
+    def _finish_if_done(self) -> None:
+        # Both directions are done and nothing is owed: closing sends the FIN after what
+        # the kernel still holds, as a shutdown would.
+        if self.eof and self.upstream_eof and not self._to_client and not self._to_upstream:
+            self.close()
 
     # -- what the decision does ---------------------------------------------------------
 
     def write(self, data: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
+        """Send to the client (an answer of the broker's)."""
+        if self.phase is not Phase.CLOSED and not self._closing:
+            self._send_client(data)
 
     def refuse(self, answer: bytes) -> None:
         """Answer and close (a refusal, or an error connecting)."""
+        if self.phase is Phase.CLOSED or self._closing:
+            return
         self.write(answer)
-        self.close()
+        if self._to_client:  # (empty if the connection failed: closing clears it)
+            self._closing = True  # closed once the answer is sent
+            self._read_client(False)
+        else:
+            self.close()
 
-    def relay(self, upstream: Upstream, answer: bytes, first: bytes) -> None:
+    def connect(self, upstream: socket.socket, timeout_s: float, done: Connected) -> None:
+        """Wait (at most ``timeout_s``) for ``upstream``, connecting, to be connected, then
+        call ``done``; the socket is this connection's from now (closed with it)."""
+        self.upstream = upstream
+        self.up_fd = upstream.fileno()
+        self._connected = done
+        self._connect_timer = self.loop.call_later(timeout_s, self._connect_timed_out)
+        self._write_upstream(True)
+
+    def _connect_timed_out(self) -> None:
+        self._connect_timer = None
+        self._connect_done(TimeoutError(errno.ETIMEDOUT, "timed out"))
+
+    def _connect_done(self, error: OSError | None) -> None:
+        done, self._connected = self._connected, None
+        if self._connect_timer is not None:
+            self._connect_timer.cancel()
+            self._connect_timer = None
+        self._write_upstream(False)
+        upstream = self.upstream
+        assert done is not None
+        assert upstream is not None
+        if error is not None:
+            self.upstream, self.up_fd = None, -1
+            upstream.close()
+            done(None, error)
+        else:
+            done(upstream, None)
+
+    def relay(self, upstream: socket.socket, answer: bytes, first: bytes) -> None:
         """Connected: tell the client, send upstream what it is owed, carry the rest."""
         self.upstream = upstream
+        self.up_fd = upstream.fileno()
         self.phase = Phase.RELAY
-        self.write(answer)
-        assert upstream.transport is not None
-        if first:
-            upstream.transport.write(first)
-        if self.buffer:
-            upstream.transport.write(bytes(self.buffer))
-            self.buffer.clear()
-        if self.eof:
-            with contextlib.suppress(OSError, RuntimeError):
-                upstream.transport.write_eof()
-        elif self.transport is not None and len(self.buffer) <= MAX_EARLY_BYTES:
-            self.transport.resume_reading()
-
-    # -- the upstream's side, through this one -------------------------------------------
-
-    def send(self, data: bytes) -> None:
-        self.write(data)
-
-    def send_eof(self) -> None:
-        self.upstream_eof = True
-        if self.eof:
-            self.close()  # both directions are done (see eof_received)
-        elif self.transport is not None and not self.transport.is_closing():
-            with contextlib.suppress(OSError, RuntimeError):
-                self.transport.write_eof()
-
-    def pause(self) -> None:
-        if self.transport is not None:
-            self.transport.pause_reading()
-
-    def resume(self) -> None:
-        if self.transport is not None:
-            self.transport.resume_reading()
+        if answer:
+            self.write(answer)
+        owed = first + bytes(self.buffer) if self.buffer else first
+        self.buffer = bytearray()
+        if owed:
+            self._send_upstream(owed)
+        if self.phase is Phase.CLOSED:
+            return
+        if not self._to_client:
+            self._read_upstream(True)
+        if not self._to_upstream:
+            self._read_client(True)
 
     def close(self) -> None:
+        """Close both sides now (what the kernel holds still goes out)."""
         if self.phase is Phase.CLOSED:
             return
         self.phase = Phase.CLOSED
         if self._timer is not None:
             self._timer.cancel()
-        if self.transport is not None:
-            self.transport.close()
-        if self.upstream is not None and self.upstream.transport is not None:
-            self.upstream.transport.close()
+            self._timer = None
+        if self._connect_timer is not None:
+            self._connect_timer.cancel()
+            self._connect_timer = None
+        self._connected = None
+        self._read_client(False)
+        self._write_client(False)
+        self.sock.close()
+        if self.upstream is not None:
+            self._read_upstream(False)
+            self._write_upstream(False)
+            self.upstream.close()
+        self._to_client.clear()
+        self._to_upstream.clear()
         if not self.gone.done():
             self.gone.set_result(None)
         self.on_done(self)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -63,10 +64,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent-console.egress")
 
 CONNECT_TIMEOUT_S = 15.0
+BACKLOG = 512  # connections a run's socket holds before the loop takes them
+ACCEPT_RETRY_S = 1.0  # after an accept that failed for want of descriptors
 # How names become addresses: the host's own resolver (getaddrinfo) unless given another.
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 
 TOOL = "network"
+_Socket = socket.socket  # (EgressRun has a field named socket)
 
 
 @dataclass(frozen=True)
@@ -90,9 +94,13 @@ class EgressRun:
     id: str
     socket: str
     context: RunContext
-    server: asyncio.Server | None = None
+    listener: _Socket | None = None
     clients: set[relay.Client] = field(default_factory=set)
     owner: int = 0  # the broker's owner number for this run's approval items
+
+
+# A name that is an address already, as one (None for a name): the same few, again and again.
+_literal = functools.lru_cache(maxsize=4096)(address_of)
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
@@ -109,39 +117,15 @@ async def system_resolver(host: str, port: int) -> list[IPAddress]:
     return out
 
 
-async def _connect(
-    client: relay.Client, address: IPAddress, port: int
-) -> tuple[asyncio.Transport, relay.Upstream]:
-    """A TCP connection to the address that was checked. The address is already numeric,
-    so this skips what ``create_connection(host, port)`` does to find that out (twice)."""
-    loop = asyncio.get_running_loop()
-    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setblocking(False)
-        try:
-            sock.connect((address.compressed, port))
-        except BlockingIOError:
-            writable: asyncio.Future[None] = loop.create_future()
-            fd = sock.fileno()
-            loop.add_writer(fd, _settle_once, writable)
-            try:
-                async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                    await writable
-            finally:
-                loop.remove_writer(fd)
-            error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-            if error:
-                raise OSError(error, os.strerror(error)) from None
-        return await loop.create_connection(lambda: relay.Upstream(client), sock=sock)
-    except BaseException:
-        sock.close()
-        raise
+@dataclass(frozen=True, slots=True)
+class _Decided:
+    """A connection's decision, as recorded: the address is the one to connect to."""
 
-
-def _settle_once(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+    allowed: bool
+    why: str
+    source: str  # policy, address, resolver, or the operator's (grant, operator, timeout...)
+    request_id: str = ""  # the approval item that decided it, if any
+    address: IPAddress | None = None
 
 
 class _Decider:
@@ -267,23 +251,57 @@ class EgressService:
         path = os.path.join(self.dir, run_id + ".sock")
         run = EgressRun(run_id, path, context, owner=next(_owners))
 
-        def client() -> relay.Client:
-            made = relay.Client(lambda target, c: self._handle(run, target, c), run.clients.discard)
-            run.clients.add(made)
-            return made
-
-        old = os.umask(0o077)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            run.server = await asyncio.get_running_loop().create_unix_server(client, path=path, backlog=512)
-        finally:
-            os.umask(old)
+            old = os.umask(0o077)
+            try:
+                listener.bind(path)
+            finally:
+                os.umask(old)
+            listener.listen(BACKLOG)
+            listener.setblocking(False)
+            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener)
+        except BaseException:
+            listener.close()
+            raise
+        run.listener = listener
         self.runs[run_id] = run
         return run
 
+    def _accept(self, run: EgressRun, listener: socket.socket) -> None:
+        """Take the connections waiting on a run's socket (as many as there are, up to
+        the backlog: one wake-up of the loop for a burst)."""
+        for _ in range(BACKLOG):
+            try:
+                sock, _ = listener.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                return
+            except OSError as exc:
+                # Out of descriptors (or memory): stop taking connections for a moment
+                # rather than spin; the kernel keeps them in the backlog meanwhile.
+                log.warning("egress: cannot accept a connection: %s", exc)
+                loop = asyncio.get_running_loop()
+                loop.remove_reader(listener.fileno())
+                loop.call_later(ACCEPT_RETRY_S, self._resume_accepting, run, listener)
+                return
+            try:
+                sock.setblocking(False)
+                made = relay.Client(sock, lambda target, c: self._handle(run, target, c), run.clients.discard)
+            except BaseException:
+                sock.close()
+                raise
+            run.clients.add(made)
+
+    def _resume_accepting(self, run: EgressRun, listener: socket.socket) -> None:
+        if run.listener is listener and self.runs.get(run.id) is run:
+            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener)
+
     async def close(self, run: EgressRun) -> None:
         self.runs.pop(run.id, None)
-        if run.server is not None:
-            run.server.close()
+        listener, run.listener = run.listener, None
+        if listener is not None:
+            asyncio.get_running_loop().remove_reader(listener.fileno())
+            listener.close()
         for client in list(run.clients):
             if client.task is not None:
                 client.task.cancel()
@@ -320,25 +338,130 @@ class EgressService:
             found = self._rules[key] = _Decider(config, rules)
         return found
 
-    async def _handle(self, run: EgressRun, target: Target, client: relay.Client) -> None:
-        """Decide, then connect to the address that was checked and hand over to the relay."""
-        decided = await self._decide(run, target, client.gone)
+    def _handle(self, run: EgressRun, target: Target, client: relay.Client) -> None:
+        """Decide, record, then connect to the address that was checked and hand over to
+        the relay. Without a task when nothing needs waiting for but the record (a name
+        the lists deny, an address they allow or refuse): each step is a callback."""
+        decided = self._decide_at_once(run, target)
         if decided is None:
-            return  # the client went away while it waited
-        allowed, why, address = decided
-        socks = target.kind is Kind.SOCKS5
-        if not allowed or address is None:
-            self.counts["refused"] += 1
-            client.refuse(proxy.SOCKS5_NOT_ALLOWED if socks else proxy.refusal(403, why))
-            return
+            client.task = asyncio.ensure_future(self._decide_then_record(run, target, client))
+        else:
+            self._record(run, target, client, decided)
+
+    def _decide_at_once(self, run: EgressRun, target: Target) -> _Decided | None:
+        """What :meth:`_decide` answers when that needs no resolver and no operator; None
+        when it does."""
+        decider = self._decider(run.context)
+        verdict, why = decider.host_verdict(target.host, target.port)
+        if verdict is Verdict.DENY:
+            return _Decided(False, why, "policy")
+        if verdict is not Verdict.ALLOW or self.resolver is not system_resolver:
+            return None
+        literal = _literal(target.host)
+        if literal is None:
+            return None
+        refused = decider.address_refusal(target.host, literal)
+        if refused:
+            return _Decided(False, refused, "address")
+        return _Decided(True, why, "policy", address=literal)
+
+    async def _decide_then_record(self, run: EgressRun, target: Target, client: relay.Client) -> None:
         try:
-            transport, upstream = await _connect(client, address, target.port)
-        except (OSError, TimeoutError) as exc:
-            reason = f"cannot connect to {target.host}:{target.port} ({address.compressed}): {exc}"
+            decided = await self._decide(run, target, client.gone)
+            if decided is not None:  # (None: the client went away while it waited)
+                self._record(run, target, client, decided)
+        except BaseException:
+            client.close()
+            raise
+
+    def _record(self, run: EgressRun, target: Target, client: relay.Client, decided: _Decided) -> None:
+        """The decision into the history; the connection goes on once it is committed."""
+        context = run.context
+        address = decided.address
+        event = connection_event(
+            at=self.clock(),
+            host=target.host,
+            port=target.port,
+            address=address.compressed if address is not None and decided.allowed else "",
+            protocol=target.kind.value,
+            verdict="allow" if decided.allowed else "deny",
+            source=decided.source,
+            reason=decided.why,
+            workspace_root=context.workspace,
+            session_id=context.session_id,
+            request_id=decided.request_id,
+            agent=context.agent_id,
+            label=context.label,
+        )
+        self._records.record(event).add_done_callback(
+            functools.partial(self._recorded, target, client, decided)
+        )
+
+    def _recorded(
+        self, target: Target, client: relay.Client, decided: _Decided, committed: asyncio.Future[None]
+    ) -> None:
+        try:
+            if committed.cancelled():
+                failure: BaseException | None = StoreUnavailable(
+                    "internal", "the history write was cancelled"
+                )
+            else:
+                failure = committed.exception()
+            if client.phase is relay.Phase.CLOSED:
+                return  # the client is gone: nothing to answer, nowhere to connect
+            socks = target.kind is Kind.SOCKS5
+            if failure is not None:  # nothing connects unless its decision is in the history
+                log.error("store unavailable, refusing a connection to %s: %s", target.host, failure)
+                why = "the console cannot record the connection (store unavailable)"
+                decided = _Decided(False, why, decided.source)
+            if not decided.allowed or decided.address is None:
+                self.counts["refused"] += 1
+                client.refuse(proxy.SOCKS5_NOT_ALLOWED if socks else proxy.refusal(403, decided.why))
+                return
+            self._connect(target, client, decided.address)
+        except BaseException:
+            client.close()
+            raise
+
+    def _connect(self, target: Target, client: relay.Client, address: IPAddress) -> None:
+        """A TCP connection to the address that was checked (numeric already: nothing to
+        look up); the relay waits for it to be made."""
+        family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+        done = functools.partial(self._connected, target, client, address)
+        try:
+            # Requests and answers go out as they come, not held back for more.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.connect((address.compressed, target.port))
+        except BlockingIOError:
+            try:
+                # Over loopback the handshake is done within connect() itself: no need
+                # to wait for the loop to say so.
+                sock.getpeername()
+            except OSError:
+                client.connect(sock, CONNECT_TIMEOUT_S, done)
+                return
+        except OSError as exc:
+            sock.close()
+            done(None, exc)
+            return
+        done(sock, None)
+
+    def _connected(
+        self,
+        target: Target,
+        client: relay.Client,
+        address: IPAddress,
+        upstream: socket.socket | None,
+        error: OSError | None,
+    ) -> None:
+        socks = target.kind is Kind.SOCKS5
+        if upstream is None:
+            reason = f"cannot connect to {target.host}:{target.port} ({address.compressed}): {error}"
             client.refuse(proxy.SOCKS5_UNREACHABLE if socks else proxy.refusal(502, reason))
             return
         if client.phase is relay.Phase.CLOSED:
-            transport.close()
+            upstream.close()
             return
         self.counts["allowed"] += 1
         answer = (
@@ -350,10 +473,8 @@ class EgressService:
         )
         client.relay(upstream, answer, target.first)
 
-    async def _decide(
-        self, run: EgressRun, target: Target, gone: asyncio.Future[None]
-    ) -> tuple[bool, str, IPAddress | None] | None:
-        """(allowed, why, the address to connect to); None when the client left waiting."""
+    async def _decide(self, run: EgressRun, target: Target, gone: asyncio.Future[None]) -> _Decided | None:
+        """The decision and the address to connect to; None when the client left waiting."""
         context = run.context
         decider = self._decider(context)
         verdict, why = decider.host_verdict(target.host, target.port)
@@ -361,7 +482,7 @@ class EgressService:
         request_id = ""
         address: IPAddress | None = None
         if verdict is not Verdict.DENY:
-            literal = address_of(target.host) if self.resolver is system_resolver else None
+            literal = _literal(target.host) if self.resolver is system_resolver else None
             if literal is not None:
                 addresses = [literal]  # nothing to resolve
             else:
@@ -399,27 +520,7 @@ class EgressService:
                     why = f"no answer from the operator for {target.host} in time"
                 verdict = Verdict.DENY
         allowed = verdict is Verdict.ALLOW
-        event = connection_event(
-            at=self.clock(),
-            host=target.host,
-            port=target.port,
-            address=address.compressed if address is not None and allowed else "",
-            protocol=target.kind.value,
-            verdict="allow" if allowed else "deny",
-            source=source,
-            reason=why,
-            workspace_root=context.workspace,
-            session_id=context.session_id,
-            request_id=request_id,
-            agent=context.agent_id,
-            label=context.label,
-        )
-        try:
-            await self._records.record(event)
-        except Exception as exc:  # nothing connects unless its decision is in the history
-            log.error("store unavailable, refusing a connection to %s: %s", target.host, exc)
-            return False, "the console cannot record the connection (store unavailable)", None
-        return allowed, why, address
+        return _Decided(allowed, why, source, request_id, address if allowed else None)
 
     async def _ask(
         self, run: EgressRun, target: Target, address: IPAddress | None, gone: asyncio.Future[None]
