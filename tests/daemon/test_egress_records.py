@@ -174,7 +174,7 @@ async def test_a_destination_that_refuses_is_a_502_after_the_decision_is_recorde
     assert head.startswith(b"HTTP/1.1 502"), head
     assert b"cannot connect to 127.0.0.1:%d" % upstream.closed_port in head + body
     assert connections(store, "allow") == 1
-    assert egress.status()["allowed"] == 0
+    assert egress.status().allowed == 0
 
 
 async def test_a_history_that_cannot_be_written_refuses_the_connection(setup):
