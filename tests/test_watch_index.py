@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
 from support.watch import workspace, write
 
 from console.contract.outcome import ChangeKind
@@ -60,10 +61,13 @@ def test_rescan_finds_what_no_event_reported(tmp_path):
     assert again == []  # idempotent: the index now holds the new state
 
 
-def test_rescan_finds_a_directory_replaced_by_another(tmp_path):
+@pytest.mark.parametrize("young_first", [False, True])
+def test_rescan_finds_a_directory_replaced_by_another(tmp_path, young_first):
     # Swapped for a directory made beside it, src/ has a new inode under the same name:
     # its parent's listing cannot tell, so the rescan must look inside it, and give it a
     # new generation so that the worker watches it again (the old watch died with it).
+    # A rescan that finds it all too young to report renews it still, and the next one
+    # reports everything.
     ws = workspace(tmp_path)
     idx = index_of(ws)
     gen = idx.dirs["src"].gen
@@ -75,6 +79,10 @@ def test_rescan_finds_a_directory_replaced_by_another(tmp_path):
     shutil.rmtree(ws / ".git" / "hooks")
     (ws / "hooks.new").rename(ws / ".git" / "hooks")
     out = []
+    if young_first:
+        idx.rescan(out, young=0.0)  # everything counts as young
+        assert out == []
+        assert idx.dirs["src"].gen != gen
     idx.rescan(out)
     got = {(r.path, r.kind) for r in out}
     assert (".git/hooks", ChangeKind.MODIFIED) in got

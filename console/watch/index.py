@@ -788,11 +788,13 @@ class TreeIndex:
             if st.st_ino != node.ino:
                 # Replaced by another directory under the same name while its events were
                 # lost: its parent's listing cannot tell, and its watch died with the old
-                # one. A protected directory is reported before the listing takes in its
-                # new identity; the deep listing reports what is inside and renews it, so
-                # the worker watches it again.
-                self._restat(rel, out, source, now, now_mono, None)
+                # one. The deep listing reports what is inside and renews it, so the worker
+                # watches it again; a protected directory keeps its old key for the re-stat
+                # below, which reports the replacement itself once it has settled.
+                old = self.prot.get(rel)
                 self.sync_dir(rel, deep=True, source=source, out=out, young=young)
+                if old is not None and rel in self.prot:
+                    self.prot[rel] = old
                 continue
             racy = node.mtime_ns / 1e9 >= node.listed_at - RACY_S
             if racy or st.st_mtime_ns != node.mtime_ns:
