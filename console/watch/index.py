@@ -780,10 +780,21 @@ class TreeIndex:
             if node is None:
                 continue
             st = lstat_or_none(self.abs(rel)) if rel else stat_root(self.root)
-            if st is None or not stat.S_ISDIR(st.st_mode) or st.st_ino != node.ino:
+            if st is None or not stat.S_ISDIR(st.st_mode):
                 parent = _split(rel)[0]
                 if rel and parent in self.dirs:
                     self.sync_dir(parent, deep=False, source=source, out=out, young=young)
+                continue
+            if st.st_ino != node.ino:
+                # Replaced by another directory under the same name while its events were
+                # lost: its parent's listing cannot tell, and its watch died with the old
+                # one. The deep listing reports what is inside and renews it, so the worker
+                # watches it again; a protected directory keeps its old key for the re-stat
+                # below, which reports the replacement itself once it has settled.
+                old = self.prot.get(rel)
+                self.sync_dir(rel, deep=True, source=source, out=out, young=young)
+                if old is not None and rel in self.prot:
+                    self.prot[rel] = old
                 continue
             racy = node.mtime_ns / 1e9 >= node.listed_at - RACY_S
             if racy or st.st_mtime_ns != node.mtime_ns:

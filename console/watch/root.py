@@ -540,7 +540,7 @@ class RootWorker:
             node = self.index.dirs.get(rel)
             st = lstat_or_none(self.index.abs(rel))
             if node is None or st is None or st.st_ino != node.ino:
-                return False  # gone or changed since: the index will catch up first
+                return False  # gone or replaced since: the rescan drops or renews it
             return (kernel_dev(st.st_dev), st.st_ino) not in watched
 
         blind = sum(1 for rel in due if unwatched(rel))

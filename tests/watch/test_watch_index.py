@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 
+import pytest
 from support.watch import workspace, write
 
 from console.contract.outcome import ChangeKind
@@ -57,6 +59,44 @@ def test_rescan_finds_what_no_event_reported(tmp_path):
     again = []
     idx.rescan(again)
     assert again == []  # idempotent: the index now holds the new state
+
+
+@pytest.mark.parametrize("young_first", [False, True])
+def test_rescan_finds_a_directory_replaced_by_another(tmp_path, young_first):
+    # Swapped for a directory made beside it, src/ has a new inode under the same name:
+    # its parent's listing cannot tell, so the rescan must look inside it, and give it a
+    # new generation so that the worker watches it again (the old watch died with it).
+    # A rescan that finds it all too young to report renews it still, and the next one
+    # reports everything.
+    ws = workspace(tmp_path)
+    idx = index_of(ws)
+    gen = idx.dirs["src"].gen
+    write(ws / "src.new" / "id_rsa", "key")
+    write(ws / "src.new" / "pkg" / "mod.py")
+    shutil.rmtree(ws / "src")
+    (ws / "src.new").rename(ws / "src")
+    write(ws / "hooks.new" / "pre-commit", "#!/bin/sh\nevil\n")
+    shutil.rmtree(ws / ".git" / "hooks")
+    (ws / "hooks.new").rename(ws / ".git" / "hooks")
+    out = []
+    if young_first:
+        idx.rescan(out, young=0.0)  # everything counts as young
+        assert out == []
+        assert idx.dirs["src"].gen != gen
+    idx.rescan(out)
+    got = {(r.path, r.kind) for r in out}
+    assert (".git/hooks", ChangeKind.MODIFIED) in got
+    assert (".git/hooks/pre-commit", ChangeKind.ADDED) in got
+    assert (".git/hooks/pre-commit.sample", ChangeKind.DELETED) in got
+    assert ("src/id_rsa", ChangeKind.ADDED) in got
+    assert ("src/pkg/mod.py", ChangeKind.ADDED) in got
+    assert ("src/app.py", ChangeKind.DELETED) in got
+    assert next(r for r in out if r.path == "src/id_rsa").protected == "**/id_rsa*"
+    assert idx.dirs["src"].gen != gen
+    assert idx.dirs["src"].ino == os.lstat(ws / "src").st_ino
+    again = []
+    idx.rescan(again)
+    assert again == []
 
 
 def test_young_changes_are_left_to_the_event_stream(tmp_path):
