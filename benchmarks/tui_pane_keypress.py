@@ -99,7 +99,7 @@ async def client_presses(loc, sid: str, count: int) -> list[float]:  # type: ign
     out: list[float] = []
     async with await AsyncClient.connect(loc, role="operator") as client:
         client.on_notification(
-            "session.output", lambda p: got.append((time.perf_counter(), base64.b64decode(p["data_base64"])))
+            "session.output", lambda n: got.append((time.perf_counter(), base64.b64decode(n.data_base64)))
         )
         await client.call("sessions.attach", {"session": sid})
         for i in range(count):

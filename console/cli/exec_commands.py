@@ -22,6 +22,7 @@ from console.cli.common import (
 )
 from console.client import DaemonUnreachable, RPCError
 from console.protocol.jsonrpc import NOT_FOUND
+from console.protocol.notifications import ExecOutput, Notification
 from console.protocol.pending import CapabilityWire
 from console.protocol.requests import OperationExec, OperationRun
 from console.protocol.results import OperationExecResult, OperationRunResult
@@ -88,11 +89,11 @@ def cmd_exec(args: argparse.Namespace) -> int:
         params = OperationExec(operation=build_operation(args))
     out, err = sys.stdout.buffer, sys.stderr.buffer
 
-    def on_notification(method: str, params: dict[str, Any]) -> None:
-        if method != "output" or args.json:
+    def on_notification(method: str, n: Notification) -> None:
+        if not isinstance(n, ExecOutput) or args.json:
             return
-        target = out if params.get("stream") == "stdout" else err
-        target.write(base64.b64decode(params.get("data_base64", "")))
+        target = out if n.stream == "stdout" else err
+        target.write(base64.b64decode(n.data_base64))
         target.flush()
 
     try:

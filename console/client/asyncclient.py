@@ -16,6 +16,7 @@ from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.events import Event, EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
+from console.protocol.notifications import NOTIFICATIONS, Notification, NotificationError, decode_notification
 from console.protocol.requests import Hello, MethodParams, OperationSubmit, Subscribe, to_params
 from console.protocol.results import MethodResult, ResultError, SubscribeResult
 from console.protocol.table import BY_PARAMS, decode_result
@@ -40,7 +41,7 @@ class AsyncClient:
         self._events: asyncio.Queue[Event | None] = asyncio.Queue()
         self.refused_events = 0  # event notifications that were no event of the protocol
         self.refused_results = 0  # answers that were not their method's result
-        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self._handlers: dict[str, Callable[[Notification], None]] = {}
         self._reader_task = asyncio.create_task(self._read_loop())
         self.hello: dict[str, Any] = {}
 
@@ -126,7 +127,7 @@ class AsyncClient:
                     elif isinstance(msg, Request):
                         handler = self._handlers.get(msg.method)
                         if handler is not None:
-                            handler(msg.params)
+                            self._notified(handler, msg.method, msg.params)
                     elif not isinstance(msg, Request):
                         # An error without an id (e.g. our frame was refused): fail every waiter.
                         error = RPCError(msg.error.code, msg.error.message)
@@ -201,14 +202,29 @@ class AsyncClient:
             raise DaemonUnreachable(f"lost the daemon: {exc}") from None
         return await fut
 
-    def on_notification(self, method: str, handler: Callable[[dict[str, Any]], None] | None) -> None:
-        """Call ``handler(params)`` for each notification ``method`` other than ``event``
-        (``output`` of exec, ``session.output``/``session.snapshot``/… of an attach).
-        It runs on the reading task: keep it quick. None removes it."""
+    def on_notification(self, method: str, handler: Callable[[Notification], None] | None) -> None:
+        """Call ``handler(notification)`` for each notification ``method`` other than
+        ``event`` (``output`` of exec, ``session.output``/``session.snapshot``/… of an
+        attach), typed (:mod:`console.protocol.notifications`). It runs on the reading task:
+        keep it quick. None removes it."""
+        if method not in NOTIFICATIONS:
+            raise ValueError(f"{method}: not a notification of the protocol ({', '.join(NOTIFICATIONS)})")
         if handler is None:
             self._handlers.pop(method, None)
         else:
             self._handlers[method] = handler
+
+    def _notified(self, handler: Callable[[Notification], None], method: str, params: Any) -> None:
+        """Validated here, at the socket, as events are: what is not its method's
+        notification is logged, counted in :attr:`refused_events` and skipped."""
+        try:
+            notification = decode_notification(method, params)
+        except NotificationError as exc:
+            self.refused_events += 1
+            log.warning("refused a notification from the daemon: %s", exc)
+            return
+        assert notification is not None  # only known methods have handlers
+        handler(notification)
 
     async def events(self) -> AsyncIterator[Event]:
         """Events after :meth:`subscribe`, typed (:mod:`console.protocol.events`), in order;

@@ -16,6 +16,7 @@ from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.events import EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
+from console.protocol.notifications import Notification, NotificationError, decode_notification
 from console.protocol.requests import Hello, MethodParams, OperationSubmit, Subscribe, to_params
 from console.protocol.results import MethodResult, ResultError, SubscribeResult
 from console.protocol.table import BY_PARAMS, decode_result
@@ -141,7 +142,7 @@ class Client:
             self._buf += chunk
 
     def request(
-        self, params: MethodParams[R], on_notification: Callable[[str, dict[str, Any]], None] | None = None
+        self, params: MethodParams[R], on_notification: Callable[[str, Notification], None] | None = None
     ) -> R:
         """One call, typed by the method table: ``client.request(Decide(...))`` is a
         :class:`~console.protocol.results.DecideResult`, checked at the socket; raises
@@ -156,13 +157,13 @@ class Client:
         self,
         method: str,
         params: dict[str, Any] | MethodParams[Any] | None = None,
-        on_notification: Callable[[str, dict[str, Any]], None] | None = None,
+        on_notification: Callable[[str, Notification], None] | None = None,
     ) -> Any:
         """One call by name, for a method this client's table may not know or a caller
         relaying JSON; prefer :meth:`request`. ``params`` may be the method's Struct
-        (fields at their default are not sent). Notifications that arrive meanwhile go to
-        ``on_notification`` if given (``exec`` output does), else events are queued for
-        :meth:`next_event`. Returns the result as sent (decoded JSON) once it validated
+        (fields at their default are not sent). Events that arrive meanwhile are queued for
+        :meth:`next_event`; other notifications go to ``on_notification(method,
+        notification)`` if given, typed (``exec`` output does). Returns the result as sent (decoded JSON) once it validated
         against the method's result Struct; raises :class:`ResultError` when it did not."""
         raw, _ = self._send(method, params, on_notification)
         return raw
@@ -171,7 +172,7 @@ class Client:
         self,
         method: str,
         params: dict[str, Any] | MethodParams[Any] | None,
-        on_notification: Callable[[str, dict[str, Any]], None] | None,
+        on_notification: Callable[[str, Notification], None] | None,
     ) -> tuple[Any, MethodResult | None]:
         msg_id = next(self._ids)
         self._sock.settimeout(self._wait_s(self._idle_s))
@@ -184,10 +185,10 @@ class Client:
         while True:
             messages, _ = jsonrpc.decode_message(self._read_frame())
             for msg in messages:
-                if isinstance(msg, Request) and on_notification is not None:
-                    on_notification(msg.method, msg.params)
-                elif isinstance(msg, Request) and msg.method == "event":
+                if isinstance(msg, Request) and msg.method == "event":
                     self._event(msg.params)
+                elif isinstance(msg, Request) and on_notification is not None:
+                    self._notified(on_notification, msg.method, msg.params)
                 elif isinstance(msg, Response) and msg.id == msg_id:
                     if msg.error is not None:
                         raise RPCError(
@@ -212,6 +213,22 @@ class Client:
             return
         self._events.append(params)
 
+    def _notified(self, handler: Callable[[str, Notification], None], method: str, params: Any) -> None:
+        """Validated here, at the socket, as :class:`AsyncClient` does: each notification
+        reaches ``handler`` as its Struct (console/protocol/notifications.py); one that is
+        not, or one this protocol does not know, is counted and skipped."""
+        try:
+            notification = decode_notification(method, params)
+        except NotificationError as exc:
+            notification = None
+            import logging  # here: only a refused notification logs
+
+            logging.getLogger("agent-console.client").warning("%s", exc)
+        if notification is None:
+            self.refused_events += 1
+            return
+        handler(method, notification)
+
     def _checked(self, method: str, result: Any) -> MethodResult | None:
         """Validated here, at the socket, as :class:`AsyncClient` does: an answer that is
         not its method's result is counted and raised as :class:`ResultError` (naming
@@ -232,7 +249,7 @@ class Client:
         :meth:`pump`, the socket will not say so."""
         return b"\n" in self._buf
 
-    def pump(self, on_notification: Callable[[str, dict[str, Any]], None]) -> None:
+    def pump(self, on_notification: Callable[[str, Notification], None]) -> None:
         """Handle what arrived (call it when the socket is readable): each notification goes
         to ``on_notification``, events are queued for :meth:`next_event`. Waits only for
         the rest of a frame already begun; raises :class:`DaemonUnreachable` once closed."""
@@ -243,7 +260,7 @@ class Client:
                 if isinstance(msg, Request) and msg.method == "event":
                     self._event(msg.params)
                 elif isinstance(msg, Request):
-                    on_notification(msg.method, msg.params)
+                    self._notified(on_notification, msg.method, msg.params)
             if b"\n" not in self._buf:
                 return
 

@@ -36,6 +36,7 @@ from console.protocol.jsonrpc import (
     Request,
     RPCError,
 )
+from console.protocol.notifications import Notification
 from console.protocol.peer import PeerCred
 from console.protocol.requests import MethodParams, read_params
 from console.protocol.results import MethodResult
@@ -210,7 +211,7 @@ class Connection:
         """Frames queued for the peer and not yet written."""
         return self._out.qsize()
 
-    def notify(self, method: str, params: dict[str, Any] | msgspec.Raw) -> None:
+    def notify(self, method: str, params: Notification | msgspec.Raw) -> None:
         """``params`` may be JSON already encoded (an event, encoded once for every subscriber)."""
         self.send(jsonrpc.notification(method, params))
 

@@ -31,6 +31,7 @@ from console.policy import Authorization
 from console.policy.diff import requested
 from console.policy.network import NetworkPolicyError, parse_pattern
 from console.protocol.events import OutcomeFinished
+from console.protocol.notifications import ExecOutput
 from console.protocol.records import ExecRecord
 from console.protocol.status import SandboxProbeStatus, SandboxStatus
 from console.sandbox import (
@@ -178,7 +179,7 @@ class ExecutionService:
         op: Operation,
         auth: Authorization,
         owner: int,
-        send_output: Callable[[dict[str, Any]], None],
+        send_output: Callable[[ExecOutput], None],
         agent: str = "",
     ) -> tuple[ExecRecord, ExecResult]:
         """Execute an allowed operation; returns (the record as stored, the raw result).
@@ -189,12 +190,12 @@ class ExecutionService:
 
         def on_output(chunk: OutputChunk) -> None:
             send_output(
-                {
-                    "request_id": request_id,
-                    "stream": chunk.stream,
-                    "offset": chunk.offset,
-                    "data_base64": base64.b64encode(chunk.data).decode("ascii"),
-                }
+                ExecOutput(
+                    request_id=request_id,
+                    stream="stdout" if chunk.stream == "stdout" else "stderr",
+                    offset=chunk.offset,
+                    data_base64=base64.b64encode(chunk.data).decode("ascii"),
+                )
             )
 
         # The workspace is watched before the command starts, so all it changes is seen.

@@ -36,6 +36,7 @@ from console.daemon.errors import InvalidParams, NotFound, ServiceError, Unavail
 from console.daemon.events import EventHub
 from console.locations import Locations
 from console.protocol.events import SessionChanged
+from console.protocol.notifications import SessionEnded, SessionOutput, SessionResized, SessionSnapshot
 from console.protocol.procs import ancestry
 from console.protocol.sessions import SessionObject
 from console.protocol.status import SessionsStatus
@@ -474,27 +475,27 @@ class SessionService:
                 if isinstance(event, Output):
                     conn.notify(
                         "session.output",
-                        {"session": sid, "offset": event.offset, "data_base64": b64(event.data)},
+                        SessionOutput(session=sid, offset=event.offset, data_base64=b64(event.data)),
                     )
                 elif isinstance(event, Snapshot):
                     conn.notify(
                         "session.snapshot",
-                        {
-                            "session": sid,
-                            "offset": event.offset,
-                            "cols": event.cols,
-                            "rows": event.rows,
-                            "snapshot_base64": b64(event.data),
-                        },
+                        SessionSnapshot(
+                            session=sid,
+                            offset=event.offset,
+                            cols=event.cols,
+                            rows=event.rows,
+                            snapshot_base64=b64(event.data),
+                        ),
                     )
                 elif isinstance(event, Resized):
                     conn.notify(
                         "session.resized",
-                        {"session": sid, "offset": event.offset, "cols": event.cols, "rows": event.rows},
+                        SessionResized(session=sid, offset=event.offset, cols=event.cols, rows=event.rows),
                     )
                 elif isinstance(event, Ended):
                     conn.notify(
-                        "session.ended", {"session": sid, "offset": event.offset, "reason": event.reason}
+                        "session.ended", SessionEnded(session=sid, offset=event.offset, reason=event.reason)
                     )
                     return
         except asyncio.CancelledError:

@@ -159,5 +159,5 @@ def request(msg_id: str | int | None, method: str, params: dict[str, Any] | None
     return msg
 
 
-def notification(method: str, params: dict[str, Any] | msgspec.Raw) -> dict[str, Any]:
+def notification(method: str, params: msgspec.Struct | msgspec.Raw) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": method, "params": params}

@@ -116,10 +116,10 @@ def test_operator_attach_streams_snapshot_then_output(daemon):
         data = b""
         while b"streamed-2" not in data and time.time() < deadline:
             op.call("daemon.status", on_notification=collect)
-            data = b"".join(base64.b64decode(p["data_base64"]) for m, p in seen if m == "session.output")
+            data = b"".join(base64.b64decode(n.data_base64) for m, n in seen if m == "session.output")
             time.sleep(0.05)
         assert b"streamed-2" in data
-        offsets = [p["offset"] for m, p in seen if m == "session.output"]
+        offsets = [n.offset for m, n in seen if m == "session.output"]
         assert offsets[0] >= att["offset"]
         op.call("sessions.kill", {"session": sid, "grace_s": 1})
         op.call("sessions.remove", {"session": sid})

@@ -186,9 +186,7 @@ async def test_a_remote_session_attaches_through_the_link(lab: SSHLab) -> None:
         session = (await client.call("sessions.new", started))["session"]
         assert session["sandboxed"] is True
         output: asyncio.Queue[bytes] = asyncio.Queue()
-        client.on_notification(
-            "session.output", lambda p: output.put_nowait(base64.b64decode(p["data_base64"]))
-        )
+        client.on_notification("session.output", lambda n: output.put_nowait(base64.b64decode(n.data_base64)))
         await client.call("sessions.attach", {"session": session["id"]})
         await client.call("sessions.input", {"session": session["id"], "text": "over ssh\r"})
         seen = b""

@@ -14,6 +14,7 @@ from typing import Any
 
 from support.snapshot_data import NOW, ReplayClient
 
+from console.protocol.notifications import decode_notification
 from console.protocol.requests import MethodParams, SessionsResize, read_params, to_params
 from console.protocol.table import BY_PARAMS, decode_result
 from console.terminal import Screen
@@ -158,8 +159,12 @@ class PaneReplay:
         if method == "sessions.resize":
             # Read as the daemon reads it: a size at its default (120x40) is not sent.
             size = read_params({"session": self.sid, **params}, SessionsResize)
+            # Decoded as the client decodes it before a handler sees it.
             self.handlers["session.resized"](
-                {"session": self.sid, "offset": 1000, "cols": size.cols, "rows": size.rows}
+                decode_notification(
+                    "session.resized",
+                    {"session": self.sid, "offset": 1000, "cols": size.cols, "rows": size.rows},
+                )
             )
             return {"cols": size.cols, "rows": size.rows}
         if method == "sessions.input":

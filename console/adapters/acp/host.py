@@ -387,6 +387,7 @@ class Host:
 
     async def _run(self, terminal: Terminal, cwd: str, session: str) -> None:
         from console.client import DaemonUnreachable, RPCError
+        from console.protocol.notifications import ExecOutput
         from console.protocol.requests import OperationExec, OperationRun
         from console.protocol.results import OperationExecResult, OperationRunResult
         from console.protocol.tickets import TicketFileError, read_secret
@@ -395,7 +396,10 @@ class Host:
         try:
             client = await self._daemon()
             client.on_notification(
-                "output", lambda p: terminal.add(base64.b64decode(p.get("data_base64", "")))
+                "output",
+                lambda n: (
+                    terminal.add(base64.b64decode(n.data_base64)) if isinstance(n, ExecOutput) else None
+                ),
             )
             async with client:
                 ticket = self._held.pop(terminal.command, None)

@@ -22,6 +22,7 @@ from console.daemon.methods.approvals import MAX_RESUBMISSIONS, parse_operation,
 from console.locations import locate
 from console.policy import Authorization
 from console.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, NOT_FOUND, RPCError
+from console.protocol.notifications import ExecOutput
 from console.protocol.records import ExecRecord
 from console.protocol.requests import OperationExec, OperationHeld, OperationHold, OperationRun
 from console.protocol.results import (
@@ -48,7 +49,7 @@ async def _run(ctx: CallContext, op: Operation, decision: OperationDecision, str
     """Run an allowed operation for this connection (which may cancel it by closing)."""
     conn = ctx.conn
 
-    def send(output: dict[str, Any]) -> None:
+    def send(output: ExecOutput) -> None:
         if stream:
             conn.notify("output", output)
 

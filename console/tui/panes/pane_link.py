@@ -19,11 +19,17 @@ import base64
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from console.client import AsyncClient, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import BUSY, NOT_FOUND
+from console.protocol.notifications import (
+    Notification,
+    SessionEnded,
+    SessionOutput,
+    SessionResized,
+    SessionSnapshot,
+)
 from console.protocol.requests import (
     SessionsAttach,
     SessionsDetach,
@@ -85,7 +91,7 @@ class PaneLink:
         self._connect = connect
         self._scrollback_lines = scrollback_lines
         self._client: AsyncClient | None = None
-        self._early: list[tuple[str, dict[str, Any]]] = []
+        self._early: list[Notification] = []
         self._outbox = bytearray()
         self._sending: asyncio.Task[None] | None = None
         self._want_size: tuple[int, int] | None = None
@@ -111,13 +117,8 @@ class PaneLink:
                 await client.close()
                 return
             self._client = client
-            for method, handler in (
-                ("session.output", self._on_output),
-                ("session.snapshot", self._on_snapshot),
-                ("session.resized", self._on_resized),
-                ("session.ended", self._on_ended),
-            ):
-                client.on_notification(method, handler)
+            for method in ("session.output", "session.snapshot", "session.resized", "session.ended"):
+                client.on_notification(method, self._dispatch)
             self._attaching = True
             self._early = []
             try:
@@ -178,8 +179,8 @@ class PaneLink:
         self._sent_size = None  # a new connection is a new client to the daemon: say our size again
         self._attaching = False
         early, self._early = self._early, []
-        for method, params in early:
-            self._dispatch(method, params)
+        for n in early:
+            self._dispatch(n)
         self._attached.set()
         self.on_update()
 
@@ -199,28 +200,26 @@ class PaneLink:
         self.keys = self.mouse = None
         self.screen = None
 
-    def _dispatch(self, method: str, params: dict[str, Any]) -> None:
-        {
-            "session.output": self._on_output,
-            "session.snapshot": self._on_snapshot,
-            "session.resized": self._on_resized,
-            "session.ended": self._on_ended,
-        }[method](params)
-
-    def _early_or_mine(self, method: str, params: dict[str, Any]) -> bool:
-        if params.get("session") != self.session_id:
-            return False
+    def _dispatch(self, n: Notification) -> None:
+        if not isinstance(n, SessionOutput | SessionSnapshot | SessionResized | SessionEnded):
+            return
+        if n.session != self.session_id:
+            return
         if self._attaching or self.screen is None:
             # The stream can start before the attach's answer arrives: keep it for then.
-            self._early.append((method, params))
-            return False
-        return True
+            self._early.append(n)
+        elif isinstance(n, SessionOutput):
+            self._on_output(n)
+        elif isinstance(n, SessionSnapshot):
+            self._on_snapshot(n)
+        elif isinstance(n, SessionResized):
+            self._on_resized(n)
+        else:
+            self._on_ended(n)
 
-    def _on_output(self, params: dict[str, Any]) -> None:
-        if not self._early_or_mine("session.output", params):
-            return
-        data = base64.b64decode(params["data_base64"])
-        offset = int(params["offset"])
+    def _on_output(self, n: SessionOutput) -> None:
+        data = base64.b64decode(n.data_base64)
+        offset = n.offset
         if offset < self.offset:  # already in the snapshot
             data = data[self.offset - offset :]
         if data and self.screen is not None:
@@ -228,29 +227,25 @@ class PaneLink:
             self.offset = max(self.offset, offset) + len(data)
             self.on_update()
 
-    def _on_snapshot(self, params: dict[str, Any]) -> None:
-        if not self._early_or_mine("session.snapshot", params):
-            return
+    def _on_snapshot(self, n: SessionSnapshot) -> None:
         # We fell behind and the daemon dropped what we had not read: start over from
         # the screen as it is now. Scrolling back and the selection start over too.
-        self._new_screen(int(params["cols"]), int(params["rows"]), params["snapshot_base64"])
-        self.offset = int(params["offset"])
+        self._new_screen(n.cols, n.rows, n.snapshot_base64)
+        self.offset = n.offset
         self.resyncs += 1
         self.on_update()
 
-    def _on_resized(self, params: dict[str, Any]) -> None:
-        if not self._early_or_mine("session.resized", params) or self.screen is None:
+    def _on_resized(self, n: SessionResized) -> None:
+        if self.screen is None:
             return
-        cols, rows = int(params["cols"]), int(params["rows"])
+        cols, rows = n.cols, n.rows
         if (cols, rows) != self.screen.size:
             self.screen.resize(cols, rows)
             self.generation += 1
         self.on_update()
 
-    def _on_ended(self, params: dict[str, Any]) -> None:
-        if not self._early_or_mine("session.ended", params):
-            return
-        reason = str(params.get("reason", "exited"))
+    def _on_ended(self, n: SessionEnded) -> None:
+        reason = n.reason
         self._set(ENDED, f"session {reason}" if reason != "exited" else "exited")
         client = self._client
         if client is not None:

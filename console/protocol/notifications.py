@@ -1,0 +1,96 @@
+"""The notifications a call streams besides its answer, typed: one msgspec Struct each.
+
+Why: ``event`` notifications (console/protocol/events.py) and every answer
+(console/protocol/results.py) are checked at the socket; the output an attached session
+or a streamed ``operation.exec`` sends was the one part of the wire a client still read
+as a dict, where a daemon of another version showed up as a ``KeyError`` inside a pane.
+The daemon builds these Structs, the clients decode each notification into its Struct
+before a handler sees it (:func:`decode_notification`), and docs/protocol.md
+("Attaching", ``operation.exec``) describes the same keys.
+
+Unknown keys are allowed, as in results: a newer daemon may add one. A notification this
+module does not know is passed on as it came (``None`` from :func:`decode_notification`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from console.protocol.invalid import problem
+
+
+class Notification(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every notification's params."""
+
+
+class SessionOutput(Notification, frozen=True, kw_only=True):
+    """Bytes an attached session wrote, from ``offset`` in its stream."""
+
+    session: str
+    offset: int
+    data_base64: str
+
+
+class SessionSnapshot(Notification, frozen=True, kw_only=True):
+    """The screen as it is now, for a client that fell behind (its pending output was
+    dropped): start over from it at ``offset``."""
+
+    session: str
+    offset: int
+    cols: int
+    rows: int
+    snapshot_base64: str
+
+
+class SessionResized(Notification, frozen=True, kw_only=True):
+    session: str
+    offset: int
+    cols: int
+    rows: int
+
+
+class SessionEnded(Notification, frozen=True, kw_only=True):
+    """Nothing follows: the session exited (``reason`` "exited"), was killed or lost."""
+
+    session: str
+    offset: int
+    reason: str
+
+
+class ExecOutput(Notification, frozen=True, kw_only=True):
+    """Output of a streamed ``operation.exec``/``operation.run`` as the command writes it."""
+
+    request_id: str
+    stream: Literal["stdout", "stderr"]
+    offset: int
+    data_base64: str
+
+
+NOTIFICATIONS: dict[str, type[Notification]] = {
+    "session.output": SessionOutput,
+    "session.snapshot": SessionSnapshot,
+    "session.resized": SessionResized,
+    "session.ended": SessionEnded,
+    "output": ExecOutput,
+}
+"""Every notification but ``event``, by method name."""
+
+
+class NotificationError(ValueError):
+    """A notification that is not what the protocol says: names the method and the field,
+    never the value."""
+
+
+def decode_notification(method: str, params: Any) -> Notification | None:
+    """``params`` (decoded JSON) checked against ``method``'s Struct and converted to it;
+    None for a method this protocol does not know."""
+    cls = NOTIFICATIONS.get(method)
+    if cls is None:
+        return None
+    try:
+        return msgspec.convert(params, cls)
+    except msgspec.ValidationError as exc:
+        what, _ = problem(exc)
+        raise NotificationError(f"malformed {method} notification from the daemon: {what}") from None
