@@ -12,12 +12,14 @@ first row so a view can jump to one (the outcome of a history entry).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Hashable
 from typing import ClassVar, NamedTuple
 
 from rich.cells import cell_len
+from rich.console import JustifyMethod, OverflowMethod
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual import events
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
@@ -47,10 +49,29 @@ class _Key:
 
 
 class _Line(NamedTuple):
-    """One logical line of a section, and all that its drawn rows depend on but the width and base style."""
+    """One logical line of a section: all that its drawn rows depend on but the width and base style.
+
+    The line's Text is made only to draw it: most lines of a new detail are in the cache.
+    """
 
     key: _Key
-    text: Text
+    plain: str
+    spans: list[Span]
+    style: str | Style
+    settings: tuple[JustifyMethod | None, OverflowMethod | None, bool | None, str, int | None]
+
+    def text(self) -> Text:
+        justify, overflow, no_wrap, end, tab_size = self.settings
+        return Text(
+            self.plain,
+            self.style,
+            justify=justify,
+            overflow=overflow,
+            no_wrap=no_wrap,
+            end=end,
+            tab_size=tab_size,
+            spans=list(self.spans),
+        )
 
 
 class TextView(ScrollView, can_focus=True):
@@ -149,8 +170,7 @@ class TextView(ScrollView, can_focus=True):
         drawn = self._drawn.get((line.key, width, base))
         if drawn is not None:
             return len(drawn)
-        text = line.text
-        if text.end == "\n" and "\t" not in text.plain and cell_len(text.plain) <= width:
+        if line.settings[3] == "\n" and "\t" not in line.plain and cell_len(line.plain) <= width:
             return 1  # Rich wraps a line only where it is wider than the width
         return len(self._draw(line, width, base))
 
@@ -162,7 +182,7 @@ class TextView(ScrollView, can_focus=True):
             options = console.options.update(width=width, height=None, no_wrap=False, overflow="fold")
             drawn = [
                 Strip(segments)
-                for segments in console.render_lines(line.text, options, style=base, pad=False)
+                for segments in console.render_lines(line.text(), options, style=base, pad=False)
             ]
             self._drawn[key] = drawn
         return drawn
@@ -275,22 +295,35 @@ def _content(text: Text) -> Hashable:
 def _split_lines(text: Text) -> list[_Line]:
     """``text`` as its logical lines, each drawn as Rich draws that line of the whole text.
 
-    Rich wraps a text line by line with the text's own settings, and ends only its last
-    line with ``end``; each piece carries those so it draws the same on its own. An empty
-    last line with an empty ``end`` is no row at all.
+    Rich wraps a text line by line with the text's own settings, cuts its spans at the
+    line ends, and ends only its last line with ``end``; each piece carries those so it
+    draws the same on its own. An empty last line with an empty ``end`` is no row at all.
     """
-    pieces = list(text.split("\n", allow_blank=True))
-    if len(pieces) > 1 and not pieces[-1].plain and not text.end:
+    plain = text.plain
+    pieces = plain.split("\n")
+    if len(pieces) > 1 and not pieces[-1] and not text.end:
         pieces.pop()
+    starts: list[int] = []
+    offset = 0
+    for piece in pieces:
+        starts.append(offset)
+        offset += len(piece) + 1
+    spans: list[list[Span]] = [[] for _ in pieces]
+    for span in text.spans:
+        number = max(0, bisect_right(starts, span.start) - 1)
+        while number < len(pieces) and starts[number] < span.end:
+            first = starts[number]
+            start, end = max(span.start, first) - first, min(span.end, first + len(pieces[number])) - first
+            if end > start:
+                spans[number].append(Span(start, end, span.style))
+            number += 1
     last = len(pieces) - 1
+    settings = (text.justify, text.overflow, text.no_wrap)
     lines = []
-    for i, piece in enumerate(pieces):
-        piece.justify = text.justify
-        piece.overflow = text.overflow
-        piece.no_wrap = text.no_wrap
-        piece.tab_size = text.tab_size
-        piece.end = text.end if i == last else "\n"
-        lines.append(_Line(_Key(_content(piece)), piece))
+    for number, piece in enumerate(pieces):
+        line_settings = (*settings, text.end if number == last else "\n", text.tab_size)
+        content = (piece, tuple(spans[number]), text.style, line_settings)
+        lines.append(_Line(_Key(content), piece, spans[number], text.style, line_settings))
     return lines
 
 
