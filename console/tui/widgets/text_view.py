@@ -229,7 +229,7 @@ class TextView(ScrollView, can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The width and base style are the same for every row of a frame; looking them up
-        # per row (the style walks every ancestor) cost more than drawing the row.
+        # per row (the style walks every ancestor) costs more than a cached row.
         self._frame = (self.scrollable_content_region.width, self.rich_style)
         try:
             self._layout_at_new_width()
