@@ -126,3 +126,51 @@ async def test_a_section_redrawn_with_the_same_words_in_another_style_or_changed
         await pilot.pause()
         assert "same words and more" in "".join(t for t, _ in _drawn(app))
         assert view.anchor_line("b") == 1
+
+
+def _view_rows(app, view: TextView) -> list[str]:
+    """The frame's rows inside the view's content, as the terminal would get them."""
+    region = view.scrollable_content_region
+    strips = screen_strips(app)[region.y : region.bottom]
+    return [strip.crop(region.x, region.right).text.rstrip() for strip in strips]
+
+
+def _rich_rows(app, view: TextView, sections: list[tuple[str, Text]]) -> list[str]:
+    """Rich's drawing of the whole text at the view's width (every row, not only those shown)."""
+    options = app.console.options.update(
+        width=view.scrollable_content_region.width, height=None, no_wrap=False, overflow="fold"
+    )
+    return [
+        "".join(segment.text for segment in line).rstrip()
+        for _, text in sections
+        for line in app.console.render_lines(text, options, pad=False)
+    ]
+
+
+async def test_a_new_text_that_keeps_some_lines_shows_whole_wherever_the_view_is_scrolled():
+    long = "a line wider than the view, so that it wraps onto the rows below it"
+    texts = [
+        Text(f"head\nkept\n{long}\nchanged one\nkept too\n\nlast"),
+        Text(f"head\ninserted\nkept\n{long} and more\nchanged two\nkept too\n\nlast"),
+        Text("head\nkept\n" + "\n".join(f"row {i}" for i in range(30))),
+        Text("head\nkept\n" + "\n".join(f"row {i}" for i in range(1, 30)), style="bold"),
+        Text("head\nkept"),
+    ]
+    app = _One()
+    async with app.run_test(size=(40, 8)) as pilot:
+        view = app.query_one(TextView)
+        for i, text in enumerate(texts):
+            sections = [("a", text), ("b", Text("tail\nend"))]
+            view.set_sections(sections)
+            await pilot.pause()
+            if i == 2:  # scrolled down, then the text changes under the view
+                view.scroll_to(y=10, animate=False, immediate=True)
+                await pilot.pause()
+            rows, height, top = (
+                _rich_rows(app, view, sections),
+                view.scrollable_content_region.height,
+                view.scroll_offset.y,
+            )
+            shown = rows[top : top + height]
+            assert _view_rows(app, view) == shown + [""] * (height - len(shown)), i
+            assert view.anchor_line("b") == len(_rich_rows(app, view, sections[:1]))
