@@ -266,7 +266,7 @@ OVERFLOW_CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("replace", ["recreated", "swapped"])
+@pytest.mark.parametrize("replace", ["recreated", "swapped", "swapped-nested"])
 def test_a_kernel_queue_overflow_loses_no_protected_change(tmp_path, replace):
     """Stop the watcher's process, make far more changes than the kernel queues for an
     inotify instance (fs.inotify.max_queued_events), protected ones last so that their
@@ -274,11 +274,14 @@ def test_a_kernel_queue_overflow_loses_no_protected_change(tmp_path, replace):
 
     A watched directory is replaced meanwhile: removed and made again ("recreated", whose
     inode number is often reused), or swapped for a directory made beside it ("swapped",
-    whose inode number surely differs). Either way it holds a protected key that only
-    the rescan can report, and it must be watched again."""
+    whose inode number surely differs), or swapped for one whose key sits a directory
+    further down ("swapped-nested": the rescan must go into what it had never seen).
+    Either way it holds a protected key that only the rescan can report, and it must be
+    watched again."""
     import signal
 
     ws = workspace(tmp_path)
+    key = "src/deep/id_rsa" if replace == "swapped-nested" else "src/id_rsa"
     queue_len = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
     child = subprocess.Popen(
         [sys.executable, "-c", OVERFLOW_CHILD, str(REPO), str(ws)],
@@ -308,7 +311,7 @@ def test_a_kernel_queue_overflow_loses_no_protected_change(tmp_path, replace):
                 (ws / "src").mkdir()
                 write(ws / "src" / "id_rsa", "key")
             else:
-                write(ws / "src.new" / "id_rsa", "key")
+                write(ws / "src.new" / key.removeprefix("src/"), "key")
                 shutil.rmtree(ws / "src")
                 (ws / "src.new").rename(ws / "src")
         finally:
@@ -328,7 +331,7 @@ def test_a_kernel_queue_overflow_loses_no_protected_change(tmp_path, replace):
         seen: dict[str, dict] = {}
         while len(seen) < 3:
             ev = next_event()
-            if ev["path"] in (".env", ".git/hooks/pre-commit", "src/id_rsa"):
+            if ev["path"] in (".env", ".git/hooks/pre-commit", key):
                 seen[ev["path"]] = ev
         child.stdin.write("status\n")
         child.stdin.flush()
@@ -358,8 +361,8 @@ def test_a_kernel_queue_overflow_loses_no_protected_change(tmp_path, replace):
             child.kill()
     assert seen[".env"]["kind"] == "modified"
     assert seen[".git/hooks/pre-commit"]["kind"] == "added"
-    assert seen["src/id_rsa"]["kind"] == "added"
-    assert seen["src/id_rsa"]["protected"] == "**/id_rsa*"
+    assert seen[key]["kind"] == "added"
+    assert seen[key]["protected"] == "**/id_rsa*"
     # (The key in src/ may be found by the scan that follows the new watch instead.)
     assert {seen[p]["source"] for p in (".env", ".git/hooks/pre-commit")} == {"rescan"}
     assert "missed_events" in {r["code"] for r in status["reasons"]}
