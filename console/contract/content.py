@@ -38,6 +38,7 @@ import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from console.contract.host import Host
 from console.contract.package_managers import bind_manager, manager_of, pip
@@ -100,6 +101,10 @@ def in_system_dir(path: str) -> bool:
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "rbash"})
 _PYTHON_RE = re.compile(r"python[0-9.]*")
+_RUBY_RE = re.compile(r"ruby[0-9.]+")
+_PERL_RE = re.compile(r"perl[0-9.]+")
+# A dotted module name's part (python -m).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Options after which the next argument is inline code (so there is no script file),
 # and options that take a separate value (so the next argument is not the script).
 _INLINE_CODE = {
@@ -122,17 +127,26 @@ _TAKES_VALUE = {
 def interpreter_family(*names: str) -> str | None:
     """The known interpreter family of an executable, judged by any of its names."""
     for name in names:
-        base = posixpath.basename(name)
-        if base in _SHELLS:
-            return "shell"
-        if _PYTHON_RE.fullmatch(base):
-            return "python"
-        if base in ("node", "nodejs"):
-            return "node"
-        if base == "ruby" or re.fullmatch(r"ruby[0-9.]+", base):
-            return "ruby"
-        if base == "perl" or re.fullmatch(r"perl[0-9.]+", base):
-            return "perl"
+        family = _family(name)
+        if family is not None:
+            return family
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _family(name: str) -> str | None:
+    """One name's family (a pure function of the text, asked on every request)."""
+    base = posixpath.basename(name)
+    if base in _SHELLS:
+        return "shell"
+    if _PYTHON_RE.fullmatch(base):
+        return "python"
+    if base in ("node", "nodejs"):
+        return "node"
+    if base == "ruby" or _RUBY_RE.fullmatch(base):
+        return "ruby"
+    if base == "perl" or _PERL_RE.fullmatch(base):
+        return "perl"
     return None
 
 
@@ -531,11 +545,7 @@ class _Binder:
     def _module(self, name: str, cwd: str) -> None:
         """``python -m name`` from ``cwd`` (first on sys.path): bind what is there."""
         parts = name.split(".")
-        if (
-            not name
-            or len(parts) > MAX_MODULE_PARTS
-            or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts)
-        ):
+        if not name or len(parts) > MAX_MODULE_PARTS or not all(_IDENTIFIER.fullmatch(p) for p in parts):
             self.out.note(PYTHON_MODULE)
             return
         for k in range(1, len(parts)):
