@@ -327,7 +327,11 @@ class _Binder:
 
     def file(self, path: str, cwd: str) -> tuple[str, str | None]:
         """Bind the file at ``path`` (joined to ``cwd``, symlinks resolved)."""
-        full = posixpath.normpath(path if path[:1] == "/" else f"{cwd.rstrip('/')}/{path}")
+        full = path if path[:1] == "/" else f"{cwd.rstrip('/')}/{path}"
+        # An absolute path with no empty, "." or ".." component (no "//", no "/." and no
+        # trailing "/") is what normpath would return: most are, and this is per file.
+        if full[:1] != "/" or "//" in full or "/." in full or full[-1] == "/":
+            full = posixpath.normpath(full)
         found = self.host.resolve(full)
         real = found.path
         if real not in self.out.content:
@@ -371,8 +375,8 @@ class _Binder:
             self.file(exe, "/")
             if pos is not None:
                 self.out.entries[pos] = exe
-        name = posixpath.basename(exe)
-        wrapped = _split_wrapper(name, args)
+        name = exe[exe.rfind("/") + 1 :]  # posixpath.basename
+        wrapped = _split_wrapper(name, args) if name in _WRAPPERS else None
         if wrapped is not None:
             self._wrapper(name, args, wrapped, cwd, pos, depth)
             return

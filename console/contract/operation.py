@@ -555,7 +555,10 @@ def resolve(spec: _Spec, host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS) -
             "parent_reference",
             "must not contain '..'; name the directory inside the workspace",
         )
-    cwd_in = spec.cwd if spec.cwd.startswith("/") else posixpath.join(root, spec.cwd)
+    if spec.cwd.startswith("/"):
+        cwd_in = spec.cwd
+    else:  # posixpath.join for a root that is never empty, without its generality
+        cwd_in = f"{root}{spec.cwd}" if root.endswith("/") else f"{root}/{spec.cwd}"
     cwd_real = _canonical_dir(host, posixpath.normpath(cwd_in), "cwd")
     if not is_within(cwd_real, root):
         raise invalid("cwd", "outside_workspace", "must stay inside workspace_root (symlinks are resolved)")
@@ -580,22 +583,27 @@ def resolve(spec: _Spec, host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS) -
             "must be an existing executable file (after resolving symlinks)",
         )
 
-    write_dirs = tuple(
-        sorted(
-            {
-                _canonical_dir(host, posixpath.normpath(d), f"write_dirs[{i}]")
-                for i, d in enumerate(spec.write_dirs)
-            }
+    write_dirs: tuple[str, ...] = ()
+    if spec.write_dirs:
+        write_dirs = tuple(
+            sorted(
+                {
+                    _canonical_dir(host, posixpath.normpath(d), f"write_dirs[{i}]")
+                    for i, d in enumerate(spec.write_dirs)
+                }
+            )
         )
-    )
 
-    caps: list[Capability] = []
-    for c in spec.capabilities:
-        if c.kind in _PATH_SCOPED:
-            scope = host.resolve(posixpath.normpath(c.scope)).path if c.scope else root
-            caps.append(Capability(c.kind, scope))
-        else:
-            caps.append(c)
+    capabilities: tuple[Capability, ...] = ()
+    if spec.capabilities:
+        caps: list[Capability] = []
+        for c in spec.capabilities:
+            if c.kind in _PATH_SCOPED:
+                scope = host.resolve(posixpath.normpath(c.scope)).path if c.scope else root
+                caps.append(Capability(c.kind, scope))
+            else:
+                caps.append(c)
+        capabilities = normalize_capabilities(caps)
 
     binding = bind_content(host, exe_real, spec.args, cwd_real)
 
@@ -615,7 +623,7 @@ def resolve(spec: _Spec, host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS) -
         workspace_access=spec.workspace_access,
         write_dirs=write_dirs,
         network=spec.network,
-        capabilities=normalize_capabilities(caps),
+        capabilities=capabilities,
         justification=spec.justification,
         session_id=spec.session_id,
         content=tuple(sorted(binding.content.items())),
