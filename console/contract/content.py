@@ -103,8 +103,8 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "rbash"}
 _PYTHON_RE = re.compile(r"python[0-9.]*")
 _RUBY_RE = re.compile(r"ruby[0-9.]+")
 _PERL_RE = re.compile(r"perl[0-9.]+")
-# A dotted module name's part (python -m).
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A dotted module name (python -m): identifiers joined by dots.
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 # Options after which the next argument is inline code (so there is no script file),
 # and options that take a separate value (so the next argument is not the script).
 _INLINE_CODE = {
@@ -549,7 +549,7 @@ class _Binder:
     def _module(self, name: str, cwd: str) -> None:
         """``python -m name`` from ``cwd`` (first on sys.path): bind what is there."""
         parts = name.split(".")
-        if not name or len(parts) > MAX_MODULE_PARTS or not all(_IDENTIFIER.fullmatch(p) for p in parts):
+        if len(parts) > MAX_MODULE_PARTS or not _DOTTED_NAME.fullmatch(name):
             self.out.note(PYTHON_MODULE)
             return
         for k in range(1, len(parts)):

@@ -266,7 +266,11 @@ def _strings(values: list[Any], name: str) -> tuple[str, ...]:
         joined = "\x01".join(values)
     except TypeError:
         joined = None
-    if joined is not None and "\x00" not in joined and max(map(len, values), default=0) <= MAX_STRING_CHARS:
+    if (
+        joined is not None
+        and "\x00" not in joined
+        and (len(joined) <= MAX_STRING_CHARS or max(map(len, values), default=0) <= MAX_STRING_CHARS)
+    ):
         return tuple(values)
     return tuple(_string(v, f"{name}[{i}]") for i, v in enumerate(values))
 
