@@ -612,33 +612,36 @@ def resolve(spec: _Spec, host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS) -
     binding = bind_content(host, exe_real, spec.args, cwd_real)
 
     return _operation(
-        origin=spec.origin,
-        mode=spec.mode,
-        kind=spec.kind,
-        tool=spec.tool,
-        executable=exe_real,
-        args=spec.args,
-        workspace_root=root,
-        cwd=_relative(cwd_real, root),
-        env=spec.env,
-        stdin=spec.stdin,
-        timeout_ms=spec.timeout_ms,
-        output=spec.output,
-        workspace_access=spec.workspace_access,
-        write_dirs=write_dirs,
-        network=spec.network,
-        capabilities=capabilities,
-        justification=spec.justification,
-        session_id=spec.session_id,
-        content=tuple(sorted(binding.content.items())),
-        unbound=tuple(binding.unbound),
+        {
+            "origin": spec.origin,
+            "mode": spec.mode,
+            "kind": spec.kind,
+            "tool": spec.tool,
+            "executable": exe_real,
+            "args": spec.args,
+            "workspace_root": root,
+            "cwd": _relative(cwd_real, root),
+            "env": spec.env,
+            "stdin": spec.stdin,
+            "timeout_ms": spec.timeout_ms,
+            "output": spec.output,
+            "workspace_access": spec.workspace_access,
+            "write_dirs": write_dirs,
+            "network": spec.network,
+            "capabilities": capabilities,
+            "justification": spec.justification,
+            "session_id": spec.session_id,
+            "content": tuple(sorted(binding.content.items())),
+            "unbound": tuple(binding.unbound),
+        }
     )
 
 
-def _operation(**fields: Any) -> Operation:
+def _operation(fields: dict[str, Any]) -> Operation:
     """An :class:`Operation` of exactly these fields, made without the frozen dataclass's
-    ``__init__`` (one ``object.__setattr__`` per field, on every request's path); equal
-    to ``Operation(**fields)`` (tests/test_operation.py holds them so)."""
+    ``__init__`` (one ``object.__setattr__`` per field, on every request's path) and
+    from a dict made once (keyword arguments would pack a second); equal to
+    ``Operation(**fields)`` (tests/test_operation.py holds them so)."""
     op = object.__new__(Operation)
     op.__dict__.update(fields)
     return op
