@@ -38,6 +38,7 @@ import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from console.contract.host import Host
 from console.contract.package_managers import bind_manager, manager_of, pip
@@ -100,6 +101,10 @@ def in_system_dir(path: str) -> bool:
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "rbash"})
 _PYTHON_RE = re.compile(r"python[0-9.]*")
+_RUBY_RE = re.compile(r"ruby[0-9.]+")
+_PERL_RE = re.compile(r"perl[0-9.]+")
+# A dotted module name (python -m): identifiers joined by dots.
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 # Options after which the next argument is inline code (so there is no script file),
 # and options that take a separate value (so the next argument is not the script).
 _INLINE_CODE = {
@@ -122,17 +127,26 @@ _TAKES_VALUE = {
 def interpreter_family(*names: str) -> str | None:
     """The known interpreter family of an executable, judged by any of its names."""
     for name in names:
-        base = posixpath.basename(name)
-        if base in _SHELLS:
-            return "shell"
-        if _PYTHON_RE.fullmatch(base):
-            return "python"
-        if base in ("node", "nodejs"):
-            return "node"
-        if base == "ruby" or re.fullmatch(r"ruby[0-9.]+", base):
-            return "ruby"
-        if base == "perl" or re.fullmatch(r"perl[0-9.]+", base):
-            return "perl"
+        family = _family(name)
+        if family is not None:
+            return family
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _family(name: str) -> str | None:
+    """One name's family (a pure function of the text, asked on every request)."""
+    base = posixpath.basename(name)
+    if base in _SHELLS:
+        return "shell"
+    if _PYTHON_RE.fullmatch(base):
+        return "python"
+    if base in ("node", "nodejs"):
+        return "node"
+    if base == "ruby" or _RUBY_RE.fullmatch(base):
+        return "ruby"
+    if base == "perl" or _PERL_RE.fullmatch(base):
+        return "perl"
     return None
 
 
@@ -313,7 +327,11 @@ class _Binder:
 
     def file(self, path: str, cwd: str) -> tuple[str, str | None]:
         """Bind the file at ``path`` (joined to ``cwd``, symlinks resolved)."""
-        full = posixpath.normpath(path if path[:1] == "/" else f"{cwd.rstrip('/')}/{path}")
+        full = path if path[:1] == "/" else f"{cwd.rstrip('/')}/{path}"
+        # An absolute path with no empty, "." or ".." component (no "//", no "/." and no
+        # trailing "/") is what normpath would return: most are, and this is per file.
+        if full[:1] != "/" or "//" in full or "/." in full or full[-1] == "/":
+            full = posixpath.normpath(full)
         found = self.host.resolve(full)
         real = found.path
         if real not in self.out.content:
@@ -357,8 +375,8 @@ class _Binder:
             self.file(exe, "/")
             if pos is not None:
                 self.out.entries[pos] = exe
-        name = posixpath.basename(exe)
-        wrapped = _split_wrapper(name, args)
+        name = exe[exe.rfind("/") + 1 :]  # posixpath.basename
+        wrapped = _split_wrapper(name, args) if name in _WRAPPERS else None
         if wrapped is not None:
             self._wrapper(name, args, wrapped, cwd, pos, depth)
             return
@@ -531,11 +549,7 @@ class _Binder:
     def _module(self, name: str, cwd: str) -> None:
         """``python -m name`` from ``cwd`` (first on sys.path): bind what is there."""
         parts = name.split(".")
-        if (
-            not name
-            or len(parts) > MAX_MODULE_PARTS
-            or not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts)
-        ):
+        if len(parts) > MAX_MODULE_PARTS or not _DOTTED_NAME.fullmatch(name):
             self.out.note(PYTHON_MODULE)
             return
         for k in range(1, len(parts)):

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 FINGERPRINT_VERSION = 1
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+# Most operations have no standard input: its digest is a constant.
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 def canonical_form(op: Operation) -> dict[str, Any]:
@@ -25,24 +27,28 @@ def canonical_form(op: Operation) -> dict[str, Any]:
 
     Justification, session id, timeout and output limits are deliberately absent: they
     do not change what the command may do, so changing them must not cost an approval.
+
+    Tuples stand for JSON arrays as they are (``env`` and ``content`` hold pairs), with
+    the bytes of lists; an enum member's ``_value_`` is its ``value`` read as a plain
+    attribute, where ``value`` is a descriptor costing as much as a field's copy.
     """
     return {
         "version": FINGERPRINT_VERSION,
-        "origin": op.origin.value,
-        "mode": op.mode.value,
-        "kind": op.kind.value,
+        "origin": op.origin._value_,
+        "mode": op.mode._value_,
+        "kind": op.kind._value_,
         "tool": op.tool,
         "executable": op.executable,
-        "args": list(op.args),
+        "args": op.args,
         "workspace_root": op.workspace_root,
         "cwd": op.cwd,
-        "env": [[name, value] for name, value in op.env],
-        "stdin_sha256": hashlib.sha256(op.stdin).hexdigest(),
-        "workspace_access": op.workspace_access.value,
-        "write_dirs": list(op.write_dirs),
-        "network": op.network.value,
-        "capabilities": [c.to_dict() for c in op.capabilities],
-        "content": [[path, digest] for path, digest in op.content],
+        "env": op.env,
+        "stdin_sha256": hashlib.sha256(op.stdin).hexdigest() if op.stdin else _EMPTY_SHA256,
+        "workspace_access": op.workspace_access._value_,
+        "write_dirs": op.write_dirs,
+        "network": op.network._value_,
+        "capabilities": [c.to_dict() for c in op.capabilities] if op.capabilities else [],
+        "content": op.content,
     }
 
 

@@ -66,6 +66,9 @@ class OSHost:
             still = self._still_absent(path, absent)
             if still is not None:
                 return still
+        hit = self._resolved.get(path)  # _existing's fresh hit, asked for on every request
+        if hit is not None and time.monotonic() - hit[0] < self.RESOLVE_TTL:
+            return hit[1]
         found = self._existing(path)
         return found if found is not None else self._missing(path)
 

@@ -15,16 +15,17 @@ import binascii
 import posixpath
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property, lru_cache
-from typing import Any, NamedTuple
+from functools import lru_cache
+from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from console.contract import strictjson
 from console.contract.capabilities import Capability, CapabilityKind, normalize_capabilities
 from console.contract.content import bind as bind_content
 from console.contract.environment import env_is_risky
+from console.contract.fingerprint import fingerprint as _fingerprint
 from console.contract.host import Host
 from console.contract.problem import invalid
 from console.contract.workspace import WorkspaceLimits
@@ -85,6 +86,32 @@ class Network(StrEnum):
     ANY = "any"
 
 
+_T = TypeVar("_T")
+
+
+class _once(Generic[_T]):
+    """A value computed from an instance on first read and kept in its ``__dict__``, where
+    later reads find it without reaching this descriptor: ``functools.cached_property``
+    without its lock, which on Python 3.11 cost as much as the rest of reading a new
+    operation's fingerprint. Two threads racing on a first read both compute the same
+    value (an operation is immutable)."""
+
+    def __init__(self, func: Callable[[Any], _T]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> _once[_T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> _T: ...
+    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> _T | _once[_T]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.func(instance)
+        return value
+
+
 @dataclass(frozen=True, slots=True)
 class OutputLimits:
     capture_bytes: int = DEFAULT_CAPTURE_BYTES
@@ -134,7 +161,7 @@ class Operation:
     def argv(self) -> tuple[str, ...]:
         return (self.executable, *self.args)
 
-    @cached_property
+    @_once
     def command_line(self) -> str:
         """The argv as one shell-quoted line (what history shows and search matches).
 
@@ -143,11 +170,9 @@ class Operation:
         """
         return shlex.join(self.argv)
 
-    @cached_property
+    @_once
     def fingerprint(self) -> str:
-        from console.contract.fingerprint import fingerprint
-
-        return fingerprint(self)
+        return _fingerprint(self)
 
     def requested_capabilities(self) -> tuple[Capability, ...]:
         """What the operation asks for, derived from its fields plus its explicit list."""
@@ -241,7 +266,11 @@ def _strings(values: list[Any], name: str) -> tuple[str, ...]:
         joined = "\x01".join(values)
     except TypeError:
         joined = None
-    if joined is not None and "\x00" not in joined and max(map(len, values), default=0) <= MAX_STRING_CHARS:
+    if (
+        joined is not None
+        and "\x00" not in joined
+        and (len(joined) <= MAX_STRING_CHARS or max(map(len, values), default=0) <= MAX_STRING_CHARS)
+    ):
         return tuple(values)
     return tuple(_string(v, f"{name}[{i}]") for i, v in enumerate(values))
 
@@ -305,22 +334,33 @@ class _Spec(NamedTuple):
 
 
 def validate_wire(obj: Any) -> _Spec:
+    """The wire form's fields checked and typed, in a fixed order (the first bad field,
+    in that order, is the one reported).
+
+    Every request comes through here, so each field is first tested in line for the
+    common, valid case (an exact ``str``/``int``/``list``/``dict`` within its limits, a
+    known enum value, an absent optional field); anything else goes to the field's full
+    check, which accepts or refuses it exactly as it would without the shortcut.
+    """
     if not isinstance(obj, dict):
         raise invalid("", "not_an_object", "an operation is a JSON object")
-    for key in () if _FIELDS.issuperset(obj) else obj:
-        if key not in _FIELDS:
-            # The unknown key is agent text; name it only by what is allowed.
-            raise invalid(
-                "",
-                "unknown_field",
-                "remove fields that are not in the contract: " + ", ".join(sorted(_FIELDS)),
-            )
+    if not _FIELDS.issuperset(obj):
+        # The unknown key is agent text; name it only by what is allowed.
+        raise invalid(
+            "",
+            "unknown_field",
+            "remove fields that are not in the contract: " + ", ".join(sorted(_FIELDS)),
+        )
     for required in ("kind", "executable", "workspace_root"):
         if required not in obj:
             raise invalid(required, "missing", "this field is required")
+    get = obj.get
 
-    kind = _enum(obj["kind"], "kind", Kind)
-    tool = obj.get("tool", kind.value)
+    value = obj["kind"]
+    kind = _KINDS.get(value) if type(value) is str else None
+    if kind is None:
+        kind = _enum(value, "kind", Kind)
+    tool = get("tool", kind._value_)
     if not isinstance(tool, str) or not _valid_tool(tool):
         raise invalid(
             "tool",
@@ -328,35 +368,45 @@ def validate_wire(obj: Any) -> _Spec:
             "must be 1-128 characters of letters, digits and ._:/@+_- (e.g. claude-code:Bash)",
         )
 
-    args = _strings(_list(obj.get("args", []), "args", MAX_ARGS), "args")
+    value = get("args", _ABSENT_LIST)
+    if type(value) is not list or len(value) > MAX_ARGS:
+        value = _list(value, "args", MAX_ARGS)
+    args = _strings(value, "args") if value else ()
 
-    env_obj = obj.get("env", {})
+    env_obj = get("env", _ABSENT_DICT)
     if not isinstance(env_obj, dict):
         raise invalid("env", "wrong_type", "must be a JSON object of name to value")
-    if len(env_obj) > MAX_ENV:
-        raise invalid("env", "too_many", f"must have at most {MAX_ENV} entries")
-    env: list[tuple[str, str]] = []
-    for i, (name, value) in enumerate(env_obj.items()):
-        if not name or "=" in name or "\x00" in name or len(name) > 256:
-            raise invalid(
-                f"env[{i}]",
-                "invalid_env_name",
-                "names must be 1-256 characters without '=' or NUL",
-            )
-        if type(value) is not str or "\x00" in value or len(value) > 128 * 1024:
-            _string(value, f"env[{i}]", max_chars=128 * 1024)  # raises, naming the entry
-        env.append((name, value))
-    env.sort()
+    env: tuple[tuple[str, str], ...] = ()
+    if env_obj:
+        if len(env_obj) > MAX_ENV:
+            raise invalid("env", "too_many", f"must have at most {MAX_ENV} entries")
+        pairs: list[tuple[str, str]] = []
+        for i, (name, value) in enumerate(env_obj.items()):
+            if not name or "=" in name or "\x00" in name or len(name) > 256:
+                raise invalid(
+                    f"env[{i}]",
+                    "invalid_env_name",
+                    "names must be 1-256 characters without '=' or NUL",
+                )
+            if type(value) is not str or "\x00" in value or len(value) > 128 * 1024:
+                _string(value, f"env[{i}]", max_chars=128 * 1024)  # raises, naming the entry
+            pairs.append((name, value))
+        pairs.sort()
+        env = tuple(pairs)
 
-    stdin_text = _string(obj.get("stdin", ""), "stdin", max_chars=(MAX_STDIN_BYTES * 4) // 3 + 4)
-    try:
-        stdin = base64.b64decode(stdin_text, validate=True) if stdin_text else b""
-    except (binascii.Error, ValueError):
-        raise invalid("stdin", "invalid_base64", "must be standard base64 with padding") from None
-    if len(stdin) > MAX_STDIN_BYTES:
-        raise invalid("stdin", "too_large", f"must decode to at most {MAX_STDIN_BYTES} bytes")
+    stdin_text = get("stdin", "")
+    if type(stdin_text) is str and not stdin_text:
+        stdin = b""
+    else:
+        stdin_text = _string(stdin_text, "stdin", max_chars=(MAX_STDIN_BYTES * 4) // 3 + 4)
+        try:
+            stdin = base64.b64decode(stdin_text, validate=True) if stdin_text else b""
+        except (binascii.Error, ValueError):
+            raise invalid("stdin", "invalid_base64", "must be standard base64 with padding") from None
+        if len(stdin) > MAX_STDIN_BYTES:
+            raise invalid("stdin", "too_large", f"must decode to at most {MAX_STDIN_BYTES} bytes")
 
-    out_obj = obj.get("output", {})
+    out_obj = get("output", _ABSENT_DICT)
     if not isinstance(out_obj, dict):
         raise invalid("output", "wrong_type", "must be an object {capture_bytes, max_bytes}")
     if not out_obj:
@@ -375,13 +425,78 @@ def validate_wire(obj: Any) -> _Spec:
             raise invalid("output.capture_bytes", "out_of_range", "must not exceed output.max_bytes")
         output = OutputLimits(capture, max_bytes)
 
-    write_dirs = tuple(
-        _absolute(d, f"write_dirs[{i}]")
-        for i, d in enumerate(_list(obj.get("write_dirs", []), "write_dirs", MAX_WRITE_DIRS))
+    value = get("write_dirs", _ABSENT_LIST)
+    write_dirs: tuple[str, ...] = ()
+    if type(value) is not list or value:
+        write_dirs = tuple(
+            _absolute(d, f"write_dirs[{i}]") for i, d in enumerate(_list(value, "write_dirs", MAX_WRITE_DIRS))
+        )
+
+    value = get("capabilities", _ABSENT_LIST)
+    caps: tuple[Capability, ...] = ()
+    if type(value) is not list or value:
+        caps = _capabilities(value)
+
+    exe = obj["executable"]
+    if type(exe) is not str or not exe or len(exe) > MAX_PATH_CHARS or "\x00" in exe:
+        exe = _string(exe, "executable", max_chars=MAX_PATH_CHARS, empty=False)
+    root = obj["workspace_root"]
+    if type(root) is not str or root[:1] != "/" or len(root) > MAX_PATH_CHARS or "\x00" in root:
+        root = _absolute(root, "workspace_root")
+    value = get("origin", "interactive_command")
+    origin = _ORIGINS.get(value) if type(value) is str else None
+    if origin is None:
+        origin = _enum(value, "origin", Origin)
+    value = get("mode", "captured")
+    mode = _MODES.get(value) if type(value) is str else None
+    if mode is None:
+        mode = _enum(value, "mode", Mode)
+    cwd = get("cwd", ".")
+    if type(cwd) is not str or not cwd or len(cwd) > MAX_PATH_CHARS or "\x00" in cwd:
+        cwd = _string(cwd, "cwd", max_chars=MAX_PATH_CHARS, empty=False)
+    timeout_ms = get("timeout_ms", DEFAULT_TIMEOUT_MS)
+    if type(timeout_ms) is not int or not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+        timeout_ms = _int(timeout_ms, "timeout_ms", 1, MAX_TIMEOUT_MS)
+    value = get("workspace_access", "read_only")
+    access = _ACCESSES.get(value) if type(value) is str else None
+    if access is None:
+        access = _enum(value, "workspace_access", WorkspaceAccess)
+    value = get("network", "none")
+    network = _NETWORKS.get(value) if type(value) is str else None
+    if network is None:
+        network = _enum(value, "network", Network)
+    justification = get("justification", "")
+    if type(justification) is not str or len(justification) > MAX_STRING_CHARS or "\x00" in justification:
+        justification = _string(justification, "justification")
+    session_id = get("session_id", "")
+    if type(session_id) is not str or len(session_id) > 256 or "\x00" in session_id:
+        session_id = _string(session_id, "session_id", max_chars=256)
+
+    return _Spec(
+        kind,
+        exe,
+        root,
+        origin,
+        mode,
+        tool,
+        args,
+        cwd,
+        env,
+        stdin,
+        timeout_ms,
+        output,
+        access,
+        write_dirs,
+        network,
+        caps,
+        justification,
+        session_id,
     )
 
+
+def _capabilities(value: Any) -> tuple[Capability, ...]:
     caps: list[Capability] = []
-    for i, c in enumerate(_list(obj.get("capabilities", []), "capabilities", MAX_CAPABILITIES)):
+    for i, c in enumerate(_list(value, "capabilities", MAX_CAPABILITIES)):
         where = f"capabilities[{i}]"
         if not isinstance(c, dict):
             raise invalid(where, "wrong_type", "must be an object {kind, scope?}")
@@ -392,27 +507,18 @@ def validate_wire(obj: Any) -> _Spec:
         if cap_kind in _PATH_SCOPED and scope and not scope.startswith("/"):
             raise invalid(f"{where}.scope", "not_absolute", "a path scope must be absolute")
         caps.append(Capability(cap_kind, scope))
+    return tuple(caps)
 
-    return _Spec(
-        kind=kind,
-        executable=_string(obj["executable"], "executable", max_chars=MAX_PATH_CHARS, empty=False),
-        workspace_root=_absolute(obj["workspace_root"], "workspace_root"),
-        origin=_enum(obj.get("origin", "interactive_command"), "origin", Origin),
-        mode=_enum(obj.get("mode", "captured"), "mode", Mode),
-        tool=tool,
-        args=args,
-        cwd=_string(obj.get("cwd", "."), "cwd", max_chars=MAX_PATH_CHARS, empty=False),
-        env=tuple(env),
-        stdin=stdin,
-        timeout_ms=_int(obj.get("timeout_ms", DEFAULT_TIMEOUT_MS), "timeout_ms", 1, MAX_TIMEOUT_MS),
-        output=output,
-        workspace_access=_enum(obj.get("workspace_access", "read_only"), "workspace_access", WorkspaceAccess),
-        write_dirs=write_dirs,
-        network=_enum(obj.get("network", "none"), "network", Network),
-        capabilities=tuple(caps),
-        justification=_string(obj.get("justification", ""), "justification"),
-        session_id=_string(obj.get("session_id", ""), "session_id", max_chars=256),
-    )
+
+# Each enum's values to its members, for the in-line test of a valid value.
+_KINDS: dict[str, Kind] = {m.value: m for m in Kind}
+_ORIGINS: dict[str, Origin] = {m.value: m for m in Origin}
+_MODES: dict[str, Mode] = {m.value: m for m in Mode}
+_ACCESSES: dict[str, WorkspaceAccess] = {m.value: m for m in WorkspaceAccess}
+_NETWORKS: dict[str, Network] = {m.value: m for m in Network}
+# What an absent optional field reads as (never handed out, never changed).
+_ABSENT_LIST: list[Any] = []
+_ABSENT_DICT: dict[str, Any] = {}
 
 
 _PATH_SCOPED = frozenset({CapabilityKind.WORKSPACE_WRITE, CapabilityKind.PROTECTED_METADATA})
@@ -453,7 +559,10 @@ def resolve(spec: _Spec, host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS) -
             "parent_reference",
             "must not contain '..'; name the directory inside the workspace",
         )
-    cwd_in = spec.cwd if spec.cwd.startswith("/") else posixpath.join(root, spec.cwd)
+    if spec.cwd.startswith("/"):
+        cwd_in = spec.cwd
+    else:  # posixpath.join for a root that is never empty, without its generality
+        cwd_in = f"{root}{spec.cwd}" if root.endswith("/") else f"{root}/{spec.cwd}"
     cwd_real = _canonical_dir(host, posixpath.normpath(cwd_in), "cwd")
     if not is_within(cwd_real, root):
         raise invalid("cwd", "outside_workspace", "must stay inside workspace_root (symlinks are resolved)")
@@ -478,53 +587,61 @@ def resolve(spec: _Spec, host: Host, limits: WorkspaceLimits = DEFAULT_LIMITS) -
             "must be an existing executable file (after resolving symlinks)",
         )
 
-    write_dirs = tuple(
-        sorted(
-            {
-                _canonical_dir(host, posixpath.normpath(d), f"write_dirs[{i}]")
-                for i, d in enumerate(spec.write_dirs)
-            }
+    write_dirs: tuple[str, ...] = ()
+    if spec.write_dirs:
+        write_dirs = tuple(
+            sorted(
+                {
+                    _canonical_dir(host, posixpath.normpath(d), f"write_dirs[{i}]")
+                    for i, d in enumerate(spec.write_dirs)
+                }
+            )
         )
-    )
 
-    caps: list[Capability] = []
-    for c in spec.capabilities:
-        if c.kind in _PATH_SCOPED:
-            scope = host.resolve(posixpath.normpath(c.scope)).path if c.scope else root
-            caps.append(Capability(c.kind, scope))
-        else:
-            caps.append(c)
+    capabilities: tuple[Capability, ...] = ()
+    if spec.capabilities:
+        caps: list[Capability] = []
+        for c in spec.capabilities:
+            if c.kind in _PATH_SCOPED:
+                scope = host.resolve(posixpath.normpath(c.scope)).path if c.scope else root
+                caps.append(Capability(c.kind, scope))
+            else:
+                caps.append(c)
+        capabilities = normalize_capabilities(caps)
 
     binding = bind_content(host, exe_real, spec.args, cwd_real)
 
     return _operation(
-        origin=spec.origin,
-        mode=spec.mode,
-        kind=spec.kind,
-        tool=spec.tool,
-        executable=exe_real,
-        args=spec.args,
-        workspace_root=root,
-        cwd=_relative(cwd_real, root),
-        env=spec.env,
-        stdin=spec.stdin,
-        timeout_ms=spec.timeout_ms,
-        output=spec.output,
-        workspace_access=spec.workspace_access,
-        write_dirs=write_dirs,
-        network=spec.network,
-        capabilities=normalize_capabilities(caps),
-        justification=spec.justification,
-        session_id=spec.session_id,
-        content=tuple(sorted(binding.content.items())),
-        unbound=tuple(binding.unbound),
+        {
+            "origin": spec.origin,
+            "mode": spec.mode,
+            "kind": spec.kind,
+            "tool": spec.tool,
+            "executable": exe_real,
+            "args": spec.args,
+            "workspace_root": root,
+            "cwd": _relative(cwd_real, root),
+            "env": spec.env,
+            "stdin": spec.stdin,
+            "timeout_ms": spec.timeout_ms,
+            "output": spec.output,
+            "workspace_access": spec.workspace_access,
+            "write_dirs": write_dirs,
+            "network": spec.network,
+            "capabilities": capabilities,
+            "justification": spec.justification,
+            "session_id": spec.session_id,
+            "content": tuple(sorted(binding.content.items())),
+            "unbound": tuple(binding.unbound),
+        }
     )
 
 
-def _operation(**fields: Any) -> Operation:
+def _operation(fields: dict[str, Any]) -> Operation:
     """An :class:`Operation` of exactly these fields, made without the frozen dataclass's
-    ``__init__`` (one ``object.__setattr__`` per field, on every request's path); equal
-    to ``Operation(**fields)`` (tests/contract/test_operation.py holds them so)."""
+    ``__init__`` (one ``object.__setattr__`` per field, on every request's path) and
+    from a dict made once (keyword arguments would pack a second); equal to
+    ``Operation(**fields)`` (tests/contract/test_operation.py holds them so)."""
     op = object.__new__(Operation)
     op.__dict__.update(fields)
     return op

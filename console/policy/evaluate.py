@@ -121,7 +121,7 @@ def evaluate(
             if verdict is Verdict.ALLOW
             else None
         )
-        return Decision(verdict, reason.value, fp, diff, auth, grant)
+        return Decision(verdict, reason._value_, fp, diff, auth, grant)  # value, as an attribute
 
     deny_rule, allow_grant = matching(grants, fp, op.session_id, now)
     if allow_grant is not None and op.unbound and allow_grant.scope is not GrantScope.ONCE:

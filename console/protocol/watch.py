@@ -5,7 +5,7 @@ answer that made a change the baseline (``watch.diff``).
 
 Why Structs: the console's watch screen, its monitor and ``agent-console watch`` read
 these field by field; typed, they read attributes the daemon is held to
-(tests/test_protocol_results.py decodes and re-encodes real answers).
+(tests/protocol/test_protocol_results.py decodes and re-encodes real answers).
 
 The daemon keeps a file event as a mapping while it is still growing (a flood's count and
 sample, the tripwire's attribution); it is converted to :class:`WatchEntry` once, where it

@@ -4,8 +4,11 @@ sourced files (console/contract/content.py), with the fixed fake host."""
 from __future__ import annotations
 
 import hashlib
+import posixpath
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.fakehost import FakeHost
 
 from console.contract import content as c
@@ -275,3 +278,27 @@ def test_a_standing_grant_does_not_apply_to_an_operation_with_unbound_content():
     once = Grant("g-2", op.fingerprint, GrantScope.ONCE, Effect.ALLOW)
     decision = evaluate(op, config, [always, once])
     assert decision.grant is once and decision.verdict.value == "allow"
+
+
+class _Asked(FakeHost):
+    """The fake host, remembering each path it is asked to resolve as it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def resolve(self, path: str):
+        self.asked.append(path)
+        return super().resolve(path)
+
+
+@given(
+    st.text(st.sampled_from("/.a"), max_size=12),
+    st.sampled_from(["/", "/w", "/w/src", "/w/.a", "/.."]),
+)
+@settings(max_examples=500)
+def test_a_file_is_asked_for_by_its_normal_path(path, cwd):
+    host = _Asked()
+    c._Binder(host).file(path, cwd)
+    joined = path if path.startswith("/") else f"{cwd.rstrip('/')}/{path}"
+    assert host.asked[0] == posixpath.normpath(joined)

@@ -13,7 +13,9 @@ from console.contract.content import interpreter_family, script_argument
 from console.contract.host import OSHost
 from console.contract.operation import (
     MAX_STDIN_BYTES,
+    Kind,
     Network,
+    Origin,
     WorkspaceAccess,
     parse,
 )
@@ -138,6 +140,61 @@ def test_invalid_fields(ws, fields, field, reason):
     assert (p.field, p.reason) == (field, reason)
     assert p.hint
     assert p.retryable is False
+
+
+_OPTIONAL = (
+    "origin",
+    "mode",
+    "tool",
+    "args",
+    "cwd",
+    "env",
+    "stdin",
+    "timeout_ms",
+    "output",
+    "workspace_access",
+    "write_dirs",
+    "network",
+    "capabilities",
+    "justification",
+    "session_id",
+)
+
+
+@pytest.mark.parametrize("name", ["kind", "executable", "workspace_root", *_OPTIONAL])
+def test_null_is_not_an_absent_field(ws, name):
+    p = problem_of(op(ws, **{name: None}))
+    assert p.field == name
+    assert p.reason == ("invalid_tool" if name == "tool" else "wrong_type")
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "reason"),
+    [
+        ({"network": 1, "executable": ""}, "executable", "empty"),
+        ({"origin": "x", "mode": "y"}, "origin", "unknown_value"),
+        ({"timeout_ms": "5", "cwd": ""}, "cwd", "empty"),
+        ({"session_id": 1, "justification": 2}, "justification", "wrong_type"),
+        ({"write_dirs": ["rel"], "capabilities": 1}, "write_dirs[0]", "not_absolute"),
+        ({"env": 1, "args": 1}, "args", "wrong_type"),
+        ({"workspace_root": "", "kind": "x"}, "kind", "unknown_value"),
+        ({"workspace_root": "/a\x00", "executable": "b\x00"}, "executable", "nul_byte"),
+    ],
+)
+def test_the_first_bad_field_in_contract_order_is_reported(ws, fields, field, reason):
+    p = problem_of(op(ws, **fields))
+    assert (p.field, p.reason) == (field, reason)
+
+
+class _Text(str):
+    pass
+
+
+def test_str_and_int_subclasses_are_checked_as_their_values(ws):
+    o = parse(op(ws, kind=Kind.SHELL, origin=Origin.HOOK, network=Network.ANY, cwd=_Text("src")), HOST)
+    assert (o.kind, o.origin, o.network, o.cwd) == (Kind.SHELL, Origin.HOOK, Network.ANY, "src")
+    assert problem_of(op(ws, cwd=_Text("a\x00"))).reason == "nul_byte"
+    assert problem_of(op(ws, timeout_ms=False)).reason == "wrong_type"
 
 
 def test_missing_required_fields(ws):
