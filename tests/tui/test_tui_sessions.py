@@ -273,7 +273,8 @@ async def test_copy_a_selection_with_the_mouse_and_paste_it_back(daemon, clock):
     async with app.run_test(size=SIZE) as pilot:
         pane = await open_pane(pilot, app, sid)
         await type_line(pilot, "clear; echo copy-me-please")
-        await wait_shown(pilot, pane, "copy-me-please")
+        # The echoed line, not the typed command (which holds the same words): it starts a row.
+        await until(pilot, lambda: any(line.startswith("copy-me") for line in shown(pane).split("\n")))
         row = next(i for i, line in enumerate(shown(pane).split("\n")) if line.startswith("copy-me"))
         await pilot.mouse_down(pane, offset=(0, row))
         await pilot.hover(pane, offset=(6, row))
