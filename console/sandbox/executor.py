@@ -521,6 +521,9 @@ class _Run:
         code, sig = _exit(returncode, p.sandboxed)
         if stop is None and p.sandboxed and code == 1 and not stdout.total_bytes:
             setup = _bwrap_failure(bytes(self.stderr_start), stderr.total_bytes)
+            replaced = p.pin_refused(bytes(self.stderr_start)) if setup is not None else None
+            if replaced is not None:
+                return _content_changed(replaced, self.started)
             if setup is not None:
                 kind, reason = setup
                 return _not_started(kind, reason, p.enforcement, self.started)

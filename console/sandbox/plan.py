@@ -298,6 +298,20 @@ class Prepared:
             os.close(gate.info_fd)
             os.close(gate.block_fd)
 
+    def pin_refused(self, stderr: bytes) -> ContentChangedError | None:
+        """bwrap's one-line complaint that it could not mount a content pin, as the content
+        change it is: the file at that path was renamed over while the sandbox started (the
+        kernel detaches a mount point whose name is replaced), which is what the check after
+        setup refuses too. None for anything else. Nothing ran either way."""
+        line = stderr.strip()
+        if not line.startswith(b"bwrap: Can't bind mount ") or b"\n" in line:
+            return None
+        text = line.decode("utf-8", "replace")
+        for pin in self.pins.pins:
+            if f" on /newroot{pin.path}: " in text:
+                return ContentChangedError((pin.path,))
+        return None
+
     def writable(self, path: str) -> bool:
         """Whether the command could write at canonical ``path`` (by the mounts alone).
 

@@ -48,7 +48,8 @@ def run(operation, cfg: SandboxConfig, timeout: float = 30) -> subprocess.Comple
 
 def spawn(ready, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """Start a prepared command as the executor does: spawn, confirm the mounts, wait.
-    Raises SandboxSetupError (after the sandbox was killed) on a mount mismatch."""
+    Raises SandboxSetupError (after the sandbox was killed) on a mount mismatch, and
+    ContentChangedError when bwrap could not mount a pin (its file renamed over)."""
     proc = subprocess.Popen(
         ready.argv,
         env=ready.env,
@@ -65,6 +66,8 @@ def spawn(ready, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         proc.communicate()
         raise
     out, err = proc.communicate(timeout=timeout)
+    if proc.returncode == 1 and not out and (replaced := ready.pin_refused(err.encode())) is not None:
+        raise replaced  # as the executor reports it: content changed while it started
     return subprocess.CompletedProcess(ready.argv, proc.returncode, out, err)
 
 

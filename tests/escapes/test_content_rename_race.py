@@ -155,3 +155,28 @@ def test_a_pin_renamed_over_after_the_sandbox_mounted_it_is_refused_before_anyth
         spawn(ready, timeout=30)
     assert "content changed" in str(refused.value) and "lib.sh" in str(refused.value)
     assert not (ws / "ran" / "it").exists()
+
+
+def test_bwrap_failing_to_mount_a_pin_is_a_content_change_and_nothing_else_is():
+    """The rename can land while bwrap mounts the pin itself: bwrap then fails its setup
+    on that path. That is the same content change the check after setup refuses (the
+    executor answers content_changed, which the daemon submits again), not a setup fault."""
+    base = real_dir("ac-pin-")
+    ws = base / "ws"
+    ws.mkdir()
+    (ws / "run.sh").write_text(APPROVED)
+    (ws / "lib.sh").write_text(LIB)
+    op = parse(
+        {"kind": "process", "executable": "/bin/sh", "args": ["run.sh"], "workspace_root": str(ws)}, HOST
+    )
+    with prepare(op, config(base), sandbox_probe()) as ready:
+        pinned = ws / "lib.sh"
+        said = f'bwrap: Can\'t bind mount /bindfileAbC123 on /newroot{pinned}: Unable to find "x" in mount table\n'
+        refused = ready.pin_refused(said.encode())
+        assert refused is not None and "content changed" in str(refused) and str(pinned) in str(refused)
+        for other in (
+            "bwrap: Can't bind mount /oldroot/etc on /newroot/etc: Permission denied\n",  # not a pin
+            "bwrap: execvp run.sh: No such file or directory\n",
+            f"fine\nbwrap: Can't bind mount /x on /newroot{pinned}: y\n",  # not bwrap's one line
+        ):
+            assert ready.pin_refused(other.encode()) is None, other
