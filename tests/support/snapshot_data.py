@@ -169,7 +169,19 @@ def grants_rows() -> list[dict[str, Any]]:
     ]
 
 
-class ReplayClient:
+class TypedReplay:
+    """A fake connection's typed calls, made as AsyncClient makes them: through the fake's
+    own ``call``, the answer checked and read into its Struct."""
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    async def request(self, params: MethodParams[Any]) -> Any:
+        row = BY_PARAMS[type(params)]
+        return decode_result(row.name, await self.call(row.name, to_params(params)))
+
+
+class ReplayClient(TypedReplay):
     """Answers the console's calls from the fixed data; never sends events."""
 
     def __init__(self) -> None:
@@ -193,11 +205,6 @@ class ReplayClient:
         """The daemon status ``subscribe`` answers with (a replay overrides it with a whole
         one, e.g. tests/support/items.py's ``status_wire``)."""
         return {}
-
-    async def request(self, params: MethodParams[Any]) -> Any:
-        """A typed call as AsyncClient makes it: the answer checked and read into its Struct."""
-        row = BY_PARAMS[type(params)]
-        return decode_result(row.name, await self.call(row.name, to_params(params)))
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         params = params or {}

@@ -12,11 +12,10 @@ import asyncio
 import base64
 from typing import Any
 
-from support.snapshot_data import NOW, ReplayClient
+from support.snapshot_data import NOW, ReplayClient, TypedReplay
 
 from console.protocol.notifications import decode_notification
-from console.protocol.requests import MethodParams, SessionsResize, read_params, to_params
-from console.protocol.table import BY_PARAMS, decode_result
+from console.protocol.requests import SessionsResize, read_params
 from console.terminal import Screen
 from console.tui.app import ConsoleApp
 from console.tui.screens.sessions import SessionsScreen
@@ -123,7 +122,7 @@ class ListReplay(ReplayClient):
         return await super().call(method, params)
 
 
-class PaneReplay:
+class PaneReplay(TypedReplay):
     """A pane's connection: the attach snapshot from a real emulator, resizes echoed back."""
 
     def __init__(self) -> None:
@@ -133,11 +132,6 @@ class PaneReplay:
 
     def on_notification(self, method: str, handler: Any) -> None:
         self.handlers[method] = handler
-
-    async def request(self, params: MethodParams[Any]) -> Any:
-        """A typed call as AsyncClient makes it: the answer checked and read into its Struct."""
-        row = BY_PARAMS[type(params)]
-        return decode_result(row.name, await self.call(row.name, to_params(params)))
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         params = params or {}
