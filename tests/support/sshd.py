@@ -67,7 +67,11 @@ class SSHHost:
             "PermitRootLogin prohibit-password\nStrictModes no\n"
             f"AllowStreamLocalForwarding {'yes' if streamlocal else 'no'}\n"
             "X11Forwarding no\nAllowAgentForwarding no\n"
-            f"SetEnv AGENT_CONSOLE_HOME={self.daemon.state_dir} PATH={bin_dir}:/usr/bin:/bin\n"
+            # SHLVL=1: bash, run by sshd as the user's shell, skips ~/.bashrc (it reads it only
+            # at level 1). The machine's rc files are not the hosts' to run: root's here runs
+            # `pyenv rehash`, whose lock, left by any rehash killed mid-way, stalls every
+            # session for 60 s.
+            f"SetEnv AGENT_CONSOLE_HOME={self.daemon.state_dir} PATH={bin_dir}:/usr/bin:/bin SHLVL=1\n"
             "LogLevel VERBOSE\n"
         )
 
