@@ -21,13 +21,13 @@ raw JSON (a method this client does not know); it returns the answer as sent.
 from typing import TYPE_CHECKING
 
 from console.client.blocking import Client
-from console.client.errors import DaemonUnreachable, RPCError
+from console.client.errors import DaemonTimedOut, DaemonUnreachable, RPCError
 from console.protocol.results import ResultError
 
 if TYPE_CHECKING:
     from console.client.asyncclient import AsyncClient
 
-__all__ = ["AsyncClient", "Client", "DaemonUnreachable", "RPCError", "ResultError"]
+__all__ = ["AsyncClient", "Client", "DaemonTimedOut", "DaemonUnreachable", "RPCError", "ResultError"]
 
 
 def __getattr__(name: str) -> object:

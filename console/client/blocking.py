@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from console.client import dial
-from console.client.errors import DaemonUnreachable, check_peer, socket_for
+from console.client.errors import DaemonTimedOut, DaemonUnreachable, check_peer, socket_for
 from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.events import EventError, decode_event
@@ -118,7 +118,7 @@ class Client:
             return idle_s
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise DaemonUnreachable("timed out waiting for the daemon (deadline passed)")
+            raise DaemonTimedOut("timed out waiting for the daemon (deadline passed)")
         return left if idle_s is None else min(idle_s, left)
 
     def _read_frame(self) -> bytes:
@@ -134,7 +134,7 @@ class Client:
             try:
                 chunk = self._sock.recv(1 << 16)
             except TimeoutError:
-                raise DaemonUnreachable("timed out waiting for the daemon") from None
+                raise DaemonTimedOut("timed out waiting for the daemon") from None
             except OSError as exc:
                 raise DaemonUnreachable(f"lost the daemon: {exc}") from None
             if not chunk:
@@ -179,7 +179,7 @@ class Client:
         try:
             self._sock.sendall(jsonrpc.encode(jsonrpc.request(msg_id, method, to_params(params))))
         except TimeoutError:
-            raise DaemonUnreachable("timed out sending to the daemon") from None
+            raise DaemonTimedOut("timed out sending to the daemon") from None
         except OSError as exc:
             raise DaemonUnreachable(f"lost the daemon: {exc}") from None
         while True:

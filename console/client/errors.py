@@ -9,11 +9,16 @@ from pathlib import Path
 from console.locations import Locations, UnsafeLocation, ensure_private_dir, locate, read_token
 from console.protocol.jsonrpc import RPCError
 
-__all__ = ["DaemonUnreachable", "RPCError", "socket_for"]
+__all__ = ["DaemonTimedOut", "DaemonUnreachable", "RPCError", "socket_for"]
 
 
 class DaemonUnreachable(ConnectionError):
     """No daemon answers (not running, wrong state dir, unsafe socket directory)."""
+
+
+class DaemonTimedOut(DaemonUnreachable):
+    """The other end is there but said nothing within the bound: unlike a refusal or a
+    hang-up, the cause may be slowness on the way (a remote shell's start-up files)."""
 
 
 def socket_for(role: str, state_dir: str | os.PathLike[str] | Locations | None) -> tuple[Path, str]:

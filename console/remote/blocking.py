@@ -17,12 +17,12 @@ import threading
 import time
 from typing import Any
 
-from console.client import Client, DaemonUnreachable, RPCError
+from console.client import Client, DaemonTimedOut, DaemonUnreachable, RPCError
 from console.contract.inert import inert
 from console.protocol.jsonrpc import UNAVAILABLE
 from console.protocol.requests import Hello
 from console.remote.contexts import Target
-from console.remote.link import HostUnreachable, RemoteHost
+from console.remote.link import HostUnreachable, RemoteHost, dial_silent
 
 
 def connect_blocking(
@@ -50,6 +50,10 @@ def connect_blocking(
         raise HostUnreachable(
             f"{target.name}: the daemon refused the link: {inert(exc.message)[:300]}"
         ) from None
+    except DaemonTimedOut:
+        result.close()
+        said = inert(b"".join(stderr).decode("utf-8", "replace").strip())[-300:]
+        raise HostUnreachable(dial_silent(target.name, timeout_s or 30.0, said)) from None
     except DaemonUnreachable:
         result.close()
         thread.join(3.0)

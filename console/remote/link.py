@@ -61,6 +61,10 @@ class HostUnreachable(DaemonUnreachable):
     """The host, or its daemon, cannot be reached; the message names the host."""
 
 
+class HelloTimedOut(HostUnreachable):
+    """The link opened but the daemon's hello did not come back in time."""
+
+
 class HostKeyRefused(HostUnreachable):
     """The host's key is not the one known_hosts pins (or none is pinned)."""
 
@@ -233,6 +237,9 @@ class RemoteHost:
         sock, bridge, stderr = self._bridge(process.stdout, process.stdin, process)
         try:
             return await self._hello(sock, Hello(client=client))
+        except HelloTimedOut:
+            said = inert(b"".join(stderr).decode("utf-8", "replace").strip())[-300:]
+            raise HostUnreachable(dial_silent(self.name, self.connect_timeout_s, said)) from None
         except HostUnreachable:
             raise
         except DaemonUnreachable:
@@ -265,7 +272,7 @@ class RemoteHost:
             client.hello = await asyncio.wait_for(client.call("hello", params), self.connect_timeout_s)
         except TimeoutError:
             await client.close()
-            raise HostUnreachable(f"{self.name}: the daemon did not say hello in time") from None
+            raise HelloTimedOut(f"{self.name}: the daemon did not say hello in time") from None
         except ResultError:
             await client.close()
             raise
@@ -345,6 +352,17 @@ async def _pump(
         if process is not None:
             with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
                 await asyncio.wait_for(process.wait_closed(), 1.0)
+
+
+def dial_silent(name: str, waited_s: float, said: str) -> str:
+    """Why a dial-stdio that started said nothing: most often the host's shell, which sshd
+    runs before the command, taking its time over a start-up file."""
+    return (
+        f"{name}: dial-stdio said nothing in {waited_s:g} s"
+        + (f" ({said})" if said else "")
+        + ": a slow or waiting shell start-up file on the host (~/.bashrc runs before the command), "
+        "or a stuck daemon there (agent-console daemon status, run on the host)"
+    )
 
 
 def _why(exc: BaseException) -> str:

@@ -136,6 +136,27 @@ def test_a_socket_outside_the_daemons_is_refused(lab: SSHLab, home: Path) -> Non
     assert check_ticket_socket(str(a.daemon.loc.operator_socket))
 
 
+async def test_a_dial_stdio_that_says_nothing_is_named_slow_not_ended(lab: SSHLab) -> None:
+    """sshd runs the user's shell, and its start-up files, before the command: one that
+    waits (a stale `pyenv rehash` lock waits 60 s) leaves dial-stdio silent. Both links
+    say so, and where to look, instead of "ended"."""
+    from console.remote.blocking import connect_blocking
+    from console.remote.contexts import Target
+
+    slow = short_tmp("slow-") / "agent-console"
+    slow.write_text("#!/bin/sh\nsleep 20\n")
+    slow.chmod(0o755)
+    url = parse_host_url(lab.hosts[0].url(command=str(slow)))
+    host = RemoteHost("a", url, connect_timeout_s=1.0)
+    try:
+        with pytest.raises(HostUnreachable, match=r"a: dial-stdio said nothing in 1 s: .*start-up file"):
+            await host.open_client()
+    finally:
+        await host.close()
+    with pytest.raises(HostUnreachable, match=r"a: dial-stdio said nothing in 1 s: .*start-up file"):
+        await asyncio.to_thread(connect_blocking, Target("a", url), timeout_s=1.0)
+
+
 def test_an_unreachable_host_fails_closed_there(lab: SSHLab, home: Path) -> None:
     b = lab.hosts[1]
     ws = workspace()
