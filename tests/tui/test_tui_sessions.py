@@ -637,3 +637,22 @@ async def test_keys_typed_while_input_is_busy_wait_and_arrive_in_order(daemon, c
         await until(pilot, lambda: "session input is busy" not in screen_text(app))
     with daemon.operator() as op:
         op.call("sessions.kill", {"session": sid, "grace_s": 0})
+
+
+async def test_a_list_load_that_lands_after_its_view_went_shows_nothing_and_raises_nothing(daemon, clock):
+    """At shutdown the screen is still mounted when its list is already removed; a load
+    finishing then must not fail the app (it did, as a NoMatches in the load worker)."""
+    from console.tui.widgets.sessions_view import SessionsView
+
+    sid = new_session(daemon, ["sleep", "60"])
+    app = make_app(daemon, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await show_sessions(pilot, app)
+        await until(pilot, lambda: any(s.id == sid for s in screen.sessions))
+        await screen.view.remove()
+        screen.reload()
+        loads = [w for w in app.workers if w.group == "sessions-load"]
+        assert loads
+        await until(pilot, lambda: all(w.is_finished for w in loads))
+        assert [w.error for w in loads] == [None] * len(loads)
+        assert not screen.query(SessionsView) and app.is_running

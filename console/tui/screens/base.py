@@ -86,5 +86,7 @@ class ConsoleScreen(Screen[None]):
         yield from ()
 
     def say(self, message: str, severity: str = "info") -> None:
-        """Tell the operator on the status line; ``message`` must already be inert."""
-        self.query_one("#status", StatusLine).say(message, severity)
+        """Tell the operator on the status line; ``message`` must already be inert. An
+        answer that lands while the app shuts down finds no line, and says nothing."""
+        for line in self.query("#status").results(StatusLine):
+            line.say(message, severity)

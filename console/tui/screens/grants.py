@@ -63,12 +63,14 @@ class GrantsScreen(ConsoleScreen):
             result = await self.services.link.request(GrantsList(include_inactive=include_inactive))
         except (RPCError, DaemonUnreachable) as exc:
             self.say(f"grants unavailable: {inert(str(exc))}", "error")
-            view = self.query_one(GrantsView)
-            view.set_rows([])
-            view.empty_message = "The grants could not be read (see the status line)."
+            for view in self.query(GrantsView):
+                view.set_rows([])
+                view.empty_message = "The grants could not be read (see the status line)."
             return
         rows = result.grants
-        self.query_one(GrantsView).set_rows(rows)
+        # A list removed while the answer was on its way (the app shutting down) shows nothing.
+        for view in self.query(GrantsView):
+            view.set_rows(rows)
         self.say(f"{len(rows)} {self._what(include_inactive)}")
 
     async def _load_every_host(self, include_inactive: bool) -> None:
@@ -87,10 +89,10 @@ class GrantsScreen(ConsoleScreen):
                 raise answer
             merged += [(g.created_at, order, host, g) for g in answer.grants]
         merged.sort(key=lambda row: (row[0], row[1]))
-        view = self.query_one(GrantsView)
-        view.set_rows([row[3] for row in merged], [row[2] for row in merged])
-        if missing and not merged:
-            view.empty_message = "The grants could not be read (see the status line)."
+        for view in self.query(GrantsView):
+            view.set_rows([row[3] for row in merged], [row[2] for row in merged])
+            if missing and not merged:
+                view.empty_message = "The grants could not be read (see the status line)."
         text = f"{len(merged)} {self._what(include_inactive)} on {len(hosts) - len(missing)} hosts"
         if missing:
             self.say(f"{text}; not shown, unreachable — {'; '.join(missing)}", "warning")

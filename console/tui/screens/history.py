@@ -66,12 +66,18 @@ class HistoryScreen(ConsoleScreen):
     def view(self) -> HistoryView:
         return self.query_one(HistoryView)
 
+    def _gone(self) -> bool:
+        """Whether the list went while a page was on its way (the app shutting down
+        removes it from a screen still mounted): a late page then has nowhere to go."""
+        return not self.query(HistoryView)
+
     @property
     def search_box(self) -> Input:
         return self.query_one("#history-search", Input)
 
     def summary(self, message: str, severity: str = "info") -> None:
-        self.query_one("#history-summary", StatusLine).say(message, severity)
+        for line in self.query("#history-summary").results(StatusLine):
+            line.say(message, severity)
 
     # ------------------------------------------------------------ querying
 
@@ -110,11 +116,13 @@ class HistoryScreen(ConsoleScreen):
         try:
             page = await self.services.link.request(query)
         except (RPCError, DaemonUnreachable) as exc:
+            if self._gone():
+                return
             self.summary(f"history unavailable: {inert(str(exc))}", "error")
             self.view.empty_message = "The history could not be read."
             self.view.set_rows([], None)
             return
-        if generation != self._generation:
+        if generation != self._generation or self._gone():
             return
         self.view.empty_message = "Nothing matches." if filtered else "Nothing recorded yet."
         self.view.set_rows(page.rows, page.older)
@@ -141,10 +149,11 @@ class HistoryScreen(ConsoleScreen):
         try:
             page = await self.services.link.request(msgspec.structs.replace(query, before_seq=older))
         except (RPCError, DaemonUnreachable) as exc:
-            self.say(f"could not load more: {inert(str(exc))}", "error")
-            self.view.fetching = False
+            if not self._gone():
+                self.say(f"could not load more: {inert(str(exc))}", "error")
+                self.view.fetching = False
             return
-        if generation == self._generation:
+        if generation == self._generation and not self._gone():
             self.view.append_rows(page.rows, page.older)
 
     DAEMON_EVENTS: ClassVar[tuple[type[DaemonLink.DaemonEvent[Any]], ...]] = (
@@ -175,6 +184,8 @@ class HistoryScreen(ConsoleScreen):
         try:
             page = await self.services.link.request(msgspec.structs.replace(query, after_seq=newest))
         except (RPCError, DaemonUnreachable):
+            return
+        if self._gone():
             return
         if generation == self._generation and self.view.rows and self.view.rows[0].seq == newest:
             self.view.prepend_rows(page.rows)

@@ -158,8 +158,10 @@ class SessionsScreen(ConsoleScreen):
 
     def _show_list(self) -> None:
         attached = self.workspace.attached()
-        if self.is_mounted:
-            self.view.set_rows(self.sessions, attached)
+        # A load that finishes while the app shuts down finds the screen mounted and its
+        # list already removed: nothing to show then.
+        for view in self.query(SessionsView):
+            view.set_rows(self.sessions, attached)
         waiting = sum(1 for s in self.sessions if s.status_text == "awaiting approval")
         self.services.pills.set(
             "sessions",
