@@ -37,7 +37,7 @@ from console.policy import Tripwire
 from console.protocol.events import TripwireRaised, TripwireResolved, WatchAlert
 from console.protocol.requests import TripwireResolution
 from console.protocol.tripwire import TripwireNotice
-from console.protocol.watch import AcceptedChange
+from console.protocol.watch import AcceptedChange, WatchRecord
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.cgroups import CGROUP_MODE
 from console.sessions.lineage import Writer
@@ -70,7 +70,7 @@ class Flood:
     """An open flood (docs/tripwire.md "Floods and noise"): one record (updated in
     place), its counts, and who was raised for it, so each session is raised once."""
 
-    record: dict[str, Any]
+    record: WatchRecord
     started: float
     last: float
     recorded_count: int = 0
@@ -448,7 +448,7 @@ class TripwireService:
             return
         diff = None if ev.flood else self.watcher.baseline_diff(ev.workspace_root, ev.path)
         restore = self._restore_of(ev)
-        count = flood.record["count"] if flood is not None else ev.count
+        count = flood.record.count if flood is not None else ev.count
         common: dict[str, Any] = {
             "workspace_root": ev.workspace_root,
             "path": ev.path,
@@ -552,8 +552,8 @@ class TripwireService:
     def _item(
         self, ev: FileEvent, c: Candidate, diff: str | None, state: TripwireState, flood: Flood | None = None
     ) -> TripwireItem:
-        count = flood.record["count"] if flood is not None else ev.count
-        sample = flood.record.get("sample", ()) if flood is not None else ()
+        count = flood.record.count if flood is not None else ev.count
+        sample = flood.record.sample if flood is not None and isinstance(flood.record.sample, list) else ()
         item = _new_item(
             c,
             ev.workspace_root,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
+from msgspec import UnsetType
 
 from console.contract.outcome import Change, ChangeKind
 from console.daemon.events import EventHub
@@ -31,6 +32,7 @@ from console.daemon.tripwire import UNKNOWN_WRITER
 from console.daemon.tripwire_service import Flood, Naming, TripwireService, log_store_failure
 from console.protocol import watch as wire
 from console.protocol.events import WatchBatch, WatchStatusChanged
+from console.protocol.watch import WatchAttribution, WatchRecord
 from console.sandbox.placeholders import is_placeholder
 from console.sessions.lineage import Lineage
 from console.sessions.writers import PID_FANOTIFY, UNATTRIBUTED, Candidate
@@ -44,7 +46,7 @@ from console.watch import (
     display_path,
     net_changes,
 )
-from console.watch.events import AttributionKind
+from console.watch.events import Attribution, AttributionKind
 from console.watch.sentinel import Hint
 
 W = TypeVar("W", bound=wire.WatchStatus)
@@ -111,21 +113,21 @@ class WatchService:
         )
         # Who wrote each protected change, and what is done to them.
         self.tripwire = TripwireService(policy, store, events, self.sessions, self.watcher, self.attributions)
-        self.recent: deque[dict[str, Any]] = deque(maxlen=recent_size)
-        self.protected: deque[dict[str, Any]] = deque(maxlen=protected_size)
+        self.recent: deque[WatchRecord] = deque(maxlen=recent_size)
+        self.protected: deque[WatchRecord] = deque(maxlen=protected_size)
         # The request that started each operation-made session (its changes are the request's).
         self.session_requests: dict[str, str] = {}
         self._status = WatchStatus()
         self._collecting: dict[str, list[FileEvent]] = {}
         self.op_sessions: dict[str, str] = {}  # executed request id -> its agent session
-        self._outbox: list[dict[str, Any]] = []
+        self._outbox: list[WatchRecord] = []
         self._held_back = 0
         self._publisher: asyncio.Task[None] | None = None
         self._adding: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._floods: dict[tuple[str, str, bool], Flood] = {}
         self._singles: dict[tuple[str, str, bool], _Singles] = {}
-        self._republish: dict[int, dict[str, Any]] = {}  # flood records updated since the last frame
+        self._republish: dict[int, WatchRecord] = {}  # flood records updated since the last frame
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -215,12 +217,12 @@ class WatchService:
         come from their own list, so ordinary ones cannot have evicted them. Each is
         converted as it is taken: a caller that stops early converts no more."""
         if protected_only:
-            records: Iterable[dict[str, Any]] = reversed(self.protected)
+            records: Iterable[WatchRecord] = reversed(self.protected)
         else:
-            oldest = self.recent[0]["seq"] if self.recent else None
-            older = [r for r in self.protected if oldest is None or r["seq"] < oldest]
+            oldest = self.recent[0].seq if self.recent else None
+            older = [r for r in self.protected if oldest is None or r.seq < oldest]
             records = [*reversed(self.recent), *reversed(older)]
-        return (msgspec.convert(r, wire.WatchEntry) for r in records)
+        return (r.entry() for r in records)
 
     # ------------------------------------------------------------------ attribution
 
@@ -285,9 +287,9 @@ class WatchService:
                 self._collecting[a.id].extend(_members(ev))
         if ev.protected is not None and ev.group is not None and self._absorbed(ev):
             return
-        record = ev.to_dict()
+        record = msgspec.convert(ev.to_dict(), WatchRecord)
         if ev.flood:
-            record["sample"] = [display_path(p) for p in ev.members[:FLOOD_SAMPLE]]
+            record.sample = [display_path(p) for p in ev.members[:FLOOD_SAMPLE]]
         self.recent.append(record)
         if ev.protected is not None:
             if (
@@ -307,13 +309,13 @@ class WatchService:
         else:
             self._held_back += 1
 
-    async def _protected_settled(self, ev: FileEvent, record: dict[str, Any]) -> None:
+    async def _protected_settled(self, ev: FileEvent, record: WatchRecord) -> None:
         try:
             await self.watcher.settle()
         finally:
             self._protected(ev, record)
 
-    def _protected(self, ev: FileEvent, record: dict[str, Any]) -> None:
+    def _protected(self, ev: FileEvent, record: WatchRecord) -> None:
         """A protected change: attributed, kept, recorded, raised."""
         naming = self.tripwire.name(ev)
         self._attribute_record(ev, record, naming)
@@ -321,7 +323,7 @@ class WatchService:
         flood = self._open_flood(ev, record)
         self._record(ev, record, naming.named)
         if flood is not None:
-            flood.recorded_count = record["count"]
+            flood.recorded_count = record.count
         self.tripwire.raise_change(ev, naming, flood)
         self._outbox.append(record)
 
@@ -338,7 +340,7 @@ class WatchService:
         assert ev.group is not None
         return (ev.workspace_root, ev.group, ev.quiet is not None)
 
-    def _open_flood(self, ev: FileEvent, record: dict[str, Any]) -> Flood | None:
+    def _open_flood(self, ev: FileEvent, record: WatchRecord) -> Flood | None:
         """A flood starts with a folded event, or with the ``FLOOD_SINGLES``-th single
         change of one group within the window; later ones are absorbed into it."""
         if ev.group is None:
@@ -354,11 +356,11 @@ class WatchService:
             singles.count += 1
             if singles.count < FLOOD_SINGLES:
                 return None
-            record["sample"] = [record["display_path"]]
+            record.sample = [record.display_path]
         self._singles.pop(key, None)
         flood = Flood(record=record, started=now, last=now, sessions=set())
-        record["flood"] = True
-        record["flood_dir"] = display_path(ev.group) if ev.group else "."
+        record.flood = True
+        record.flood_dir = display_path(ev.group) if ev.group else "."
         if len(self._floods) > 1_000:
             self._close_floods(force=True)
         self._floods[key] = flood
@@ -374,18 +376,20 @@ class WatchService:
             return False
         flood.last = now
         rec = flood.record
-        rec["count"] += ev.count
-        sample: list[str] = rec.setdefault("sample", [])
+        rec.count += ev.count
+        if isinstance(rec.sample, UnsetType):
+            rec.sample = []
+        sample = rec.sample
         for p in ev.members or (ev.path,):
             if len(sample) >= FLOOD_SAMPLE:
                 break
             sample.append(display_path(p))
-        if ev.kind.value != rec["kind"]:
-            rec["kind"] = ChangeKind.MODIFIED.value
+        if ev.kind.value != rec.kind:
+            rec.kind = ChangeKind.MODIFIED.value
         if flood.item is not None:
-            flood.item.count = rec["count"]
+            flood.item.count = rec.count
             flood.item.sample = tuple(sample)
-        self._republish[rec["seq"]] = rec
+        self._republish[rec.seq] = rec
         self.tripwire.absorbed(ev, flood)
         return True
 
@@ -400,83 +404,74 @@ class WatchService:
                 continue
             del self._floods[key]
             rec = flood.record
-            if rec["count"] > flood.recorded_count:
-                rec["flood_ended"] = True
+            if rec.count > flood.recorded_count:
+                rec.flood_ended = True
                 self._flood_row(rec)
-                self._republish[rec["seq"]] = rec
+                self._republish[rec.seq] = rec
 
-    def _flood_row(self, rec: dict[str, Any]) -> None:
-        session = next((a["id"] for a in rec.get("attribution", ()) if a.get("kind") == "session"), "")
+    def _flood_row(self, rec: WatchRecord) -> None:
+        session = next((a.id for a in rec.attribution if a.kind == "session"), "")
         row = file_event(
             at=time.time(),
-            path=rec["display_path"],
-            change=rec["kind"],
-            protected_pattern=rec["protected"] or "",
-            workspace_root=rec["workspace_root"],
+            path=rec.display_path,
+            change=rec.kind,
+            protected_pattern=rec.protected or "",
+            workspace_root=rec.workspace_root,
             session_id=session,
-            attribution={
-                "who": rec.get("attribution") or "unattributed",
-                "basis": rec.get("attribution_basis", UNATTRIBUTED),
-                "event": rec,
-                "flood_end": True,
-            },
+            attribution={**_history_attribution(rec), "flood_end": True},
         )
         self.store.append(row).add_done_callback(log_store_failure)
 
-    def _attribute_record(self, ev: FileEvent, record: dict[str, Any], naming: Naming) -> None:
+    def _attribute_record(self, ev: FileEvent, record: WatchRecord, naming: Naming) -> None:
         """A protected event names sessions by evidence only (their basis with them);
         operations by their process, or as the sandboxed run active in the workspace
         when the writer is unknown; an unknown writer's suspects are every session and
         operation live in the workspace (basis ``UNKNOWN_BASIS``)."""
         named, writer, suspects = naming.named, naming.writer, naming.suspects
-        entries: list[dict[str, Any]] = []
+        root = record.workspace_root
+        entries: list[WatchAttribution] = []
         if writer is not None and writer.kind == "operation":
             entries.append(
-                {
-                    "kind": "operation",
-                    "id": writer.id,
-                    "workspace_root": record["workspace_root"],
-                    "basis": PID_FANOTIFY,
-                }
+                WatchAttribution(kind="operation", id=writer.id, workspace_root=root, basis=PID_FANOTIFY)
             )
         for a in ev.attribution if writer is None and not named else ():
             if a.kind == "operation":
-                entries.append({**a.to_dict(), "basis": OPERATION_BASIS})
+                entries.append(_attribution(a, OPERATION_BASIS))
         for a in suspects or ():
             if a.kind == "session":
-                entries.append({**a.to_dict(), "basis": UNKNOWN_BASIS})
+                entries.append(_attribution(a, UNKNOWN_BASIS))
         for c in named:
             entries.append(
-                {
-                    "kind": "session",
-                    "id": c.session_id,
-                    "label": c.label[:200],
-                    "pid": c.pid,
-                    "workspace_root": record["workspace_root"],
-                    "basis": c.basis,
-                    "in_workspace": c.in_workspace,
-                    "alive": c.alive,
-                }
+                WatchAttribution(
+                    kind="session",
+                    id=c.session_id,
+                    label=c.label[:200],
+                    pid=c.pid,
+                    workspace_root=root,
+                    basis=c.basis,
+                    in_workspace=c.in_workspace,
+                    alive=c.alive,
+                )
             )
-        record["attribution"] = entries
+        record.attribution = entries
         if named:
-            record["attribution_basis"] = named[0].basis
+            record.attribution_basis = named[0].basis
         elif writer is not None and writer.kind == "operation":
-            record["attribution_basis"] = PID_FANOTIFY
+            record.attribution_basis = PID_FANOTIFY
         elif writer is not None:
-            record["attribution_basis"] = f"{NOBODY_BASIS} ({writer.how})"
+            record.attribution_basis = f"{NOBODY_BASIS} ({writer.how})"
         elif suspects:
-            record["attribution_basis"] = UNKNOWN_BASIS
+            record.attribution_basis = UNKNOWN_BASIS
         elif entries:
-            record["attribution_basis"] = OPERATION_BASIS
+            record.attribution_basis = OPERATION_BASIS
         else:
-            record["attribution_basis"] = UNATTRIBUTED
+            record.attribution_basis = UNATTRIBUTED
 
-    def _record(self, ev: FileEvent, record: dict[str, Any], named: list[Candidate]) -> None:
+    def _record(self, ev: FileEvent, record: WatchRecord, named: list[Candidate]) -> None:
         operations = [a.id for a in ev.attribution if a.kind == "operation"]
         row = file_event(
             at=ev.at,
-            path=record["display_path"],
+            path=record.display_path,
             change=ev.kind.value,
             protected_pattern=ev.protected or "",
             workspace_root=ev.workspace_root,
@@ -486,11 +481,7 @@ class WatchService:
             if named
             else "",
             session_id=named[0].session_id if named else "",
-            attribution={
-                "who": record["attribution"] or "unattributed",
-                "basis": record["attribution_basis"],
-                "event": record,
-            },
+            attribution=_history_attribution(record),
         )
         future = self.store.append(row)
         future.add_done_callback(log_store_failure)
@@ -500,18 +491,35 @@ class WatchService:
             await asyncio.sleep(PUBLISH_EVERY_S)
             self._close_floods()
             if self._republish:
-                seqs = {r["seq"] for r in self._outbox}
+                seqs = {r.seq for r in self._outbox}
                 self._outbox.extend(r for q, r in self._republish.items() if q not in seqs)
                 self._republish.clear()
             if not self._outbox and not self._held_back:
                 continue
-            protected = [r for r in self._outbox if r["protected"]]
-            ordinary = [r for r in self._outbox if not r["protected"]]
+            protected = [r for r in self._outbox if r.protected]
+            ordinary = [r for r in self._outbox if not r.protected]
             batch = protected + ordinary[:MAX_BATCH]
             dropped = len(ordinary) - min(len(ordinary), MAX_BATCH) + self._held_back
             self._outbox, self._held_back = [], 0
-            entries = [msgspec.convert(r, wire.WatchEntry) for r in batch]
+            entries = [r.entry() for r in batch]
             self.events.publish(WatchBatch(events=entries, dropped=dropped))
+
+
+def _attribution(a: Attribution, basis: str) -> WatchAttribution:
+    return WatchAttribution(
+        kind=a.kind, id=a.id, label=a.label, pid=a.pid, workspace_root=a.workspace_root, basis=basis
+    )
+
+
+def _history_attribution(record: WatchRecord) -> dict[str, Any]:
+    """The history row's account of a protected change: who, how it was known, and the
+    event as it stood when recorded."""
+    event = msgspec.to_builtins(record)
+    return {
+        "who": event["attribution"] or "unattributed",
+        "basis": event.get("attribution_basis", UNATTRIBUTED),
+        "event": event,
+    }
 
 
 def _members(ev: FileEvent) -> list[FileEvent]:

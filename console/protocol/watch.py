@@ -7,9 +7,9 @@ Why Structs: the console's watch screen, its monitor and ``agent-console watch``
 these field by field; typed, they read attributes the daemon is held to
 (tests/protocol/test_protocol_results.py decodes and re-encodes real answers).
 
-The daemon keeps a file event as a mapping while it is still growing (a flood's count and
-sample, the tripwire's attribution); it is converted to :class:`WatchEntry` once, where it
-leaves the watch service. Like the results, every Struct allows unknown fields; a key the
+The daemon keeps a file event as a :class:`WatchRecord` while it is still growing (a
+flood's count and sample, the tripwire's attribution); what leaves the watch service is a
+frozen :class:`WatchEntry` of it. Like the results, every Struct allows unknown fields; a key the
 daemon sends only sometimes is ``X | UnsetType = UNSET`` and absent on the wire too.
 ``path``, ``display_path`` and ``workspace_root`` of an entry may hold any file name: the
 console shows them escaped (``display_path`` is escaped already).
@@ -72,10 +72,12 @@ class WatchAttribution(msgspec.Struct, frozen=True, kw_only=True):
     alive: bool | UnsetType = UNSET  # a session named by evidence only
 
 
-class WatchEntry(msgspec.Struct, frozen=True, kw_only=True):
+class WatchRecord(msgspec.Struct, kw_only=True):
     """One file event (console/watch/events.py ``FileEvent.to_dict``), or a flood of
     them (``flood``: ``path`` is the group's directory, ``count`` how many changes,
-    ``sample`` some of them)."""
+    ``sample`` some of them), as the daemon keeps it: mutable, since a flood's count and
+    sample and the tripwire's attribution grow after it is first kept. What leaves the
+    daemon is a frozen :class:`WatchEntry` of it (:meth:`entry`)."""
 
     seq: int
     at: float
@@ -100,6 +102,20 @@ class WatchEntry(msgspec.Struct, frozen=True, kw_only=True):
     flood_dir: str | UnsetType = UNSET  # a flood's group, escaped
     flood_ended: bool | UnsetType = UNSET  # a flood's last report
     attribution_basis: str | UnsetType = UNSET  # protected changes only
+
+    def entry(self) -> WatchEntry:
+        """This record as it stands now; later growth does not reach it."""
+        fields = msgspec.structs.asdict(self)
+        fields["attribution"] = list(self.attribution)
+        if not isinstance(self.sample, UnsetType):
+            fields["sample"] = list(self.sample)
+        return WatchEntry(**fields)
+
+
+# msgspec lets a frozen Struct extend a mutable one; mypy applies the dataclass rule.
+class WatchEntry(WatchRecord, frozen=True, kw_only=True):  # type: ignore[misc]
+    """A file event or flood as a client receives it (``watch.recent``, the ``watch``
+    topic's batches): a :class:`WatchRecord` fixed as it stood when sent."""
 
 
 class AcceptedChange(msgspec.Struct, frozen=True, kw_only=True):

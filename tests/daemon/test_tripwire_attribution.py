@@ -52,6 +52,21 @@ def protected_event(op, name):
     return wait_for(find)
 
 
+def idle_from(op, sid, quiet_s=0.5):
+    """Wait until the session's prompt is out and it has written nothing for ``quiet_s``:
+    on a loaded machine a fixed pause can end before bash finished starting."""
+    last, since = -1, time.monotonic()
+
+    def settled():
+        nonlocal last, since
+        now = op.call("sessions.get", {"session": sid})["session"]["output_bytes"]
+        if now != last:
+            last, since = now, time.monotonic()
+        return now > 0 and time.monotonic() - since >= quiet_s
+
+    wait_for(settled, timeout_s=30)
+
+
 def items_of(op, sid):
     return [i for i in op.call("tripwire.list", {"include_resolved": True})["items"] if i["session"] == sid]
 
@@ -69,8 +84,7 @@ def test_only_the_writer_is_paused_not_the_idle_session_beside_it(env):
     d, ws, _link = env
     with d.operator() as op:
         idle = new(op, ws, ["bash", "--norc", "--noprofile", "-i"])
-        wait_for(lambda: op.call("sessions.get", {"session": idle["id"]})["session"]["output_bytes"] > 0)
-        time.sleep(0.3)  # its prompt is out: from here on it is idle
+        idle_from(op, idle["id"])
         writer = new(op, ws, ["bash", "--norc", "-c", "sleep 1; echo evil > .git/hooks/pre-push; sleep 30"])
         try:
             event = protected_event(op, ".git/hooks/pre-push")

