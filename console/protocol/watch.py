@@ -112,8 +112,7 @@ class WatchRecord(msgspec.Struct, kw_only=True):
         return WatchEntry(**fields)
 
 
-# msgspec lets a frozen Struct extend a mutable one; mypy applies the dataclass rule.
-class WatchEntry(WatchRecord, frozen=True, kw_only=True):  # type: ignore[misc]
+class WatchEntry(WatchRecord, frozen=True, kw_only=True):  # type: ignore[misc]  # msgspec allows it
     """A file event or flood as a client receives it (``watch.recent``, the ``watch``
     topic's batches): a :class:`WatchRecord` fixed as it stood when sent."""
 
