@@ -211,7 +211,10 @@ def test_pause_stops_the_session_until_resumed(setup):
         sid = new_session(
             op,
             ws,
-            "sleep 0.5; echo 'rm -rf ~' > .git/hooks/pre-commit; i=0; while true; do i=$((i+1)); echo $i > counter; sleep 0.1; done",
+            # Written beside and renamed in: the fast lane freezes a writer at its open, which
+            # for a direct `>` can come before the bytes (the item would show an empty file).
+            "sleep 0.5; echo 'rm -rf ~' > hook.new; mv hook.new .git/hooks/pre-commit; "
+            "i=0; while true; do i=$((i+1)); echo $i > counter; sleep 0.1; done",
         )
         item = wait_for(lambda: op.call("tripwire.list")["items"])[0]
         assert item["session"] == sid
@@ -251,10 +254,12 @@ def test_attribution_with_two_concurrent_sessions(setup):
     with d.operator() as op:
         a = new_session(op, ws, "sleep 0.5; echo a > .env.local; sleep 30")
         b = new_session(op, ws2, "sleep 0.5; echo b > key.pem; sleep 30")
-        events = wait_for(
-            lambda: (e := op.call("watch.recent", {"protected_only": True})["events"]) and len(e) >= 2 and e
-        )
-        by_path = {e["path"]: [x["id"] for x in e["attribution"]] for e in events}
+
+        def both():
+            events = op.call("watch.recent", {"protected_only": True})["events"]
+            return {".env.local", "key.pem"} <= {e["path"] for e in events} and events
+
+        by_path = {e["path"]: [x["id"] for x in e["attribution"]] for e in wait_for(both)}
         assert by_path[".env.local"] == [a]
         assert by_path["key.pem"] == [b]
         for sid in (a, b):

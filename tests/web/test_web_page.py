@@ -48,6 +48,20 @@ def fields(page: Any) -> dict[str, str]:
     }
 
 
+def queue(page: Any, url: str) -> None:
+    """Open the queue. It reloads itself when a request arrives; a goto that races that
+    reload is overtaken by it ("interrupted by another navigation"), to the same page."""
+    from playwright.sync_api import Error
+
+    try:
+        page.goto(url)
+    except Error as exc:
+        if "interrupted by another navigation" not in str(exc):
+            raise
+        page.wait_for_url(url)
+        page.wait_for_load_state()
+
+
 def login(page: Any, url: str, token: str) -> None:
     page.fill("input[name=token]", token)
     page.click("button[type=submit]")
@@ -63,7 +77,7 @@ def test_log_in_approve_deny_and_every_refusal(daemon: DaemonProcess, browser: A
     ):
         context = browser.new_context()
         page = context.new_page()
-        page.goto(site.url + "/")
+        queue(page, site.url + "/")
         assert "/login" in page.url
         page.fill("input[name=token]", "not the token at all, not at all")
         page.click("button[type=submit]")
@@ -133,7 +147,7 @@ def test_log_in_approve_deny_and_every_refusal(daemon: DaemonProcess, browser: A
         )
         wait_until(lambda: len(posts) >= 3)
         expiring = posts[-1]["headers"]["Click"]
-        page.goto(site.url + "/")
+        queue(page, site.url + "/")
         page.click("text=open")
         assert "Type unrestricted to approve" in page.inner_text("body")
         form = fields(page)
@@ -191,7 +205,7 @@ def test_the_pages_follow_the_queue_and_a_changed_request_is_a_conflict(
     with web_page([LOCAL_TARGET], daemon.state_dir, port=port) as site:
         context = browser.new_context()
         page = context.new_page()
-        page.goto(site.url + "/")
+        queue(page, site.url + "/")
         login(page, site.url + "/", site.token)
         assert page.get_attribute("body", "data-every") == "0.5"
 
@@ -235,6 +249,6 @@ def test_the_pages_follow_the_queue_and_a_changed_request_is_a_conflict(
             op.call("decide", {"target": rid, "action": "deny", "note": "from the console"})
         assert first()["note"] == "from the console"
         page.locator("#changed").wait_for(state="visible", timeout=15_000)
-        page.goto(site.url + "/")
+        queue(page, site.url + "/")
         assert page.locator(f"a[href='/req/{host}/{rid}']").count() == 0
         context.close()
