@@ -41,7 +41,7 @@ def _rebase(obj: dict[str, Any], new_root: str) -> None:
         return
     prefix = old_root.rstrip("/") + "/"
 
-    def move(path: Any) -> Any:
+    def move(path: object) -> object:
         if isinstance(path, str) and (path == old_root or path.startswith(prefix)):
             return new_root + path[len(old_root) :]
         return path

@@ -12,11 +12,14 @@ removes everything it made.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from console.cli.common import CLIError, add_state_dir, hosts
 from console.demo import Demo
 from console.locations import Locations
+
+if TYPE_CHECKING:
+    from console.tui.settings.prepared import Settings
 
 
 def add_console_arguments(p: argparse.ArgumentParser, *, state_dir: bool = True) -> None:
@@ -53,7 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d.set_defaults(func=cmd_demo)
 
 
-def _prepare(args: argparse.Namespace, state_dir: str | None) -> Any:
+def _prepare(args: argparse.Namespace, state_dir: str | None) -> Settings:
     from console.tui.launch import LaunchError, prepare_settings
 
     try:
@@ -62,7 +65,7 @@ def _prepare(args: argparse.Namespace, state_dir: str | None) -> Any:
         raise CLIError(str(exc), exc.code) from None
 
 
-def _run_app(settings: Any, loc: Locations, *, exit_on_hangup: bool = False) -> int:
+def _run_app(settings: Settings, loc: Locations, *, exit_on_hangup: bool = False) -> int:
     from console.tui.launch import run_app
 
     return run_app(settings, loc, exit_on_hangup=exit_on_hangup)

@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from console.contract.workspace import WorkspaceLimits
 from console.policy.agents import DEFAULT_AGENTS, AgentProfile, AgentsError, agents_from
@@ -20,6 +20,8 @@ from console.policy.network import NetworkPolicy, NetworkPolicyError, network_po
 from console.policy.patterns import PatternError, ProtectedPaths, validate_pattern
 from console.policy.protected_set import DEFAULT_PROTECTED as _DEFAULT_PROTECTED
 from console.policy.visibility import DEFAULT_READABLE
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class SandboxMode(StrEnum):
@@ -122,7 +124,7 @@ def _compiled(patterns: tuple[str, ...]) -> ProtectedPaths:
     return found
 
 
-def _choice(data: dict[str, Any], key: str, enum: type[StrEnum], default: StrEnum) -> Any:
+def _choice(data: dict[str, Any], key: str, enum: type[E], default: E) -> E:
     if key not in data:
         return default
     value = data[key]
