@@ -14,7 +14,7 @@ Ctrl-C is not for it); the parent becomes the command. It dies with the sandbox.
 
 Standard library only, no site packages (``-I -S``): it must start in milliseconds and
 must not import anything from the workspace. The parent, which becomes the command,
-loads only ``_socket`` to listen: ``socket``, ``selectors`` and ``contextlib`` (enum, collections…)
+loads only ``_socket`` to listen: ``socket``, ``select`` and ``contextlib`` (enum, collections…)
 are the serving child's, loaded after the fork, so they do not delay the command.
 """
 
@@ -28,117 +28,128 @@ import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import contextlib
-    import selectors
+    import select
     import socket
 
 CHUNK = 65536
 # Bytes read from one side but not yet written to the other, per direction.
 BUFFER_LIMIT = 1 << 20
+# epoll's flags (select.EPOLLIN...), fixed by Linux: named here so the parent, which
+# becomes the command, never loads ``select``.
+_IN, _OUT, _ERR, _HUP = 0x001, 0x004, 0x008, 0x010
 
 
-class Pair:
-    """One proxied connection: the program's TCP socket and the broker's Unix socket."""
+class End:
+    """One side of a proxied connection: its socket, what waits to be written to it, and
+    whether it will send anything more. The program's TCP socket and the broker's Unix
+    socket are the two ends of a pair, each the other's ``peer``."""
 
-    def __init__(self, sel: selectors.BaseSelector, client: socket.socket, upstream: socket.socket) -> None:
-        self.sel = sel
-        self.ends = (client, upstream)
-        # Bytes to write to that end; whether that end will send nothing more.
-        self.pending: dict[socket.socket, bytearray] = {client: bytearray(), upstream: bytearray()}
-        self.eof: dict[socket.socket, bool] = {client: False, upstream: False}
-        # What the selector watches on each end (each change is a system call: none needless).
-        self.events: dict[socket.socket, int] = {client: 0, upstream: 0}
-        self.closed = False
+    __slots__ = ("ends", "eof", "events", "fd", "peer", "pending", "sock")
 
-    def other(self, sock: socket.socket) -> socket.socket:
-        return self.ends[1] if sock is self.ends[0] else self.ends[0]
+    def __init__(self, sock: socket.socket, ends: dict[int, End]) -> None:
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.peer: End = self
+        self.pending = bytearray()
+        self.eof = False
+        self.events = 0  # what epoll watches on it (each change is a system call: none needless)
+        self.ends = ends  # every open end by descriptor; an end leaves it when closed
 
-    def update(self) -> None:
-        for sock in self.ends:
-            events = 0
-            peer = self.other(sock)
-            if not self.eof[sock] and len(self.pending[peer]) < BUFFER_LIMIT:
-                events |= selectors.EVENT_READ
-            if self.pending[sock]:
-                events |= selectors.EVENT_WRITE
-            now = self.events[sock]
-            if events == now:
-                continue
-            self.events[sock] = events
-            if not now:
-                self.sel.register(sock, events, self)
-            elif events:
-                self.sel.modify(sock, events, self)
-            else:
-                self.sel.unregister(sock)
 
-    def readable(self, sock: socket.socket) -> None:
-        peer = self.other(sock)
+def _update(poll: select.epoll, end: End) -> None:
+    """Watch what the end needs: reading while it may send and its peer's queue is short,
+    writing while something waits for it."""
+    events = 0
+    if not end.eof and len(end.peer.pending) < BUFFER_LIMIT:
+        events |= _IN
+    if end.pending:
+        events |= _OUT
+    now = end.events
+    if events == now:
+        return
+    end.events = events
+    if not now:
+        poll.register(end.fd, events)
+    elif events:
+        poll.modify(end.fd, events)
+    else:
+        poll.unregister(end.fd)
+
+
+def _readable(poll: select.epoll, end: End) -> None:
+    peer = end.peer
+    try:
+        data = end.sock.recv(CHUNK)
+    except (BlockingIOError, InterruptedError):
+        return
+    except OSError:
+        _close(poll, end)
+        return
+    if not data:
+        end.eof = True
+        if not peer.pending:
+            _shut(peer)
+    elif peer.pending:
+        peer.pending += data
+        _writable(poll, peer)
+        return
+    else:
+        # Nothing waits to go that way: send it now, keep only what is not taken.
         try:
-            data = sock.recv(CHUNK)
+            sent = peer.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            _close(poll, end)
+            return
+        if sent < len(data):
+            peer.pending += data[sent:]
+    _settle(poll, end)
+
+
+def _writable(poll: select.epoll, end: End) -> None:
+    buf = end.pending
+    if buf:
+        try:
+            sent = end.sock.send(buf)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            self.close()
+            _close(poll, end)
             return
-        if not data:
-            self.eof[sock] = True
-            if not self.pending[peer]:
-                self._shut(peer)
-        elif self.pending[peer]:
-            self.pending[peer] += data
-            self.writable(peer)
-        else:
-            # Nothing waits to go that way: send it now, keep only what is not taken.
-            try:
-                sent = peer.send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError:
-                self.close()
-                return
-            if sent < len(data):
-                self.pending[peer] += data[sent:]
-        self._maybe_done()
-
-    def writable(self, sock: socket.socket) -> None:
-        buf = self.pending[sock]
-        if buf:
-            try:
-                sent = sock.send(buf)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                self.close()
-                return
-            del buf[:sent]
-        if not buf and self.eof[self.other(sock)]:
-            self._shut(sock)
-        self._maybe_done()
-
-    def _shut(self, sock: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_WR)
-
-    def _maybe_done(self) -> None:
-        if self.closed:
-            return
-        if all(self.eof.values()) and not any(self.pending.values()):
-            self.close()
-        else:
-            self.update()
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        for sock in self.ends:
-            if self.events[sock]:
-                with contextlib.suppress(KeyError, ValueError):
-                    self.sel.unregister(sock)
-            sock.close()
+        del buf[:sent]
+    if not buf and end.peer.eof:
+        _shut(end)
+    _settle(poll, end)
 
 
-def _accept(sel: selectors.BaseSelector, listener: socket.socket, target: str) -> bool:
+def _shut(end: End) -> None:
+    with contextlib.suppress(OSError):
+        end.sock.shutdown(socket.SHUT_WR)
+
+
+def _settle(poll: select.epoll, end: End) -> None:
+    """Close the pair once both sides have said all and all is written; else watch what
+    each end needs now."""
+    peer = end.peer
+    if end.eof and peer.eof and not end.pending and not peer.pending:
+        _close(poll, end)
+    else:
+        _update(poll, end)
+        _update(poll, peer)
+
+
+def _close(poll: select.epoll, end: End) -> None:
+    for side in (end, end.peer):
+        if side.ends.pop(side.fd, None) is None:
+            continue  # closed already
+        if side.events:
+            with contextlib.suppress(OSError):
+                poll.unregister(side.fd)
+        side.sock.close()
+
+
+def _accept(poll: select.epoll, listener: socket.socket, target: str, ends: dict[int, End]) -> bool:
     """One waiting connection, paired with one to the broker: False once none waits."""
     try:
         client, _ = listener.accept()
@@ -158,29 +169,50 @@ def _accept(sel: selectors.BaseSelector, listener: socket.socket, target: str) -
     client.setblocking(False)
     upstream.setblocking(False)
     client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    Pair(sel, client, upstream).update()
+    a, b = End(client, ends), End(upstream, ends)
+    a.peer, b.peer = b, a
+    ends[a.fd], ends[b.fd] = a, b
+    _update(poll, a)
+    _update(poll, b)
     return True
 
 
 def serve(listener: socket.socket, target: str) -> None:
-    sel = selectors.DefaultSelector()
+    """Carry every connection on ``listener`` to ``target``, one thread, epoll itself:
+    at a thousand connections a second the bridge shares the sandbox's CPU with the
+    program it serves, and a connection's few small reads and writes are most of it."""
+    global contextlib, select, socket
+    import contextlib
+    import select
+    import socket
+
+    poll = select.epoll()
     listener.setblocking(False)
-    sel.register(listener, selectors.EVENT_READ, None)
+    lfd = listener.fileno()
+    poll.register(lfd, _IN)
+    ends: dict[int, End] = {}
     while True:
-        for key, mask in sel.select():
-            if key.data is None:
+        try:
+            ready = poll.poll()
+        except InterruptedError:
+            continue
+        for fd, mask in ready:
+            if fd == lfd:
                 # Every connection waiting, not one per wake-up.
                 for _ in range(512):
-                    if not _accept(sel, listener, target):
+                    if not _accept(poll, listener, target, ends):
                         break
                 continue
-            pair = key.data
-            if pair.closed:
-                continue
-            if mask & selectors.EVENT_WRITE:
-                pair.writable(key.fileobj)
-            if mask & selectors.EVENT_READ and not pair.closed:
-                pair.readable(key.fileobj)
+            end = ends.get(fd)
+            if end is None:
+                continue  # closed by an event before it in this batch
+            # An error or hang-up shows as what each watched direction then does.
+            if mask & (_OUT | _ERR | _HUP) and end.events & _OUT:
+                _writable(poll, end)
+                if ends.get(fd) is not end:
+                    continue
+            if mask & (_IN | _ERR | _HUP) and end.events & _IN:
+                _readable(poll, end)
 
 
 def _serve_child(listener: _socket.socket, target: str) -> None:
@@ -190,13 +222,9 @@ def _serve_child(listener: _socket.socket, target: str) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        # Module names Pair and serve use: loaded here, after the command's fork.
-        global contextlib, selectors, socket
-        import contextlib
-        import selectors
-        import socket
+        import socket as sockets  # (serve loads it for its own use too)
 
-        serve(socket.socket(fileno=listener.detach()), target)
+        serve(sockets.socket(fileno=listener.detach()), target)
     finally:
         os._exit(0)
 

