@@ -36,7 +36,7 @@ from console.daemon.errors import InvalidParams, NotFound, ServiceError, Unavail
 from console.daemon.events import EventHub
 from console.locations import Locations
 from console.protocol.events import SessionChanged
-from console.protocol.notifications import SessionEnded, SessionOutput, SessionResized, SessionSnapshot
+from console.protocol.notifications import SessionEnded, SessionOutputBytes, SessionResized, SessionSnapshot
 from console.protocol.procs import ancestry
 from console.protocol.sessions import SessionObject
 from console.protocol.status import SessionsStatus
@@ -480,7 +480,7 @@ class SessionService:
                 if isinstance(event, Output):
                     conn.notify(
                         "session.output",
-                        SessionOutput(session=sid, offset=event.offset, data_base64=b64(event.data)),
+                        SessionOutputBytes(session=sid, offset=event.offset, data=event.data),
                     )
                 elif isinstance(event, Snapshot):
                     conn.notify(

@@ -12,6 +12,7 @@ import base64
 import socket
 import time
 
+import pytest
 from support.daemon import DaemonProcess
 from support.fake_daemon import client_of
 
@@ -21,7 +22,9 @@ from console.protocol.notifications import (
     NOTIFICATIONS,
     ExecOutput,
     Notification,
+    NotificationError,
     SessionOutput,
+    SessionOutputBytes,
     decode_notification,
 )
 from console.protocol.requests import SessionsAttach, SessionsInput, SessionsKill, SessionsNew, SessionsRemove
@@ -69,6 +72,24 @@ def test_the_blocking_client_does_the_same_and_the_answer_still_arrives():
     finally:
         ours.close()
         theirs.close()
+
+
+def test_the_daemons_output_frame_is_the_protocols_session_output_byte_for_byte():
+    for data in (b"", b"h", b"hi", b"hi!", bytes(range(256)) * 1000, "\x1b[31mé\x1b[0m".encode()):
+        sent = jsonrpc.encode(
+            jsonrpc.notification("session.output", SessionOutputBytes(session="s1", offset=7, data=data))
+        )
+        spec = SessionOutput(session="s1", offset=7, data_base64=base64.b64encode(data).decode("ascii"))
+        assert sent == jsonrpc.encode(jsonrpc.notification("session.output", spec))
+        [message], _ = jsonrpc.decode_message(sent)
+        got = decode_notification("session.output", message.params)  # type: ignore[union-attr]
+        assert isinstance(got, SessionOutput) and got.decoded() == data
+
+
+def test_session_output_that_is_not_base64_is_refused_not_guessed():
+    for text in ("aGk", "a Gk=", "aGk=\n", "aGk=!", "%%%%"):
+        with pytest.raises(NotificationError, match="data_base64"):
+            SessionOutput(session="s1", offset=0, data_base64=text).decoded()
 
 
 def test_every_notification_struct_allows_keys_a_newer_daemon_adds():
