@@ -16,7 +16,14 @@ from console.locations import Locations
 from console.protocol import jsonrpc
 from console.protocol.events import Event, EventError, decode_event
 from console.protocol.jsonrpc import MAX_FRAME, Request, Response, RPCError
-from console.protocol.notifications import NOTIFICATIONS, Notification, NotificationError, decode_notification
+from console.protocol.notifications import (
+    NOTIFICATIONS,
+    SESSION_OUTPUT_PREFIX,
+    Notification,
+    NotificationError,
+    decode_notification,
+    exact_session_output,
+)
 from console.protocol.requests import Hello, MethodParams, OperationSubmit, Subscribe, to_params
 from console.protocol.results import MethodResult, ResultError, SubscribeResult
 from console.protocol.table import BY_PARAMS, decode_result
@@ -106,6 +113,12 @@ class AsyncClient:
         try:
             while True:
                 line = await self._reader.readuntil(b"\n")
+                if line.startswith(SESSION_OUTPUT_PREFIX) and (
+                    (output := self._handlers.get("session.output")) is not None
+                    and (fast := exact_session_output(line)) is not None
+                ):
+                    output(fast)  # the common frame of an attach stream, exactly as the daemon writes it
+                    continue
                 messages, _ = jsonrpc.decode_message(line)
                 for msg in messages:
                     if isinstance(msg, Response):

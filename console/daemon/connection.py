@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -206,6 +207,20 @@ class Connection:
 
     def _who(self) -> str:
         return self.agent.id if self.agent is not None else f"{self.role.value} pid {self.peer.pid}"
+
+    def widen_send_buffer(self, nbytes: int) -> None:
+        """Let the kernel hold up to ``nbytes`` unread by the peer (capped by
+        ``net.core.wmem_max``). An attach stream needs it: the default (about 208 KiB)
+        is less than one output frame of a flood, and the transport sends once per turn
+        of the event loop, a turn that reading the session's PTY fills, so output would
+        leave at most 208 KiB a turn and the client would sit idle while megabytes wait
+        here. Best effort: a socket that refuses keeps its size."""
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return
+        with contextlib.suppress(OSError):
+            if sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) < nbytes:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, nbytes)
 
     def backlog(self) -> int:
         """Frames queued for the peer and not yet written."""

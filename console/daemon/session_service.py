@@ -36,7 +36,7 @@ from console.daemon.errors import InvalidParams, NotFound, ServiceError, Unavail
 from console.daemon.events import EventHub
 from console.locations import Locations
 from console.protocol.events import SessionChanged
-from console.protocol.notifications import SessionEnded, SessionOutput, SessionResized, SessionSnapshot
+from console.protocol.notifications import SessionEnded, SessionOutputBytes, SessionResized, SessionSnapshot
 from console.protocol.procs import ancestry
 from console.protocol.sessions import SessionObject
 from console.protocol.status import SessionsStatus
@@ -70,6 +70,10 @@ OPERATOR = "operator"
 # Stop pulling from an attachment while this many frames wait for the client: the
 # attachment then falls behind and resyncs with a snapshot, and the PTY never waits.
 MAX_BACKLOG_FRAMES = 64
+# The kernel's share of an attached client's stream: whole output frames (a flood's are
+# about 350 KB; the largest, 1 MiB of output, is 1.4 MB as base64), so one send a loop
+# turn moves what waits (Connection.widen_send_buffer says why that matters).
+ATTACH_SEND_BUFFER = 2 * 1024 * 1024
 
 
 def b64(data: bytes) -> str:
@@ -443,6 +447,7 @@ class SessionService:
         self._stop_forwarder(*key)
         att = self.manager.attach(session_id, client_id, read_only)
         self._forwarders[key] = asyncio.create_task(self._forward(conn, att))
+        conn.widen_send_buffer(ATTACH_SEND_BUFFER)
         if not conn.session_owners:
             conn.on_close.append(lambda: self._release(conn))
         snap = att.snapshot
@@ -475,7 +480,7 @@ class SessionService:
                 if isinstance(event, Output):
                     conn.notify(
                         "session.output",
-                        SessionOutput(session=sid, offset=event.offset, data_base64=b64(event.data)),
+                        SessionOutputBytes(session=sid, offset=event.offset, data=event.data),
                     )
                 elif isinstance(event, Snapshot):
                     conn.notify(

@@ -12,6 +12,7 @@ import base64
 import socket
 import time
 
+import pytest
 from support.daemon import DaemonProcess
 from support.fake_daemon import client_of
 
@@ -21,8 +22,11 @@ from console.protocol.notifications import (
     NOTIFICATIONS,
     ExecOutput,
     Notification,
+    NotificationError,
     SessionOutput,
+    SessionOutputBytes,
     decode_notification,
+    exact_session_output,
 )
 from console.protocol.requests import SessionsAttach, SessionsInput, SessionsKill, SessionsNew, SessionsRemove
 
@@ -69,6 +73,64 @@ def test_the_blocking_client_does_the_same_and_the_answer_still_arrives():
     finally:
         ours.close()
         theirs.close()
+
+
+def test_the_daemons_output_frame_is_the_protocols_session_output_byte_for_byte():
+    for data in (b"", b"h", b"hi", b"hi!", bytes(range(256)) * 1000, "\x1b[31mé\x1b[0m".encode()):
+        sent = jsonrpc.encode(
+            jsonrpc.notification("session.output", SessionOutputBytes(session="s1", offset=7, data=data))
+        )
+        spec = SessionOutput(session="s1", offset=7, data_base64=base64.b64encode(data).decode("ascii"))
+        assert sent == jsonrpc.encode(jsonrpc.notification("session.output", spec))
+        [message], _ = jsonrpc.decode_message(sent)
+        got = decode_notification("session.output", message.params)  # type: ignore[union-attr]
+        assert isinstance(got, SessionOutput) and got.decoded() == data
+
+
+def test_session_output_that_is_not_base64_is_refused_not_guessed():
+    for text in ("aGk", "a Gk=", "aGk=\n", "aGk=!", "%%%%"):
+        with pytest.raises(NotificationError, match="data_base64"):
+            SessionOutput(session="s1", offset=0, data_base64=text).decoded()
+
+
+def test_the_exact_daemon_frame_is_read_fast_and_anything_else_the_strict_way():
+    frame = _notes([SessionOutputBytes(session="s1", offset=7, data=b"hi there")])
+    [message], _ = jsonrpc.decode_message(frame)
+    assert exact_session_output(frame) == decode_notification("session.output", message.params)  # type: ignore[union-attr]
+    # Each differs from the daemon's encoding; the strict decoder and the Struct check
+    # then say what they always say (a duplicate key is refused, not read as its last).
+    others = [
+        frame.replace(b'"data_base64":', b'"data_base64":"QQ==","data_base64":'),
+        frame.replace(b'"offset":', b'"offset": '),
+        frame.replace(b'"offset":', b'"newer":1,"offset":'),
+        frame.replace(b'"session":"s1"', b'"session":"\\u00731"'),
+        frame.replace(b'"session":"s1"', b'"session":"\\ud800"'),
+        frame.replace(b'"offset":7', b'"offset":NaN'),
+        frame[:-1] + b"\r\n",
+        frame[:-2] + b',"params":{"session":"s2","offset":0,"data_base64":""}}\n',
+    ]
+    for other in others:
+        assert exact_session_output(other) is None, other
+
+
+async def test_a_frame_the_strict_decoder_refuses_is_refused_on_an_attach_stream_too():
+    good = _notes([SessionOutputBytes(session="s1", offset=0, data=b"ok")])
+    twice = good.replace(b'"data_base64":', b'"data_base64":"QQ==","data_base64":')
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(twice + good)
+        await writer.drain()
+        await reader.read()
+
+    got: list[Notification] = []
+    async with client_of(serve) as client:
+        client.on_notification("session.output", got.append)
+        for _ in range(200):
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert [n.decoded() for n in got if isinstance(n, SessionOutput)] == [b"ok"]
 
 
 def test_every_notification_struct_allows_keys_a_newer_daemon_adds():

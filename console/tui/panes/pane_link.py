@@ -25,6 +25,7 @@ from console.contract.inert import inert
 from console.protocol.jsonrpc import BUSY, NOT_FOUND
 from console.protocol.notifications import (
     Notification,
+    NotificationError,
     SessionEnded,
     SessionOutput,
     SessionResized,
@@ -98,6 +99,7 @@ class PaneLink:
         self._sent_size: tuple[int, int] | None = None
         self._sizing: asyncio.Task[None] | None = None
         self._closed = False
+        self._unreadable = False  # this connection sent output the pane could not read
         self._attaching = False
         self._attached = asyncio.Event()
 
@@ -120,6 +122,7 @@ class PaneLink:
             for method in ("session.output", "session.snapshot", "session.resized", "session.ended"):
                 client.on_notification(method, self._dispatch)
             self._attaching = True
+            self._unreadable = False
             self._early = []
             try:
                 result = await client.request(
@@ -148,7 +151,8 @@ class PaneLink:
             self._attached.clear()
             if self.state == ENDED or self._closed:
                 return
-            self._set(CONNECTING, "lost the daemon; re-attaching…")
+            if not self._unreadable:  # which says why already
+                self._set(CONNECTING, "lost the daemon; re-attaching…")
             await asyncio.sleep(RETRY_S)
 
     async def close(self) -> None:
@@ -203,7 +207,7 @@ class PaneLink:
     def _dispatch(self, n: Notification) -> None:
         if not isinstance(n, SessionOutput | SessionSnapshot | SessionResized | SessionEnded):
             return
-        if n.session != self.session_id:
+        if n.session != self.session_id or self._unreadable:
             return
         if self._attaching or self.screen is None:
             # The stream can start before the attach's answer arrives: keep it for then.
@@ -218,7 +222,11 @@ class PaneLink:
             self._on_ended(n)
 
     def _on_output(self, n: SessionOutput) -> None:
-        data = base64.b64decode(n.data_base64)
+        try:
+            data = n.decoded()
+        except NotificationError:
+            self._lose_stream()
+            return
         offset = n.offset
         if offset < self.offset:  # already in the snapshot
             data = data[self.offset - offset :]
@@ -226,6 +234,16 @@ class PaneLink:
             self.screen.feed(data)
             self.offset = max(self.offset, offset) + len(data)
             self.on_update()
+
+    def _lose_stream(self) -> None:
+        """Output the pane cannot read: what follows it would be fed after a hole, so
+        nothing more of this connection is; it is dropped, and the re-attach starts over
+        from a fresh snapshot."""
+        self._unreadable = True
+        self._set(CONNECTING, "unreadable output from the daemon; re-attaching…")
+        client = self._client
+        if client is not None:
+            asyncio.get_running_loop().create_task(client.close())
 
     def _on_snapshot(self, n: SessionSnapshot) -> None:
         # We fell behind and the daemon dropped what we had not read: start over from
