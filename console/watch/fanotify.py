@@ -32,6 +32,7 @@ FAN_UNLIMITED_QUEUE = 0x10
 FAN_REPORT_DFID_NAME = 0x00000C00
 FAN_MARK_ADD = 0x1
 FAN_MARK_REMOVE = 0x2
+FAN_MARK_DONT_FOLLOW = 0x4
 
 FAN_ACCESS = 0x1
 FAN_MODIFY = 0x2
@@ -139,10 +140,14 @@ def init(flags: int) -> int:
 
 
 def mark(group: int, path: str, mask: int, *, remove: bool = False) -> bool:
-    """An inode mark on ``path`` (followed if it is a symlink); True when the kernel took it."""
+    """An inode mark on ``path`` (followed if it is a symlink); True when the kernel took it.
+
+    A removal does not follow a final symlink: marks are put on real paths, so a link
+    there now is a directory swapped for one since, and following it would unmark the
+    link's target, another watched directory."""
     if _libc is None or group < 0:
         return False
-    flags = FAN_MARK_REMOVE if remove else FAN_MARK_ADD
+    flags = FAN_MARK_REMOVE | FAN_MARK_DONT_FOLLOW if remove else FAN_MARK_ADD
     return bool(_libc.fanotify_mark(group, flags, mask, _AT_FDCWD, os.fsencode(path)) == 0)
 
 
