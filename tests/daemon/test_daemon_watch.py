@@ -10,16 +10,9 @@ import time
 
 import psutil
 import pytest
-from support.daemon import DaemonProcess, short_tmp, wait_for, workspace
-
-from console.sessions.cgroups import pid_frozen
+from support.daemon import DaemonProcess, short_tmp, stopped, wait_for, workspace
 
 pytestmark = pytest.mark.needs_bwrap
-
-
-def stopped(pid: int) -> bool:
-    """SIGSTOPped (process walk) or in a frozen cgroup (cgroup freeze)."""
-    return psutil.Process(pid).status() == psutil.STATUS_STOPPED or pid_frozen(pid)
 
 
 @pytest.fixture

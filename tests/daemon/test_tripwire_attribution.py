@@ -17,8 +17,7 @@ import json
 import time
 
 import pytest
-from support.daemon import running_daemon, short_tmp, wait_for, workspace
-from test_daemon_watch import stopped
+from support.daemon import running_daemon, short_tmp, stopped, wait_for, workspace
 
 pytestmark = pytest.mark.needs_bwrap
 

@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.daemon import DaemonProcess, short_tmp, wait_for, workspace
-from test_daemon_watch import stopped
+from support.daemon import DaemonProcess, short_tmp, stopped, wait_for, workspace
 
 from console.sessions.cgroups import DISABLE_VAR
 

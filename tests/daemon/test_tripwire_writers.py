@@ -20,8 +20,7 @@ import sys
 import time
 
 import pytest
-from support.daemon import running_daemon, wait_for, workspace
-from test_daemon_watch import stopped
+from support.daemon import running_daemon, stopped, wait_for, workspace
 
 pytestmark = [pytest.mark.needs_bwrap, pytest.mark.needs_root]
 

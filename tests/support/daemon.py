@@ -20,9 +20,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
+
 from console.client import Client
 from console.client.spawn import running_pid
 from console.locations import Locations, locate
+from console.sessions.cgroups import pid_frozen
 
 # Test workspaces live in a directory of their own (see workspace()), and pytest's
 # tmp_path under its own base: the daemon trusts both unless a test's policy names its own
@@ -253,3 +256,8 @@ __all__ = [
     "wait_for",
     "workspace",
 ]
+
+
+def stopped(pid: int) -> bool:
+    """SIGSTOPped (process walk) or in a frozen cgroup (cgroup freeze)."""
+    return psutil.Process(pid).status() == psutil.STATUS_STOPPED or pid_frozen(pid)

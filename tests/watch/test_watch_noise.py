@@ -15,8 +15,7 @@ import os
 import time
 
 import pytest
-from support.daemon import running_daemon, short_tmp, wait_for
-from test_daemon_watch import stopped
+from support.daemon import running_daemon, short_tmp, stopped, wait_for
 
 
 @pytest.fixture(scope="module")
