@@ -22,7 +22,7 @@ from console.contract.inert import inert
 from console.protocol.jsonrpc import UNAVAILABLE
 from console.protocol.requests import Hello
 from console.remote.contexts import Target
-from console.remote.link import HostUnreachable, RemoteHost, dial_silent
+from console.remote.link import HostUnreachable, RemoteHost, dial_silent, stderr_said
 
 
 def connect_blocking(
@@ -52,12 +52,12 @@ def connect_blocking(
         ) from None
     except DaemonTimedOut:
         result.close()
-        said = inert(b"".join(stderr).decode("utf-8", "replace").strip())[-300:]
+        said = stderr_said(stderr)
         raise HostUnreachable(dial_silent(target.name, timeout_s or 30.0, said)) from None
     except DaemonUnreachable:
         result.close()
         thread.join(3.0)
-        said = inert(b"".join(stderr).decode("utf-8", "replace").strip())[-300:]
+        said = stderr_said(stderr)
         raise HostUnreachable(
             f"{target.name}: dial-stdio ended" + (f": {said}" if said else "") + " (is agent-console on the "
             "remote PATH? name it with ?command=/path/to/agent-console)"

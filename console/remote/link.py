@@ -238,14 +238,14 @@ class RemoteHost:
         try:
             return await self._hello(sock, Hello(client=client))
         except HelloTimedOut:
-            said = inert(b"".join(stderr).decode("utf-8", "replace").strip())[-300:]
+            said = stderr_said(stderr)
             raise HostUnreachable(dial_silent(self.name, self.connect_timeout_s, said)) from None
         except HostUnreachable:
             raise
         except DaemonUnreachable:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(bridge), 2.0)
-            said = inert(b"".join(stderr).decode("utf-8", "replace").strip())[-300:]
+            said = stderr_said(stderr)
             status = process.exit_status
             hint = (
                 "; is agent-console on the remote PATH? name it with ?command=/path/to/agent-console"
@@ -352,6 +352,11 @@ async def _pump(
         if process is not None:
             with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
                 await asyncio.wait_for(process.wait_closed(), 1.0)
+
+
+def stderr_said(chunks: list[bytes]) -> str:
+    """What the remote command wrote on stderr, inert, its last 300 characters."""
+    return inert(b"".join(chunks).decode("utf-8", "replace").strip())[-300:]
 
 
 def dial_silent(name: str, waited_s: float, said: str) -> str:

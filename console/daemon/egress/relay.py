@@ -4,9 +4,10 @@ then carry bytes both ways.
 The daemon's event loop also answers every agent's requests, so a connection costs as
 little of it as it can: no transports, streams or protocols, only the sockets, watched
 by an epoll of the relay's own that the loop watches as one reader (:class:`Poller`),
-and no task unless the decision waits for a resolver or the operator. Bytes read from one side are sent to the other at once; only what the
-other side's socket buffer does not take is kept, and while anything is kept for a side
-nothing more is read from the side that sends to it. So a slow reader never makes the
+and no task unless the decision waits for a resolver or the operator. Bytes read from one
+side are sent to the other at once; only what the other side's socket buffer does not
+take is kept, and while anything is kept for a side nothing more is read from the side
+that sends to it. So a slow reader never makes the
 daemon hold more than one read, and the kernel's socket buffers do the buffering. While
 the decision is pending (an approval can take minutes) the client's side keeps reading,
 so a client that hangs up is seen at once (its item is withdrawn); what it sends
