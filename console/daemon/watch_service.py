@@ -15,7 +15,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import sys
+import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -75,6 +78,9 @@ FLOOD_QUIET_S = 2.0  # a flood ends this long after its last change
 FLOOD_MAX_S = 60.0  # ... or this long after it began (the next change starts another)
 FLOOD_SINGLES = 20  # this many single changes of one group within the window start a flood
 FLOOD_SAMPLE = 20  # paths kept in a flood's sample
+# An operation's answer waits this long at most for the watcher to catch up with its
+# changes: a stuck watcher thread must not hold the agent's answer (and its caller) forever.
+CATCH_UP_LIMIT_S = 10.0
 
 
 @dataclass
@@ -114,6 +120,7 @@ class WatchService:
         # Who wrote each protected change, and what is done to them.
         self.tripwire = TripwireService(policy, store, events, self.sessions, self.watcher, self.attributions)
         self.recent: deque[WatchRecord] = deque(maxlen=recent_size)
+        self.catch_up_limit_s = CATCH_UP_LIMIT_S
         self.protected: deque[WatchRecord] = deque(maxlen=protected_size)
         # The request that started each operation-made session (its changes are the request's).
         self.session_requests: dict[str, str] = {}
@@ -263,8 +270,20 @@ class WatchService:
             self.op_sessions[op_id] = agent_session
 
     async def changes_of(self, op_id: str, root: str) -> list[Change]:
-        """Everything the operation changed, once the watcher has caught up."""
-        await self.watcher.flush(root)
+        """Everything the operation changed, once the watcher has caught up (or what it
+        had seen when it did not within ``catch_up_limit_s``: logged with the threads'
+        stacks, for the stuck one is a bug to find)."""
+        try:
+            await asyncio.wait_for(self.watcher.flush(root), self.catch_up_limit_s)
+        except TimeoutError:
+            log.error(
+                "the watcher of %s did not catch up in %.0f s: the changes of %s are those seen"
+                " so far\n%s",
+                root,
+                self.catch_up_limit_s,
+                op_id,
+                thread_stacks(),
+            )
         return list(net_changes(self._collecting.pop(op_id, [])))
 
     # ------------------------------------------------------------------ events
@@ -527,3 +546,12 @@ def _members(ev: FileEvent) -> list[FileEvent]:
     if not ev.flood:
         return [ev]
     return [dataclasses.replace(ev, path=p, count=1, members=(), is_dir=False) for p in ev.members]
+
+
+def thread_stacks() -> str:
+    """Every thread's Python stack, named: what a hang report needs."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    return "\n".join(
+        f"thread {names.get(ident, ident)}:\n{''.join(traceback.format_stack(frame))}"
+        for ident, frame in sys._current_frames().items()
+    )

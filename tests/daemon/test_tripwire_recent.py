@@ -78,3 +78,20 @@ async def test_the_protected_list_is_bounded(service, tmp_path):
         (hooks / f"d{i}" / "h").write_text("x\n")
     await wait_until(lambda: any(r.path == ".git/hooks/d89/h" for r in service.protected))
     assert len(service.protected) == 50
+
+
+async def test_a_watcher_that_never_catches_up_does_not_hold_the_answer(service, tmp_path, caplog):
+    """The operation's answer waits for the watcher to catch up, but not forever: a root
+    worker that never answers its flush (the fault: a thread stuck in the kernel) costs
+    ``catch_up_limit_s``, and the log says which root and shows every thread's stack."""
+    ws = workspace(tmp_path / "w")
+    root = str(ws)
+    await service.ensure_root(root)
+    service.watcher._workers[root].flush = lambda done: None  # the fault: done never comes
+    service.catch_up_limit_s = 0.3
+    service.collect("op-1")
+    changes = await asyncio.wait_for(service.changes_of("op-1", root), 10)
+    assert changes == []
+    [report] = [r for r in caplog.records if "did not catch up" in r.getMessage()]
+    assert root in report.getMessage() and "op-1" in report.getMessage()
+    assert "thread MainThread" in report.getMessage()
