@@ -534,9 +534,10 @@ def _history_attribution(record: WatchRecord) -> dict[str, Any]:
     """The history row's account of a protected change: who, how it was known, and the
     event as it stood when recorded."""
     event = msgspec.to_builtins(record)
+    basis = record.attribution_basis
     return {
         "who": event["attribution"] or "unattributed",
-        "basis": event.get("attribution_basis", UNATTRIBUTED),
+        "basis": UNATTRIBUTED if isinstance(basis, UnsetType) else basis,
         "event": event,
     }
 
