@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
-from console.terminal import Screen
-from console.terminal.ansi import paint_screen
+if TYPE_CHECKING:
+    from console.terminal import Screen
 
 FLUSH_BYTES = 64 * 1024
 
@@ -177,6 +177,8 @@ def _parse_size(data: str) -> tuple[int, int] | None:
 
 def screen_from_recording(path: Path, *, scrollback_lines: int = 10_000) -> Screen:
     """A `Screen` left as the recording's end: every output and resize applied."""
+    from console.terminal import Screen  # the emulator's library: only for what replays
+
     header, events = read_recording(path)
     screen = Screen(header["width"], header["height"], scrollback_lines=scrollback_lines)
     for ev in events:
@@ -206,6 +208,9 @@ def replay(
     short. Returns the final screen."""
     if not speed > 0:
         raise ValueError("speed must be > 0")
+    from console.terminal import Screen
+    from console.terminal.ansi import paint_screen
+
     header, events = read_recording(path)
     screen = Screen(header["width"], header["height"])
     write("\x1b[0m\x1b[2J")

@@ -19,11 +19,9 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ptyprocess import PtyProcess
-
-from console.terminal import Screen
 
 from . import procs
 from .attach import DEFAULT_MAX_PENDING, Attachment, Snapshot
@@ -40,6 +38,9 @@ from .info import (
 )
 from .recording import Recorder, screen_from_recording
 from .ring import ReadResult, RingBuffer
+
+if TYPE_CHECKING:
+    from console.terminal import Screen
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +209,8 @@ class Session:
         self._reaped = False
         self._eof = False
         self._finalized = False
+        from console.terminal import Screen  # the emulator's library: loaded with the first session
+
         self._screen = Screen(
             info.cols,
             info.rows,
@@ -301,6 +304,8 @@ class Session:
             try:
                 self._screen = screen_from_recording(path, scrollback_lines=self._scrollback_lines)
             except (OSError, ValueError):
+                from console.terminal import Screen
+
                 self._screen = Screen(
                     self._info.cols, self._info.rows, scrollback_lines=self._scrollback_lines
                 )

@@ -98,6 +98,18 @@ def test_pure_packages_load_no_ui_server_or_database():
     assert out.stdout.strip() == ""
 
 
+def test_the_daemon_loads_the_terminal_emulator_with_its_first_session_not_at_start():
+    """The emulator's library costs a fifth of a second to load (its C declarations are
+    parsed at import): a daemon that runs no session, as most of an agent's do not, never
+    pays it."""
+    code = (
+        "import sys, console.daemon.app, console.sessions;"
+        "print(','.join(m for m in ('pyghostty', 'console.terminal') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
 # ------------------------------------------------------------ inside the TUI, by role
 
 TUI = ROOT / "tui"
