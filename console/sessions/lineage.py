@@ -128,6 +128,8 @@ class Lineage:
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stop = False
+        # Written by close(): a netlink socket's shutdown does not end a select on it.
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._started = time.time()
         self._started_ticks = _boot_ticks_now()
         self.lost = 0  # connector messages the kernel dropped (the socket overflowed)
@@ -153,6 +155,8 @@ class Lineage:
 
     def close(self) -> None:
         self._stop = True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
         sock, self._sock = self._sock, None
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -162,6 +166,10 @@ class Lineage:
             sock.close()
         if self._thread is not None:
             self._thread.join(2)
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._wake_r = self._wake_w = -1
 
     # -- what the daemon tells it ------------------------------------------------------
 
@@ -241,10 +249,12 @@ class Lineage:
             if sock is None:
                 return
             try:
-                ready, _, _ = select.select([sock], [], [], 1.0)
+                ready, _, _ = select.select([sock, self._wake_r], [], [], 1.0)
             except (OSError, ValueError):
                 return
-            if ready:
+            if self._stop:
+                return
+            if sock in ready:
                 self._drain()
             now = time.monotonic()
             if now - last_prune > 5.0:
