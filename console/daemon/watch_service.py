@@ -277,8 +277,7 @@ class WatchService:
             await asyncio.wait_for(self.watcher.flush(root), self.catch_up_limit_s)
         except TimeoutError:
             log.error(
-                "the watcher of %s did not catch up in %.0f s: the changes of %s are those seen"
-                " so far\n%s",
+                "the watcher of %s did not catch up in %.0f s: the changes of %s are those seen so far\n%s",
                 root,
                 self.catch_up_limit_s,
                 op_id,
