@@ -249,12 +249,12 @@ class Lineage:
             if sock is None:
                 return
             try:
-                ready, _, _ = select.select([sock, self._wake_r], [], [], 1.0)
+                ready, _, _ = select.select([sock.fileno(), self._wake_r], [], [], 1.0)
             except (OSError, ValueError):
                 return
             if self._stop:
                 return
-            if sock in ready:
+            if ready:
                 self._drain()
             now = time.monotonic()
             if now - last_prune > 5.0:
