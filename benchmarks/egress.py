@@ -7,12 +7,13 @@ direct loopback connection; 1,000 proxied requests a second, sustained, with a p
 at most 10 ms.
 
 A real daemon (its own state directory) starts a confined session whose program is the
-client below, in the real sandbox: it has only its own loopback, and the bridge on
-127.0.0.1:3128 that carries connections to the daemon's broker. One request is: connect,
-`GET /` (HTTP/1.0), read the answer to its end. Side by side, interleaved:
+client below, in the real sandbox: it has only its own loopback, where 127.0.0.1:3128 is
+the proxy (the bridge's listener, which the daemon's broker took over and serves). One
+request is: connect, `GET /` (HTTP/1.0), read the answer to its end. Side by side,
+interleaved:
 
 - direct:  to a server the client runs itself on its sandbox's loopback (the reference);
-- broker:  `CONNECT 127.0.0.1:PORT` through the bridge to the broker, which checks the
+- broker:  `CONNECT 127.0.0.1:PORT` to the proxy port, served by the broker, which checks the
            policy (the server's name and port are on its allow list, its address on
            `private`), resolves, records a `connection` event in the history, connects
            to a server on the host's loopback (the same code as the direct one), answers
@@ -25,7 +26,8 @@ broker's on this machine at this moment (its load, and the client's and the serv
 cost), printed beside it. The client is one thread on non-blocking sockets, as the
 servers are, and the direct server a process of its own, as the host's is: the load
 generator costs little beside what it measures. Last, the CPU each process spent per
-request in each open loop: the client, the servers, the bridge, the daemon.
+request in each open loop: the client, the servers, the bridge (only if it serves: when
+the broker did not take its listener), the daemon.
 """
 
 from __future__ import annotations
@@ -188,7 +190,8 @@ def open_loop(port, first):
     return lat, time.perf_counter() - start
 
 def cpu():
-    # CPU seconds of this client, its direct server and the bridge (the client's other child).
+    # CPU seconds of this client, its direct server and the bridge if it serves (the
+    # client's other child then).
     out = {"at": time.time(), "client": time.process_time()}
     for pid in open(f"/proc/self/task/{os.getpid()}/children").read().split():
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
@@ -334,7 +337,7 @@ def main() -> None:
         if name == "broker":  # its server is the host's
             a["server"], b["server"] = a["host"], b["host"]
         parts = ", ".join(
-            f"{k} {(b[k] - a[k]) / n * 1e6:.0f}" for k in ("client", "server", "bridge", "daemon")
+            f"{k} {(b[k] - a[k]) / n * 1e6:.0f}" for k in ("client", "server", "bridge", "daemon") if k in a
         )
         print(f"{name} open loop, CPU per request in microseconds: {parts}")
     rate = len(broker_lat) / broker_took

@@ -3,14 +3,17 @@
 Started as ``python -I -S /run/egress/bridge.py 127.0.0.1:PORT SOCKET -- CMD ARGS...``
 (this file, copied in). The
 sandbox has a network namespace of its own with only a loopback, so programs reach the
-network only through the proxy named by ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``:
-this bridge listens on ``127.0.0.1:PORT`` and carries every connection, byte for byte,
-to the daemon's egress broker on ``SOCKET`` (a Unix socket bound into the sandbox),
-which reads the proxy request, asks the policy or the operator, and connects.
+network only through the proxy named by ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``,
+on ``127.0.0.1:PORT``, which the daemon's egress broker serves: it reads the proxy
+request, asks the policy or the operator, and connects.
 
-It listens before the command starts (so the first request finds it), then forks: the
-bridge serves in the child, in a session of its own with no terminal (the session's
-Ctrl-C is not for it); the parent becomes the command. It dies with the sandbox.
+The bridge listens on that port before the command starts (so the first request finds
+it), and gives the listener to the broker over ``SOCKET`` (a Unix socket bound into the
+sandbox; the descriptor passed with SCM_RIGHTS): the broker then accepts the programs'
+connections itself, and the bridge becomes the command, leaving no process behind. If
+the broker does not take it, the bridge forks and serves in the child, carrying every
+connection byte for byte to ``SOCKET`` (in a session of its own with no terminal: the
+session's Ctrl-C is not for it); it dies with the sandbox.
 
 Standard library only, no site packages (``-I -S``): it must start in milliseconds and
 must not import anything from the workspace. The parent, which becomes the command,
@@ -34,6 +37,10 @@ if TYPE_CHECKING:
 CHUNK = 65536
 # Bytes read from one side but not yet written to the other, per direction.
 BUFFER_LIMIT = 1 << 20
+# The hand-over's words and the broker's yes (console/daemon/egress/proxy.py holds the same).
+HANDOVER = b"\x00agent-console: listener\n"
+HANDOVER_OK = b"ok\n"
+HANDOVER_TIMEOUT_S = 10.0
 # epoll's flags (select.EPOLLIN...), fixed by Linux: named here so the parent, which
 # becomes the command, never loads ``select``.
 _IN, _OUT, _ERR, _HUP = 0x001, 0x004, 0x008, 0x010
@@ -229,6 +236,34 @@ def _serve_child(listener: _socket.socket, target: str) -> None:
         os._exit(0)
 
 
+def hand_over(listener: _socket.socket, target: str) -> bool:
+    """Give ``listener`` to the broker at ``target``: True once it said it serves it."""
+    try:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except OSError:
+        return False
+    try:
+        sock.settimeout(HANDOVER_TIMEOUT_S)
+        sock.connect(target)
+        fd = listener.fileno().to_bytes(4, sys.byteorder)  # one C int
+        sock.sendmsg([HANDOVER], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd)])
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) < 512:
+            chunk = sock.recv(512)
+            if not chunk:
+                break
+            answer += chunk
+        if answer != HANDOVER_OK:
+            sys.stderr.write(
+                f"the network bridge serves itself: {answer.decode('ascii', 'replace').strip()}\n"
+            )
+        return answer == HANDOVER_OK
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         sys.stderr.write("usage: bridge 127.0.0.1:PORT SOCKET -- CMD [ARGS...]\n")
@@ -243,7 +278,7 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         sys.stderr.write(f"the network bridge cannot listen on {argv[0]}: {exc.strerror}\n")
         return 126
-    if os.fork() == 0:
+    if not hand_over(listener, target) and os.fork() == 0:
         _serve_child(listener, target)
     listener.close()
     try:

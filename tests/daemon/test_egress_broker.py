@@ -36,7 +36,7 @@ POLICY = (
 # Runs inside the sandbox: fetch each URL through the proxy the sandbox names, print one
 # JSON line per URL; then try the network without the proxy, and the resolver.
 CLIENT = r"""
-import json, socket, ssl, sys, urllib.request
+import json, os, socket, ssl, sys, urllib.request
 ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
 opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=ctx))
 for url in sys.argv[1:]:
@@ -57,6 +57,16 @@ def dns():
     s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07allowed\x04test\x00\x00\x01\x00\x01", ("198.51.100.10", 53))
     s.recv(512)
 attempt("dns", dns)
+def processes():
+    # What runs in the sandbox besides this program: no bridge once the broker took its listener.
+    cmdlines = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdlines.append(open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace"))
+        except OSError:
+            pass
+    return cmdlines
+print(json.dumps({"url": "processes", "body": processes()}))
 """
 
 
@@ -151,6 +161,10 @@ def test_the_allowed_domain_answers_and_the_sandbox_has_no_network_or_names_of_i
     assert "Network is unreachable" in got["direct"]["error"], got["direct"]
     assert "gaierror" in got["resolve"]["error"], got["resolve"]
     assert "error" in got["dns"], got["dns"]
+    # The broker accepts the program's connections itself: the bridge handed its listener over.
+    # (bwrap, the sandbox's first process, keeps the command line it was started with.)
+    argvs = [c.split("\x00") for c in got["processes"]["body"]]
+    assert not [a for a in argvs if "bridge.py" in " ".join(a) and not a[0].endswith("bwrap")], argvs
     assert [i["operation"]["tool"] for i in operator.seen] == ["process"]  # only the run itself was asked
     with daemon.operator() as op:
         rows = op.call("history.query", {"kinds": ["connection"], "limit": 50})["rows"]

@@ -50,6 +50,9 @@ log = logging.getLogger("agent-console.egress")
 Decide = Callable[[Target, "Client"], None]
 # Told when a connection to the destination is made (the socket) or failed (why).
 Connected = Callable[[socket.socket | None, OSError | None], None]
+# A first message that is no proxy request, with the descriptors it carried: the bridge
+# giving its listener (the service takes it or refuses, and answers the client).
+Handover = Callable[["Client", bytes, list[int]], None]
 
 
 # epoll's events; an error or a hang-up is news for a reader and a writer alike.
@@ -110,11 +113,16 @@ class Poller:
 
 
 class Client:
-    """One bridge connection (the sandbox's side): the request, then the relay to the
-    destination's socket (``upstream``)."""
+    """One connection from the sandbox (a program's, or the bridge's): the request, then
+    the relay to the destination's socket (``upstream``)."""
 
     def __init__(
-        self, sock: socket.socket, poller: Poller, decide: Decide, on_done: Callable[[Client], None]
+        self,
+        sock: socket.socket,
+        poller: Poller,
+        decide: Decide,
+        on_done: Callable[[Client], None],
+        handover: Handover | None = None,
     ) -> None:
         loop = poller.loop
         self.loop = loop
@@ -131,6 +139,9 @@ class Client:
         self.upstream_eof = False  # the destination did
         self.gone = loop.create_future()  # the client hung up
         self.task: asyncio.Task[None] | None = None  # the decision's, when it waits
+        # Set for a connection on the run's Unix socket: its first read takes descriptors
+        # (every other read drops any sent, as the kernel does for a plain recv).
+        self.handover = handover
         self._connected: Connected | None = None  # while the destination's socket connects
         self._connect_timer: asyncio.TimerHandle | None = None
         # Bytes the receiving socket did not take yet, per direction.
@@ -206,8 +217,25 @@ class Client:
             self.close()
             return None
 
+    def _first_read(self, handover: Handover) -> bytes | None:
+        """A Unix connection's first read, with the descriptors it may carry: a hand-over
+        (a NUL first, or descriptors) goes to ``handover``; other data is read as usual."""
+        try:
+            # Room for two: a hand-over has one, and more is seen as more (not cut to one).
+            data, fds, _, _ = socket.recv_fds(self.sock, CHUNK, 2, socket.MSG_CMSG_CLOEXEC)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            self.close()
+            return None
+        self.handover = None
+        if fds or data[:1] == b"\x00":
+            handover(self, data, fds)
+            return None
+        return data
+
     def _client_readable(self) -> None:
-        data = self._recv(self.sock)
+        data = self._first_read(self.handover) if self.handover is not None else self._recv(self.sock)
         if data is None:
             return
         if self.phase is Phase.RELAY:

@@ -2,10 +2,13 @@
 
 Each sandboxed run with network (an approved operation asking `external_network`, an
 agent CLI started by ``agent-console run``, any confined session) gets a Unix socket of
-its own here (:meth:`EgressService.open`), bound into its sandbox where a bridge carries
-its programs' proxy connections to it (console/sandbox/bridge.py). Which socket a
-connection arrives on says which run it is for; nothing the program sends can say
-otherwise.
+its own here (:meth:`EgressService.open`), bound into its sandbox. The bridge there
+(console/sandbox/bridge.py) listens on the sandbox's loopback for its programs' proxy
+connections and hands that listener over this socket: from then on the broker accepts
+the programs' connections itself (:meth:`EgressService._take_listener` checks it is a
+listening TCP socket, one per run). If the hand-over fails, the bridge carries each
+connection to the Unix socket instead. Which socket the listener or a connection
+arrives on says which run it is for; nothing the program sends can say otherwise.
 
 For each connection:
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import itertools
 import logging
@@ -95,8 +99,32 @@ class EgressRun:
     socket: str
     context: RunContext
     listener: _Socket | None = None
+    # The sandbox's own listener on its loopback, once the bridge handed it over.
+    tcp_listener: _Socket | None = None
     clients: set[relay.Client] = field(default_factory=set)
     owner: int = 0  # the broker's owner number for this run's approval items
+
+
+def _listening_tcp(fd: int) -> _Socket | None:
+    """``fd`` as a listening TCP socket (the descriptor is the result's), or closed and None
+    when it is anything else: a file, a Unix or datagram socket, a connected one."""
+    try:
+        sock = _Socket(fileno=fd)
+    except OSError:  # not a socket at all
+        os.close(fd)
+        return None
+    try:
+        if (
+            sock.family in (socket.AF_INET, socket.AF_INET6)
+            and sock.type == socket.SOCK_STREAM
+            and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        ):
+            sock.set_inheritable(False)
+            return sock
+    except OSError:
+        pass
+    sock.close()
+    return None
 
 
 # A name that is an address already, as one (None for a name): the same few, again and again.
@@ -281,17 +309,32 @@ class EgressService:
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 return
             except OSError as exc:
+                loop = asyncio.get_running_loop()
+                loop.remove_reader(listener.fileno())
+                if exc.errno == errno.EINVAL and listener is run.tcp_listener:
+                    # The sandbox stopped its listener (it holds it too): nothing more comes.
+                    log.warning("egress: %s: the sandbox's listener no longer listens", run.id)
+                    run.tcp_listener = None
+                    listener.close()
+                    return
                 # Out of descriptors (or memory): stop taking connections for a moment
                 # rather than spin; the kernel keeps them in the backlog meanwhile.
                 log.warning("egress: cannot accept a connection: %s", exc)
-                loop = asyncio.get_running_loop()
-                loop.remove_reader(listener.fileno())
                 loop.call_later(ACCEPT_RETRY_S, self._resume_accepting, run, listener, poller)
                 return
             try:
                 sock.setblocking(False)
+                handover = None
+                if listener is run.listener:
+                    handover = functools.partial(self._take_listener, run, poller)
+                else:  # a program's own TCP connection: its requests go out as they come
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 made = relay.Client(
-                    sock, poller, lambda target, c: self._handle(run, target, c), run.clients.discard
+                    sock,
+                    poller,
+                    lambda target, c: self._handle(run, target, c),
+                    run.clients.discard,
+                    handover,
                 )
             except BaseException:
                 sock.close()
@@ -299,15 +342,46 @@ class EgressService:
             run.clients.add(made)
 
     def _resume_accepting(self, run: EgressRun, listener: socket.socket, poller: relay.Poller) -> None:
-        if run.listener is listener and self.runs.get(run.id) is run:
+        if listener in (run.listener, run.tcp_listener) and self.runs.get(run.id) is run:
             asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener, poller)
+
+    def _take_listener(
+        self, run: EgressRun, poller: relay.Poller, client: relay.Client, data: bytes, fds: list[int]
+    ) -> None:
+        """The bridge gives the sandbox's listener: accept its programs' connections here,
+        with no bridge between (one process and one hop fewer each). Only one, only a
+        listening TCP socket, only with the hand-over's words; anything else is closed and
+        the bridge told why (it then carries the connections itself)."""
+        why, listener = "", None
+        try:
+            if data != proxy.HANDOVER or len(fds) != 1:
+                why = "not a listener hand-over"
+            elif run.tcp_listener is not None or run.listener is None:
+                why = "this run has its listener already"
+            else:
+                listener = _listening_tcp(fds.pop())
+                if listener is None:
+                    why = "not a listening TCP socket"
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        if listener is None:
+            log.warning("egress: %s refused a hand-over: %s", run.id, why)
+            client.refuse(f"no: {why}\n".encode())
+            return
+        listener.setblocking(False)
+        run.tcp_listener = listener
+        asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener, poller)
+        client.refuse(proxy.HANDOVER_OK)
 
     async def close(self, run: EgressRun) -> None:
         self.runs.pop(run.id, None)
-        listener, run.listener = run.listener, None
-        if listener is not None:
-            asyncio.get_running_loop().remove_reader(listener.fileno())
-            listener.close()
+        for listener in (run.listener, run.tcp_listener):
+            if listener is not None:
+                asyncio.get_running_loop().remove_reader(listener.fileno())
+                listener.close()
+        run.listener = run.tcp_listener = None
         for client in list(run.clients):
             if client.task is not None:
                 client.task.cancel()
