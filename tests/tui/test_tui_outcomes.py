@@ -59,7 +59,9 @@ async def open_entry(pilot, app, rid: str) -> str:
     await pilot.press("slash")
     await pilot.press(*f"id:{rid}")
     await pilot.press("enter")
-    await until(pilot, lambda: len(app.screen.view.rows) == 1)
+    # The query waits for the search index, which takes the run's rows after their commit:
+    # on a loaded machine (two suites at once) that has taken more than 15 s.
+    await until(pilot, lambda: len(app.screen.view.rows) == 1, timeout=45)
     await pilot.press("enter")
     await until(pilot, lambda: isinstance(app.screen, EntryScreen) and app.screen.detail is not None)
     await pilot.pause(0.1)
@@ -95,9 +97,10 @@ async def test_an_outcome_with_a_sandbox_denial_and_changes_shows_in_the_history
         await until(pilot, lambda: not isinstance(app.screen, EntryScreen))
         app.screen.search_box.value = f"kind:outcome id:{rid}"
         app.screen.run_query()
-        await until(pilot, lambda: app.screen.view.rows and app.screen.view.rows[0].kind == "outcome")
-        await pilot.pause(0.1)
-        assert "1 sandbox denial" in screen_text(app)
+        await until(
+            pilot, lambda: app.screen.view.rows and app.screen.view.rows[0].kind == "outcome", timeout=45
+        )
+        await until(pilot, lambda: "1 sandbox denial" in screen_text(app))
 
 
 @pytest.mark.needs_bwrap
