@@ -85,7 +85,7 @@ CATCH_UP_LIMIT_S = 10.0
 
 @dataclass
 class _Singles:
-    first: float
+    last: float  # when the latest of them came
     count: int = 0
 
 
@@ -360,17 +360,20 @@ class WatchService:
 
     def _open_flood(self, ev: FileEvent, record: WatchRecord) -> Flood | None:
         """A flood starts with a folded event, or with the ``FLOOD_SINGLES``-th single
-        change of one group within the window; later ones are absorbed into it."""
+        change of one group, each within ``FLOOD_QUIET_S`` of the one before (the gap
+        that ends a flood: a writer slowed down by a busy machine is still one flood);
+        later ones are absorbed into it."""
         if ev.group is None:
             return None
         key = self._flood_key(ev)
         now = time.monotonic()
         if not ev.flood:
             singles = self._singles.get(key)
-            if singles is None or now - singles.first > FLOOD_QUIET_S:
+            if singles is None or now - singles.last > FLOOD_QUIET_S:
                 if len(self._singles) > 1_000:
                     self._singles.clear()
                 singles = self._singles[key] = _Singles(now)
+            singles.last = now
             singles.count += 1
             if singles.count < FLOOD_SINGLES:
                 return None

@@ -104,6 +104,24 @@ def test_a_flood_is_one_item_and_does_not_hide_env(env):
         time.sleep(2.5)
 
 
+def test_single_changes_in_quick_succession_are_a_flood_however_long_it_lasts(env):
+    """Twenty-five changes 0.15 s apart take almost 4 s: no 2 s holds twenty of them, but
+    each comes well within 2 s of the one before (a writer on a busy machine). The 20th
+    opens a flood, which takes the rest: at most 21 history rows, not 25."""
+    d, ws = env
+    slow = ws / ".git" / "hooks" / "slow"
+    slow.mkdir()
+    with d.operator() as op:
+        for i in range(25):
+            (slow / f"s{i:02d}").write_text("x")
+            time.sleep(0.15)
+        settled_count(op, ".git/hooks/slow", 25)
+        written = rows(op, ["file_event"], ".git/hooks/slow")
+        assert len(written) <= 21, [r["command"] for r in written]
+        assert [e for e in group_events(op, ".git/hooks/slow") if e.get("flood")], "no flood opened"
+    shutil.rmtree(slow, ignore_errors=True)
+
+
 def test_a_session_that_floods_is_raised_once(env):
     d, ws = env
     script = (
