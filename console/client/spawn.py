@@ -50,7 +50,8 @@ def start_daemon(loc: Locations, *, wait_s: float = 15.0) -> tuple[int, bool]:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         pid = running_pid(loc)
-        if pid is not None:
+        # The agent socket answers first; the caller's next step is often the operator's.
+        if pid is not None and _accepts(str(loc.operator_socket)):
             return pid, True
         code = proc.poll()
         if code is not None:
@@ -60,6 +61,20 @@ def start_daemon(loc: Locations, *, wait_s: float = 15.0) -> tuple[int, bool]:
             raise DaemonUnreachable(_why_not_started(loc, start, code))
         time.sleep(0.05)
     raise DaemonUnreachable(f"the daemon did not answer within {wait_s:.0f} s; see {loc.log}")
+
+
+def _accepts(path: str) -> bool:
+    """Whether a daemon listens on the Unix socket at ``path`` (the file exists from bind on,
+    before the daemon listens)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(2.0)
+        try:
+            s.connect(path)
+        except OSError:
+            return False
+        return True
 
 
 def _why_not_started(loc: Locations, start: int, code: int) -> str:

@@ -95,7 +95,8 @@ async def test_one_console_approves_on_host_b(lab: SSHLab) -> None:
             assert op.call("history.query", {"request_id": rid})["rows"] == []
             op.call("decide", {"target": rid_a, "action": "deny"})
         await on_a.answer()
-        assert app.links["c"].client is not None  # c serves through dial-stdio (no streamlocal)
+        # c serves through dial-stdio (no streamlocal); its link may still be on its way.
+        await until(pilot, lambda: app.links["c"].client is not None, timeout=60)
 
 
 async def test_an_unreachable_host_shows_and_its_requests_fail_closed_there(lab: SSHLab) -> None:

@@ -7,6 +7,7 @@ must leave no daemon and no state directory behind.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -88,16 +89,27 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
 
 
-def demo_dirs() -> set[Path]:
-    return set(Path("/tmp").glob("acdemo-*"))
+def demo_dir(tmux: Tmux) -> Path:
+    """The state directory of the demo running in ``tmux``: its daemon is started with it
+    (another suite's demo may run beside it, with its own)."""
+    import psutil
+
+    pane = int(tmux.run("list-panes", "-F", "#{pane_pid}").split()[0])
+    for proc in psutil.Process(pane).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            for arg in proc.cmdline():
+                if arg.startswith("/tmp/acdemo-"):
+                    return Path(*Path(arg).parts[:3])
+    raise AssertionError("no process of the demo names its directory")
 
 
 def test_a_new_user_runs_the_demo():
-    before = demo_dirs()
     tmux = Tmux()
     try:
         tmux.start(demo_command())
         tmux.wait_for("pending", timeout=60)
+        ours = demo_dir(tmux)
+        assert ours.is_dir()
         # The queue puts escalated requests first, oldest first: the new workspace (asked
         # first, and approved only by typing a word) and then `pip install`. Waiting for a
         # name both requests share raced: at times the workspace alone was in, so `j` had
@@ -147,4 +159,4 @@ def test_a_new_user_runs_the_demo():
         tmux.wait_for("DEMO-EXITED 0", timeout=30)
     finally:
         tmux.kill()
-    assert demo_dirs() - before == set()  # the demo removed its state dir (and stopped its daemon)
+    assert not ours.exists()  # the demo removed its state dir (and stopped its daemon)
