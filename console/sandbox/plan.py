@@ -288,6 +288,11 @@ class Prepared:
             )
         except verify.PinMismatch as exc:
             raise ContentChangedError((exc.path,)) from None
+        except verify.SetupTimedOut as exc:
+            raise SandboxSetupError(
+                f"write_dirs: {exc} (a busy machine, or very many mounts), so nothing runs; try again",
+                "write_dirs",
+            ) from None
         except verify.MountMismatch as exc:
             raise SandboxSetupError(
                 f"write_dirs: the sandbox's mounts are not the ones asked for ({exc}): a directory "

@@ -142,11 +142,17 @@ def test_a_session_started_elsewhere_writing_by_absolute_path_is_named(env):
             event = protected_event(op, ".env.prod")
             assert [a["id"] for a in event["attribution"]] == [once["id"]]
             # Either evidence names it: the sampler may catch the append's descriptor
-            # still open, or only the bytes it wrote (which is the usual case).
-            assert event["attribution"][0]["basis"] in ("write I/O in window", "open for write")
-            assert event["attribution"][0]["in_workspace"] is False
-            time.sleep(0.3)
-            assert items_of(op, once["id"]) == []  # weak evidence: an alert, not a pause
+            # still open (more often on a loaded machine), or only the bytes it wrote
+            # (which is the usual case).
+            basis = event["attribution"][0]["basis"]
+            assert basis in ("write I/O in window", "open for write")
+            if basis == "write I/O in window":
+                assert event["attribution"][0]["in_workspace"] is False
+                time.sleep(0.3)
+                assert items_of(op, once["id"]) == []  # weak evidence: an alert, not a pause
+            else:  # the open file is in the workspace: firm evidence, the session is paused
+                assert event["attribution"][0]["in_workspace"] is True
+                assert wait_for(lambda: items_of(op, once["id"]))
         finally:
             end(op, once["id"])
         held = new(

@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.needs_bwrap, pytest.mark.needs_root]
 RUNS = 20
 BUSY = "while :; do echo y >> busy/$RANDOM; sleep 0.005; done"
 PID = "pid from fanotify"
+WRITE_IO = "write I/O in window"
 
 
 @pytest.fixture(scope="module")
@@ -85,17 +86,24 @@ SHORT_LIVED = {
 
 @pytest.mark.parametrize("trick", sorted(SHORT_LIVED))
 def test_a_short_lived_writer_is_named_and_its_session_stopped(env, trick):
+    """Named by the kernel's pid (the fast lane), each time on a quiet machine. On one
+    running two suites at once the pid's event can come later than the tripwire waits for
+    it (``EARLY_WAIT_S``): the write I/O the session did then names it, as firmly (the
+    session is paused, not a suspect). Most runs must still be the fast lane's."""
     d, ws = env
+    bases = []
     with d.operator() as op:
         for run in range(RUNS):
             name = f"post-merge-{trick.replace(' ', '')}-{run}"
             s = new(op, ws, SHORT_LIVED[trick].format(name=name))
             try:
-                item = named_and_stopped(op, s, f".git/hooks/{name}")
+                item = named_and_stopped(op, s, f".git/hooks/{name}", bases=(PID, WRITE_IO))
                 assert item["revertable"] is True
+                bases.append(item["basis"])
             finally:
                 finish(op, s["id"])
             assert not (ws / ".git" / "hooks" / name).exists(), "kill puts the file back: absent"
+    assert bases.count(PID) >= RUNS // 2, bases
 
 
 def test_a_confined_sessions_short_lived_writer_of_a_new_protected_name_is_named(env):
