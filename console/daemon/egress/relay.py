@@ -405,7 +405,7 @@ class Client:
             self._send_client(data)
 
     def refuse(self, answer: bytes) -> None:
-        """Answer and close (a refusal, or an error connecting)."""
+        """Answer and close (a refusal, an error connecting, the hand-over's answer)."""
         if self.phase is Phase.CLOSED or self._closing:
             return
         self.write(answer)

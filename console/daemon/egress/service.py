@@ -356,7 +356,9 @@ class EgressService:
         try:
             if data != proxy.HANDOVER or len(fds) != 1:
                 why = "not a listener hand-over"
-            elif run.tcp_listener is not None or run.listener is None:
+            elif run.listener is None:
+                why = "this run has ended"
+            elif run.tcp_listener is not None:
                 why = "this run has its listener already"
             else:
                 listener = _listening_tcp(fds.pop())
