@@ -265,6 +265,12 @@ class TripwireService:
         for c in named:
             if self._answered(c.session_id, ev.workspace_root, ev.path):
                 continue
+            if mode is Tripwire.PAUSE and c.session_id in self._early:
+                # The fast lane stopped it already and its item waits for this event: one
+                # item, paused, however its evidence looks now (a frozen session's write
+                # counters can read as a writer that exited).
+                self._raise_early(c.session_id, ev, c.basis)
+                continue
             alive = c.has_processes and self._has_processes(c.session_id)
             if not alive:
                 if any(t.session == c.session_id and t.open for t in self.items.values()):
@@ -276,9 +282,6 @@ class TripwireService:
                 continue
             if mode is Tripwire.ALERT or not firm:
                 self._alert(ev, c)
-                continue
-            if c.session_id in self._early:
-                self._raise_early(c.session_id, ev, c.basis)
                 continue
             if any(
                 t.session == c.session_id and t.state is TripwireState.PAUSED for t in self.items.values()

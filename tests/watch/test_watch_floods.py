@@ -144,14 +144,22 @@ def test_a_session_that_floods_is_raised_once(env):
             first = wait_for(items)
             time.sleep(2.5)  # the rest of the flood arrives and the flood ends
             got = items()
-            assert len(got) == 1, got
+            assert len(got) == 1, [(i["display_path"], i["state"], i["basis"], i["summary"]) for i in got]
             assert got[0]["state"] in ("paused", "exited")
             if got[0]["count"] > 1:
                 assert "files under .git/hooks/burst/" in got[0]["summary"]
                 assert 1 <= len(got[0]["sample"]) <= 20
             trip_rows = [r for r in rows(op, ["tripwire"], ".git/hooks/burst") if r.get("session_id") == sid]
             assert len(trip_rows) == 1, trip_rows
-            assert len(rows(op, ["file_event"], ".git/hooks/burst")) <= 23
+            written = rows(op, ["file_event"], ".git/hooks/burst")
+            assert len(written) <= 23, [
+                (
+                    r["command"],
+                    r["body"]["attribution"]["event"].get("count"),
+                    r["body"]["attribution"].get("flood_end"),
+                )
+                for r in written
+            ]
             assert first[0]["id"] == got[0]["id"]
         finally:
             for item in op.call("tripwire.list", {"open": True})["items"]:
