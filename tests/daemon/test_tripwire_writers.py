@@ -28,6 +28,7 @@ RUNS = 20
 BUSY = "while :; do echo y >> busy/$RANDOM; sleep 0.005; done"
 PID = "pid from fanotify"
 WRITE_IO = "write I/O in window"
+OPEN = "open for write"
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +89,9 @@ SHORT_LIVED = {
 def test_a_short_lived_writer_is_named_and_its_session_stopped(env, trick):
     """Named by the kernel's pid (the fast lane), each time on a quiet machine. On one
     running two suites at once the pid's event can come later than the tripwire waits for
-    it (``EARLY_WAIT_S``): the write I/O the session did then names it, as firmly (the
-    session is paused, not a suspect). Most runs must still be the fast lane's."""
+    it (``EARLY_WAIT_S``): the session's evidence then names it, as firmly (its write I/O,
+    or the file still open; the session is paused, not a suspect). Most runs must still
+    be the fast lane's."""
     d, ws = env
     bases = []
     with d.operator() as op:
@@ -97,7 +99,7 @@ def test_a_short_lived_writer_is_named_and_its_session_stopped(env, trick):
             name = f"post-merge-{trick.replace(' ', '')}-{run}"
             s = new(op, ws, SHORT_LIVED[trick].format(name=name))
             try:
-                item = named_and_stopped(op, s, f".git/hooks/{name}", bases=(PID, WRITE_IO))
+                item = named_and_stopped(op, s, f".git/hooks/{name}", bases=(PID, WRITE_IO, OPEN))
                 assert item["revertable"] is True
                 bases.append(item["basis"])
             finally:

@@ -297,9 +297,10 @@ async def test_a_call_made_while_the_console_connects_waits_instead_of_failing(m
     from console.tui import link as link_module
 
     app = make()
+    release = asyncio.Event()  # the connection comes only once the call is waiting
 
     async def slow() -> ReplayClient:
-        await asyncio.sleep(0.5)
+        await release.wait()
         return ReplayClient()
 
     app.link._connect = slow
@@ -307,9 +308,12 @@ async def test_a_call_made_while_the_console_connects_waits_instead_of_failing(m
     # connection that never comes.
     monkeypatch.setattr(link_module, "CONNECT_WAIT_S", 60.0)
     async with app.run_test(size=(120, 40)):
-        app.link.client = None
-        app.link.connected.clear()
-        result = await app.link.call("grants.list")
+        assert app.link.client is None  # still connecting
+        call = asyncio.ensure_future(app.link.call("grants.list"))
+        await asyncio.sleep(0.2)
+        assert not call.done()  # it waits, instead of failing at once
+        release.set()
+        result = await asyncio.wait_for(call, 60)
         assert "grants" in result
         app.link.client = None
         app.link.connected.clear()
