@@ -308,7 +308,6 @@ class WatchService:
         record = msgspec.convert(ev.to_dict(), WatchRecord)
         if ev.flood:
             record.sample = [display_path(p) for p in ev.members[:FLOOD_SAMPLE]]
-        self.recent.append(record)
         if ev.protected is not None:
             if (
                 not ev.quiet
@@ -322,10 +321,12 @@ class WatchService:
                 task.add_done_callback(self._background.discard)
                 return
             self._protected(ev, record)
-        elif len(self._outbox) < MAX_BATCH * 4:
-            self._outbox.append(record)
         else:
-            self._held_back += 1
+            self.recent.append(record)
+            if len(self._outbox) < MAX_BATCH * 4:
+                self._outbox.append(record)
+            else:
+                self._held_back += 1
 
     async def _protected_settled(self, ev: FileEvent, record: WatchRecord) -> None:
         try:
@@ -334,7 +335,13 @@ class WatchService:
             self._protected(ev, record)
 
     def _protected(self, ev: FileEvent, record: WatchRecord) -> None:
-        """A protected change: attributed, kept, recorded, raised."""
+        """A protected change: attributed, kept, recorded, raised; or folded into a flood
+        of its group that opened while it waited for the kernel's account of its writer
+        (a burst's batches wait side by side: each opened a flood of its own, a history
+        row each)."""
+        if ev.group is not None and self._absorbed(ev):
+            return
+        self.recent.append(record)
         naming = self.tripwire.name(ev)
         self._attribute_record(ev, record, naming)
         self.protected.append(record)

@@ -95,3 +95,42 @@ async def test_a_watcher_that_never_catches_up_does_not_hold_the_answer(service,
     [report] = [r for r in caplog.records if "did not catch up" in r.getMessage()]
     assert root in report.getMessage() and "op-1" in report.getMessage()
     assert "thread MainThread" in report.getMessage()
+
+
+async def test_a_bursts_batches_waiting_for_their_writer_are_one_flood(service, tmp_path):
+    """A protected change whose writer the kernel has not named yet waits (up to half a
+    second) before it is judged. A burst's folded batches wait side by side; each opened
+    a flood of its own when its wait ended, a history row each (25-41 rows for 3,000
+    files on a starved machine). Those that end their wait after the first are folded
+    into its flood."""
+    import time
+
+    from console.store.query import HistoryQuery
+    from console.watch.events import ChangeKind, FileEvent
+
+    ws = workspace(tmp_path / "w")
+    root = str(ws)
+    await service.ensure_root(root)
+    if service.watcher.fast_lane != "fanotify+inotify":
+        pytest.skip("the wait for the kernel's account needs fanotify (root)")
+    group = ".git/hooks/burst"
+    now = time.time()
+    for n in range(5):
+        members = tuple(f"{group}/b{n}{i:03d}" for i in range(50))
+        service._on_event(
+            FileEvent(
+                seq=10_000 + n, at=now, changed_at=now, workspace_root=root, path=group,
+                kind=ChangeKind.ADDED, protected=".git/hooks/**", is_dir=False,
+                symlink_escape=False, size=None, mode=None, attribution=(),
+                source="inotify",
+                count=len(members), members=members, group=group,
+            )
+        )  # fmt: skip
+    await wait_until(lambda: not service._background)
+    # (the store's writer commits in its own thread: the row may come a moment later)
+    await wait_until(lambda: service.store.count(HistoryQuery(kinds=("file_event",))) >= 1)
+    await asyncio.sleep(0.3)
+    rows = service.store.history(HistoryQuery(kinds=("file_event",), limit=100)).records
+    assert [r.event.command for r in rows] == [group]
+    [flood] = [r for r in service.recent_records(protected_only=True) if r.path == group]
+    assert flood.count == 250
