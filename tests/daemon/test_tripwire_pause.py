@@ -27,10 +27,17 @@ def size(p: Path) -> int:
     return p.stat().st_size if p.exists() else 0
 
 
-async def growing(*files: Path) -> bool:
+async def growing(*files: Path, within_s: float = 5.0) -> bool:
+    """Every file grows within ``within_s`` (its writer runs: on a loaded machine a
+    running writer can take a while to get the CPU; a stopped one never grows it)."""
     before = [size(f) for f in files]
-    await asyncio.sleep(0.3)
-    return all(size(f) > b for f, b in zip(files, before, strict=True))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        if all(size(f) > b for f, b in zip(files, before, strict=True)):
+            return True
+    return False
 
 
 async def stable(*files: Path) -> bool:
