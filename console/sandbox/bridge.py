@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 CHUNK = 65536
 # Bytes read from one side but not yet written to the other, per direction.
 BUFFER_LIMIT = 1 << 20
-# The hand-over's words and the broker's yes (console/daemon/egress/proxy.py holds the same).
+# The hand-over's first line, sent with the listener attached (neither an HTTP request nor
+# SOCKS5 begins with a NUL), and the broker's yes; any other answer is a line saying why not.
+# The broker reads these from here (console/daemon/egress/service.py).
 HANDOVER = b"\x00agent-console: listener\n"
 HANDOVER_OK = b"ok\n"
 HANDOVER_TIMEOUT_S = 10.0

@@ -44,9 +44,13 @@ def _notes(params: list[object], method: str = "session.output") -> bytes:
     return b"".join(jsonrpc.encode(jsonrpc.notification(method, p)) for p in params)  # type: ignore[arg-type]
 
 
-async def test_the_async_client_hands_a_handler_the_struct_and_skips_a_malformed_one():
+async def received(frames: bytes, *, after_first_s: float = 0.0) -> tuple[list[Notification], int]:
+    """The ``session.output`` notifications an async client hands its handler when a daemon
+    sends ``frames`` (once the first arrived, and ``after_first_s`` more, for any after it),
+    and how many it refused."""
+
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(_notes([*BAD, GOOD]))
+        writer.write(frames)
         await writer.drain()
         await reader.read()
 
@@ -57,8 +61,14 @@ async def test_the_async_client_hands_a_handler_the_struct_and_skips_a_malformed
             if got:
                 break
             await asyncio.sleep(0.01)
-        assert got == [SessionOutput(session="s1", offset=7, data_base64=GOOD["data_base64"])]
-        assert client.refused_events == len(BAD)
+        await asyncio.sleep(after_first_s)
+        return got, client.refused_events
+
+
+async def test_the_async_client_hands_a_handler_the_struct_and_skips_a_malformed_one():
+    got, refused = await received(_notes([*BAD, GOOD]))
+    assert got == [SessionOutput(session="s1", offset=7, data_base64=GOOD["data_base64"])]
+    assert refused == len(BAD)
 
 
 def test_the_blocking_client_does_the_same_and_the_answer_still_arrives():
@@ -116,21 +126,8 @@ def test_the_exact_daemon_frame_is_read_fast_and_anything_else_the_strict_way():
 async def test_a_frame_the_strict_decoder_refuses_is_refused_on_an_attach_stream_too():
     good = _notes([SessionOutputBytes(session="s1", offset=0, data=b"ok")])
     twice = good.replace(b'"data_base64":', b'"data_base64":"QQ==","data_base64":')
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(twice + good)
-        await writer.drain()
-        await reader.read()
-
-    got: list[Notification] = []
-    async with client_of(serve) as client:
-        client.on_notification("session.output", got.append)
-        for _ in range(200):
-            if got:
-                break
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
-        assert [n.decoded() for n in got if isinstance(n, SessionOutput)] == [b"ok"]
+    got, _ = await received(twice + good, after_first_s=0.05)
+    assert [n.decoded() for n in got if isinstance(n, SessionOutput)] == [b"ok"]
 
 
 def test_every_notification_struct_allows_keys_a_newer_daemon_adds():

@@ -25,12 +25,6 @@ from console.policy.network import normal_host
 
 MAX_HEAD_BYTES = 64 * 1024
 HEAD_TIMEOUT_S = 10.0  # for the whole request head (relay.py applies it)
-# The bridge's first message when it gives the broker its listener (console/sandbox/bridge.py,
-# which has its own copy: it imports nothing of the console), with the socket attached;
-# the broker answers HANDOVER_OK, or a line that says why not. Neither an HTTP request nor
-# SOCKS5 begins with a NUL.
-HANDOVER = b"\x00agent-console: listener\n"
-HANDOVER_OK = b"ok\n"
 
 _REQUEST_LINE = re.compile(rb"([A-Z]{3,16}) (\S{1,8192}) HTTP/1\.([01])\r?\n")
 _AUTHORITY = re.compile(r"(\[[0-9A-Fa-f:.]{2,64}\]|[^:/\[\]@\s]{1,255}):([0-9]{1,5})\Z")

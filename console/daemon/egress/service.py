@@ -60,6 +60,7 @@ from console.policy.config import NetworkMode, PolicyConfig
 from console.policy.network import IPAddress, Rules, Verdict, address_of
 from console.protocol.results import OperationDecision
 from console.protocol.status import EgressStatus
+from console.sandbox.bridge import HANDOVER, HANDOVER_OK  # the bridge's words, one copy
 from console.store import Event, Store, StoreUnavailable, connection_event
 
 if TYPE_CHECKING:
@@ -354,7 +355,7 @@ class EgressService:
         the bridge told why (it then carries the connections itself)."""
         why, listener = "", None
         try:
-            if data != proxy.HANDOVER or len(fds) != 1:
+            if data != HANDOVER or len(fds) != 1:
                 why = "not a listener hand-over"
             elif run.listener is None:
                 why = "this run has ended"
@@ -375,7 +376,7 @@ class EgressService:
         listener.setblocking(False)
         run.tcp_listener = listener
         asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, run, listener, poller)
-        client.refuse(proxy.HANDOVER_OK)
+        client.refuse(HANDOVER_OK)
 
     async def close(self, run: EgressRun) -> None:
         self.runs.pop(run.id, None)
